@@ -1,0 +1,80 @@
+"""The one answer type the server, the CLI and the benchmark share."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+#: certain: a built-in check proved it from the kernel state; observed: a sandboxed dry run saw it
+#: happen; predicted: an LLM expects it; none: nothing found (never a promise that the cell is safe).
+Certainty = Literal["certain", "observed", "predicted", "none"]
+
+
+class Evidence(BaseModel):
+    """One runtime fact a verdict rests on, e.g. ``model.n_features_in_`` = ``58``."""
+
+    fact: str
+    value: str
+
+
+class Origin(BaseModel):
+    """Where a variable involved was last assigned: an executed cell (1-based execution order)."""
+
+    variable: str
+    cell: int | None = None  # index into the executed cells (0-based) or None when unknown
+    execution_count: int | None = None
+    line: int | None = None  # 0-based line in that cell
+
+
+class Fix(BaseModel):
+    """A suggested replacement for lines of the target cell (0-based, end exclusive)."""
+
+    description: str
+    start_line: int | None = None
+    end_line: int | None = None
+    new_text: str | None = None
+
+
+class Source(BaseModel):
+    """Which layer produced the verdict and what it cost."""
+
+    layer: Literal["checks", "dryrun", "llm", "none"]
+    check_id: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    votes: list[bool] | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float | None = None
+    cached: bool = False
+
+    def label(self) -> str:
+        if self.layer == "checks":
+            return f"check:{self.check_id}"
+        if self.layer == "llm":
+            return f"{self.provider}/{self.model}"
+        return self.layer
+
+
+class Prediction(BaseModel):
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    crash: bool
+    certainty: Certainty
+    exception: str | None = None  # class name, e.g. "KeyError"
+    line: int | None = None  # 0-based line in the target cell
+    col: int | None = None
+    end_line: int | None = None
+    end_col: int | None = None
+    message: str = ""  # one sentence
+    diagnosis: str = ""  # longer explanation
+    evidence: list[Evidence] = Field(default_factory=list)
+    origin: list[Origin] = Field(default_factory=list)
+    fix: Fix | None = None
+    source: Source = Field(default_factory=lambda: Source(layer="none"))
+    notes: list[str] = Field(default_factory=list)  # e.g. "ran clean in a sandboxed copy in 0.4 s"
+
+    @classmethod
+    def nothing_found(cls, reason: str = "no certain crash found") -> Prediction:
+        return cls(crash=False, certainty="none", message=reason)

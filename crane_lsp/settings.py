@@ -1,0 +1,37 @@
+"""One settings model for every front door: the server, ``check`` and ``bench``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ProviderName = Literal["none", "openai", "openai-compatible", "gemini"]
+
+
+class Settings(BaseModel):
+    """User-facing settings; camelCase aliases match the editor's ``crane.*`` configuration."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    provider: ProviderName = "none"
+    model: str | None = None  # provider default when None
+    base_url: str | None = Field(default=None, alias="baseUrl")
+    api_key_env: str | None = Field(default=None, alias="apiKeyEnv")  # name of the variable, never the key
+    votes: int = Field(default=1, ge=1, le=15)
+    temperature: float = Field(default=0.01, ge=0.0, le=2.0)
+    request_timeout_s: float = Field(default=60.0, gt=0, alias="requestTimeout")
+    retries: int = Field(default=3, ge=0, le=10)
+    runtime_info: bool = Field(default=True, alias="runtimeInfo")
+    privacy: bool = False  # structure only: shapes, dtypes, column names; no values
+    max_columns: int = Field(default=20, ge=1, le=5000, alias="maxColumns")
+    sample_rows: int = Field(default=100_000, ge=1000, alias="sampleRows")
+    object_budget_s: float = Field(default=0.5, gt=0, alias="objectBudget")
+    request_budget_s: float = Field(default=2.0, gt=0, alias="requestBudget")
+    debounce_ms: int = Field(default=500, ge=0, le=10_000, alias="debounce")
+    max_pending_cells: int = Field(default=5, ge=1, le=100, alias="maxPendingCells")
+    llm_concurrency: int = Field(default=2, ge=1, le=32, alias="llmConcurrency")
+    connection_file: str | None = Field(default=None, alias="connectionFile")
+    dry_run: Literal["off", "safe", "on"] = Field(default="safe", alias="dryRun")
+    dry_run_budget_s: float = Field(default=3.0, gt=0, le=120, alias="dryRunBudget")
+    explain_certain: bool = Field(default=False, alias="explainCertain")  # ask the LLM to explain check findings

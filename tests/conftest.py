@@ -1,0 +1,99 @@
+"""Shared fixtures: a REAL ipykernel started through jupyter_client, driven synchronously by tests.
+
+The code under test talks to the same kernel through its own (async) client, found by the
+connection file, exactly as it would talk to a user's kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
+
+
+class CellError(RuntimeError):
+    def __init__(self, ename: str, evalue: str) -> None:
+        super().__init__(f"{ename}: {evalue}")
+        self.ename = ename
+        self.evalue = evalue
+
+
+@dataclass
+class TestKernel:
+    """A real kernel plus a blocking client, for setting up state and checking what really happens."""
+
+    manager: KernelManager
+    client: BlockingKernelClient
+
+    @property
+    def connection_file(self) -> str:
+        return str(self.manager.connection_file)
+
+    def run(self, code: str, *, timeout: float = 120, allow_error: bool = False) -> dict[str, Any]:
+        """Execute ``code`` as a user cell; raise CellError on an exception unless ``allow_error``."""
+        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=lambda msg: None)
+        content = reply["content"]
+        if content["status"] == "error" and not allow_error:
+            raise CellError(content["ename"], content["evalue"])
+        return content
+
+    def eval(self, expr: str, *, timeout: float = 60) -> Any:
+        """Value of ``expr`` in the user namespace (via user_expressions, leaving no trace)."""
+        msg_id = self.client.execute("", silent=True, store_history=False, user_expressions={"v": expr})
+        reply = self._reply(msg_id, timeout)
+        value = reply["content"]["user_expressions"]["v"]
+        if value["status"] != "ok":
+            raise CellError(value["ename"], value["evalue"])
+        return value["data"]["text/plain"]
+
+    def _reply(self, msg_id: str, timeout: float) -> dict[str, Any]:
+        while True:
+            try:
+                msg = self.client.get_shell_msg(timeout=timeout)
+            except queue.Empty as exc:
+                raise TimeoutError("kernel did not reply") from exc
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+
+    def reset(self) -> None:
+        self.run("%reset -f")
+
+
+def start_test_kernel(cwd: str | Path | None = None) -> TestKernel:
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(cwd) if cwd else None, env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    kc = km.blocking_client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=120)
+    return TestKernel(km, kc)
+
+
+def stop_test_kernel(k: TestKernel) -> None:
+    k.client.stop_channels()
+    k.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestKernel]:
+    """One real kernel per test module (starting one costs about a second)."""
+    k = start_test_kernel(tmp_path_factory.mktemp("kernel-cwd"))
+    yield k
+    stop_test_kernel(k)
+
+
+@pytest.fixture
+def fresh_kernel(tmp_path: Path) -> Iterator[TestKernel]:
+    """A kernel of the test's own, for tests that restart, kill or busy it."""
+    k = start_test_kernel(tmp_path)
+    yield k
+    stop_test_kernel(k)
