@@ -1,9 +1,246 @@
 """The pipeline every front door uses: parse the cell, probe the kernel, run the checks, then the
 dry run and the LLM. One ``Prediction`` comes out; nothing here knows which door it came through.
 
-INTERFACE (stable):
     pipeline = Pipeline(settings, link=KernelLink | None, llm=LLMPredictor | None)
     prediction = await pipeline.predict(target_source, executed=[sources in execution order],
                                         layers={"checks", "dryrun", "llm"} | None, bypass_cache=False)
     pipeline.last_exchange(target_source) -> (prompt, answer) | None   # for crane.showPrompt
 """
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from crane_lsp.cellcode import CellFacts, Span, analyze
+from crane_lsp.checks.base import Finding
+from crane_lsp.prediction import Evidence, Origin, Prediction, Source
+from crane_lsp.runtime import ProbeQuery, Snapshot
+from crane_lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from crane_lsp.kernel.link import KernelLink
+
+log = logging.getLogger(__name__)
+
+LAYERS = ("checks", "dryrun", "llm")
+
+
+class LLMLayer(Protocol):
+    async def predict(
+        self,
+        *,
+        executed: Sequence[str],
+        target: str,
+        snapshot: Snapshot | None = None,
+        runtime_text: str | None = None,
+        findings: Sequence[Finding] = (),
+        bypass_cache: bool = False,
+    ) -> Prediction: ...
+
+
+class DryRunLayer(Protocol):
+    async def dry_run(self, target: str, facts: CellFacts) -> Prediction | None: ...
+
+
+@functools.lru_cache(maxsize=512)
+def analyze_cached(source: str) -> CellFacts:
+    """Executed cells are re-read on every prediction for origins; parse each text once."""
+    return analyze(source)
+
+
+def probe_query(facts: CellFacts, settings: Settings) -> ProbeQuery:
+    return ProbeQuery(
+        **facts.probe_query_fields(),
+        max_columns=settings.max_columns,
+        sample_rows=settings.sample_rows,
+        object_budget_s=settings.object_budget_s,
+        request_budget_s=settings.request_budget_s,
+        privacy=settings.privacy,
+    )
+
+
+def origins(variables: Iterable[str], executed: Sequence[str]) -> list[Origin]:
+    """For each variable, the executed cell (and line) that last assigned it, newest first wins."""
+    found: list[Origin] = []
+    for var in dict.fromkeys(variables):
+        base = var.split(".", 1)[0].split("[", 1)[0]
+        for index in range(len(executed) - 1, -1, -1):
+            facts = analyze_cached(executed[index])
+            lines = [a.span.line for a in facts.defines if a.name == base]
+            if lines:
+                found.append(Origin(variable=base, cell=index, line=lines[-1]))
+                break
+    return found
+
+
+def finding_to_prediction(finding: Finding, executed: Sequence[str]) -> Prediction:
+    return Prediction(
+        crash=True,
+        certainty="certain",
+        exception=finding.exception,
+        line=finding.span.line,
+        col=finding.span.col,
+        end_line=finding.span.end_line,
+        end_col=finding.span.end_col,
+        message=finding.message,
+        diagnosis=finding.diagnosis or finding.message,
+        evidence=[Evidence(fact=f, value=v) for f, v in finding.evidence],
+        origin=origins(finding.variables, executed),
+        source=Source(layer="checks", check_id=finding.check_id),
+    )
+
+
+def syntax_error_prediction(facts: CellFacts) -> Prediction:
+    span = facts.syntax_error_span
+    return Prediction(
+        crash=True,
+        certainty="certain",
+        exception="SyntaxError",
+        line=span.line if span else 0,
+        col=span.col if span else 0,
+        end_line=span.end_line if span else None,
+        end_col=span.end_col if span else None,
+        message=f"the cell does not parse: {facts.syntax_error}",
+        diagnosis=f"Python cannot compile this cell: {facts.syntax_error}",
+        source=Source(layer="checks", check_id="syntax"),
+    )
+
+
+class Pipeline:
+    """Checks first (certain), then the sandboxed dry run (observed), then the LLM (predicted)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        link: KernelLink | None = None,
+        llm: LLMLayer | None = None,
+        dryrun: DryRunLayer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.link = link
+        self.llm = llm
+        self.dryrun = dryrun
+        self.last_snapshot: Snapshot | None = None
+
+    async def snapshot_for(self, facts: CellFacts) -> tuple[Snapshot | None, str | None]:
+        """The kernel's view for this cell, or why there is none (busy, dead, no kernel)."""
+        if self.link is None:
+            return None, "no kernel attached"
+        from crane_lsp.kernel.link import KernelBusy, KernelDead, ProbeError
+
+        try:
+            snap = await self.link.snapshot(probe_query(facts, self.settings))
+        except KernelBusy:
+            return None, "kernel busy: checked without runtime information"
+        except KernelDead as exc:
+            return None, f"no kernel: {exc}"
+        except ProbeError as exc:
+            log.warning("probe failed: %s", exc)
+            return None, f"probe failed: {exc}"
+        self.last_snapshot = snap
+        return snap, None
+
+    async def predict(
+        self,
+        target: str,
+        executed: Sequence[str] = (),
+        layers: Iterable[str] | None = None,
+        bypass_cache: bool = False,
+        snapshot: Snapshot | None = None,
+    ) -> Prediction:
+        started = time.perf_counter()
+        wanted = set(layers) if layers is not None else set(LAYERS)
+        facts = analyze(target)
+        if facts.syntax_error:
+            return syntax_error_prediction(facts)
+        notes: list[str] = []
+        if snapshot is None:
+            snapshot, why = await self.snapshot_for(facts)
+            if why:
+                notes.append(why)
+        findings: list[Finding] = []
+        if "checks" in wanted and snapshot is not None:
+            from crane_lsp.checks.runner import run_checks
+
+            findings = run_checks(facts, snapshot)
+            if findings:
+                prediction = finding_to_prediction(findings[0], executed)
+                prediction.source.latency_ms = (time.perf_counter() - started) * 1000
+                if self.settings.explain_certain and self.llm is not None and "llm" in wanted:
+                    prediction = await self._explain(prediction, executed, target, snapshot, findings)
+                prediction.notes.extend(notes)
+                return prediction
+        if "dryrun" in wanted and self.dryrun is not None and self.settings.dry_run != "off":
+            observed = await self.dryrun.dry_run(target, facts)
+            if observed is not None and observed.source.layer == "dryrun":  # raised, or ran clean
+                if observed.crash and self.llm is not None and "llm" in wanted and snapshot is not None:
+                    observed = await self._explain(observed, executed, target, snapshot, findings)
+                observed.notes.extend(notes)
+                return observed
+            if observed is not None:
+                notes.extend(observed.notes)
+        if "llm" in wanted and self.llm is not None:
+            prediction = await self.llm.predict(
+                executed=executed,
+                target=target,
+                snapshot=snapshot if self.settings.runtime_info else None,
+                findings=findings,
+                bypass_cache=bypass_cache,
+            )
+            prediction.notes.extend(notes)
+            if prediction.crash and not prediction.origin:
+                prediction.origin = origins(self._variables_on_line(facts, prediction.line), executed)
+            return prediction
+        result = Prediction.nothing_found()
+        result.source.latency_ms = (time.perf_counter() - started) * 1000
+        result.notes.extend(notes)
+        return result
+
+    async def _explain(
+        self,
+        prediction: Prediction,
+        executed: Sequence[str],
+        target: str,
+        snapshot: Snapshot,
+        findings: Sequence[Finding],
+    ) -> Prediction:
+        """Ask the LLM to explain a certain finding; the verdict and line stay the check's."""
+        assert self.llm is not None
+        if not findings:  # an observed crash: hand the LLM what was seen, so it explains, not guesses
+            line = prediction.line or 0
+            findings = [
+                Finding(
+                    check_id=prediction.source.label(),
+                    exception=prediction.exception or "Exception",
+                    span=Span(
+                        line, prediction.col or 0, prediction.end_line or line, prediction.end_col or 0
+                    ),
+                    message=prediction.message,
+                )
+            ]
+        try:
+            explained = await self.llm.predict(
+                executed=executed, target=target, snapshot=snapshot, findings=findings
+            )
+        except Exception as exc:  # an explanation is a bonus: never lose the certain finding
+            prediction.notes.append(f"explanation unavailable: {exc}")
+            return prediction
+        if explained.diagnosis:
+            prediction.diagnosis = explained.diagnosis
+        if explained.fix is not None:
+            prediction.fix = explained.fix
+        return prediction
+
+    @staticmethod
+    def _variables_on_line(facts: CellFacts, line: int | None) -> list[str]:
+        if line is None:
+            return []
+        return [use.name for use in facts.reads if use.span.line == line]
+
+    def last_exchange(self, target: str) -> Any:
+        getter = getattr(self.llm, "last_exchange", None)
+        return getter(target) if callable(getter) else None

@@ -34,4 +34,6 @@ class Settings(BaseModel):
     connection_file: str | None = Field(default=None, alias="connectionFile")
     dry_run: Literal["off", "safe", "on"] = Field(default="safe", alias="dryRun")
     dry_run_budget_s: float = Field(default=3.0, gt=0, le=120, alias="dryRunBudget")
-    explain_certain: bool = Field(default=False, alias="explainCertain")  # ask the LLM to explain check findings
+    explain_certain: bool = Field(
+        default=False, alias="explainCertain"
+    )  # ask the LLM to explain check findings

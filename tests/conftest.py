@@ -32,6 +32,8 @@ class CellError(RuntimeError):
 class TestKernel:
     """A real kernel plus a blocking client, for setting up state and checking what really happens."""
 
+    __test__ = False  # not a test class, despite the name
+
     manager: KernelManager
     client: BlockingKernelClient
 

@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-PROBE_SOURCE = (Path(__file__).with_name("probe.py")).read_text(encoding="utf-8")
+_HERE = Path(__file__).parent
+#: The probe and the dry-run sandbox travel as one private module (both standard library only).
+PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in ("probe.py", "sandbox.py"))
 PROBE_VERSION = hashlib.sha1(PROBE_SOURCE.encode()).hexdigest()[:10]
 MODULE_NAME = "_crane_probe"
 

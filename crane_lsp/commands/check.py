@@ -1,0 +1,224 @@
+"""Predict whether a notebook cell will crash, without a running editor.
+
+Starts a fresh kernel in the notebook's folder, replays the state the notebook records (the code
+cells that carry an execution count, in execution-count order; a notebook with no counts runs the
+cells above the target), and predicts the target cell. Without --cell it walks the whole notebook:
+predicts each code cell, then runs it, and shows each prediction beside what really happened.
+
+Exit status: 0 no crash predicted, 1 crash predicted, 2 usage or runtime error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crane_lsp.notebook import Notebook
+    from crane_lsp.prediction import Prediction
+    from crane_lsp.settings import Settings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("notebook", help="a .ipynb notebook or a `# %%` percent-format script")
+    parser.add_argument("--cell", help="the target: 1-based position among code cells, or a cell id")
+    parser.add_argument(
+        "--predictors",
+        default=None,
+        help="comma-separated layers to run: checks,dryrun,llm (default: every configured one)",
+    )
+    parser.add_argument("--provider", choices=["none", "openai", "openai-compatible", "gemini"], default=None)
+    parser.add_argument("--model", default=None, help="model name for the LLM provider")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (vLLM, Ollama, ...)")
+    parser.add_argument(
+        "--api-key-env", default=None, help="name of the environment variable holding the key"
+    )
+    parser.add_argument("--votes", type=int, default=None, help="LLM samples per prediction (majority vote)")
+    parser.add_argument(
+        "--no-runtime", action="store_true", help="do not send runtime information to the LLM"
+    )
+    parser.add_argument(
+        "--privacy", action="store_true", help="send structure only (no data values) to the LLM"
+    )
+    parser.add_argument(
+        "--dry-run", choices=["off", "safe", "on"], default=None, help="sandboxed dry-run mode"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object per checked cell")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    from crane_lsp.settings import Settings
+
+    values: dict[str, Any] = {}
+    for key in ("provider", "model", "base_url", "api_key_env", "votes", "dry_run"):
+        value = getattr(args, key, None)
+        if value is not None:
+            values[key] = value
+    if args.no_runtime:
+        values["runtime_info"] = False
+    if args.privacy:
+        values["privacy"] = True
+    return Settings(**values)
+
+
+@dataclass
+class CheckedCell:
+    position: int  # 1-based among code cells
+    source: str
+    prediction: Prediction
+    actual: str | None = None  # exception class really raised (walk mode), "" when it ran clean
+    actual_line: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        p = self.prediction
+        data: dict[str, Any] = {
+            "cell": self.position,
+            "crash": p.crash,
+            "certainty": p.certainty,
+            "exception": p.exception,
+            "line": None if p.line is None else p.line + 1,
+            "message": p.message,
+            "diagnosis": p.diagnosis,
+            "evidence": [e.model_dump() for e in p.evidence],
+            "origin": [o.model_dump() for o in p.origin],
+            "source": p.source.label(),
+            "notes": p.notes,
+        }
+        if p.fix is not None:
+            data["fix"] = p.fix.model_dump()
+        if self.actual is not None:
+            data["actual"] = self.actual or None
+        return data
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from crane_lsp.notebook import NotebookError, read_notebook
+
+    err = Console(stderr=True)
+    try:
+        notebook = read_notebook(args.notebook)
+        target = notebook.find_code_cell(args.cell) if args.cell else None
+        settings = settings_from_args(args)
+        layers = _layers(args.predictors)
+    except (NotebookError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return 2
+    if not notebook.code_cells:
+        err.print(f"[red]error:[/red] {args.notebook} has no code cells")
+        return 2
+    try:
+        checked = asyncio.run(_check(notebook, target, settings, layers, quiet=args.json, console=err))
+    except _UsageError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return 2
+    if args.json:
+        print(json.dumps([c.as_json() for c in checked], indent=2))
+    else:
+        from crane_lsp.commands.render import print_checked
+
+        print_checked(Console(), notebook, checked, walk=target is None)
+    return 1 if any(c.prediction.crash for c in checked) else 0
+
+
+class _UsageError(RuntimeError):
+    pass
+
+
+def _layers(spec: str | None) -> set[str] | None:
+    if spec is None:
+        return None
+    from crane_lsp.predict import LAYERS
+
+    layers = {part.strip() for part in spec.split(",") if part.strip()}
+    unknown = layers - set(LAYERS)
+    if unknown:
+        raise ValueError(
+            f"unknown predictor(s) {', '.join(sorted(unknown))}; choose from {', '.join(LAYERS)}"
+        )
+    return layers
+
+
+def _make_llm(settings: Settings, layers: set[str] | None) -> Any:
+    if settings.provider == "none" or (layers is not None and "llm" not in layers):
+        return None
+    from crane_lsp.llm.predictor import LLMPredictor
+
+    try:
+        return LLMPredictor(settings)
+    except Exception as exc:  # MissingKeyError and bad settings: a message, not a stack trace
+        raise _UsageError(str(exc)) from exc
+
+
+async def _check(
+    notebook: Notebook,
+    target: int | None,
+    settings: Settings,
+    layers: set[str] | None,
+    *,
+    quiet: bool,
+    console: Any,
+) -> list[CheckedCell]:
+    from rich.progress import Progress
+
+    from crane_lsp.kernel.link import KernelDead, KernelLink
+    from crane_lsp.predict import Pipeline
+
+    llm = _make_llm(settings, layers)
+    cwd = notebook.path.parent if notebook.path else Path.cwd()
+    cells = notebook.code_cells
+    try:
+        link = await KernelLink.start(cwd)
+    except Exception as exc:
+        raise _UsageError(f"could not start a kernel: {exc}") from exc
+    dryrun = _make_dryrun(link, settings)
+    pipeline = Pipeline(settings, link=link, llm=llm, dryrun=dryrun)
+    executed: list[str] = []
+    checked: list[CheckedCell] = []
+    try:
+        order = notebook.replay_order(target) if target is not None else list(range(len(cells)))
+        with Progress(console=console, transient=True, disable=quiet) as progress:
+            task = progress.add_task("replaying the notebook", total=len(order) + 1)
+            for index in order:
+                if target is None:
+                    progress.update(task, description=f"predicting cell {index + 1}")
+                    prediction = await pipeline.predict(cells[index].source, executed=executed, layers=layers)
+                progress.update(task, description=f"running cell {index + 1}")
+                result = await link.execute(cells[index].source)
+                executed.append(cells[index].source)
+                if target is None:
+                    actual = "" if result.status == "ok" else (result.ename or "error")
+                    checked.append(
+                        CheckedCell(index + 1, cells[index].source, prediction, actual, result.line)
+                    )
+                progress.advance(task)
+            if target is not None:
+                progress.update(task, description=f"predicting cell {target + 1}")
+                prediction = await pipeline.predict(cells[target].source, executed=executed, layers=layers)
+                checked.append(CheckedCell(target + 1, cells[target].source, prediction))
+                progress.advance(task)
+    except KernelDead as exc:
+        raise _UsageError(f"the kernel died: {exc}") from exc
+    finally:
+        await link.close()
+    return checked
+
+
+def _make_dryrun(link: Any, settings: Settings) -> Any:
+    if settings.dry_run == "off":
+        return None
+    try:
+        from crane_lsp.dryrun import DryRunner
+    except ImportError:
+        return None
+    return DryRunner(link, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(run(argparse.Namespace()))
