@@ -185,6 +185,11 @@ class DryRunner:
         return outcome_to_prediction(outcome, target)
 
 
+def _one_line(exception: str | None, message: str | None) -> str:
+    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    return f"{exception}: {first}" if first else str(exception)
+
+
 def _note(text: str) -> Prediction:
     p = Prediction.nothing_found()
     p.notes.append(text)
@@ -206,7 +211,7 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str) -> Prediction:
             col=col if line is not None else None,
             end_line=line,
             end_col=len(text) if line is not None else None,
-            message=f"{outcome.exception}: {outcome.message}" if outcome.message else str(outcome.exception),
+            message=_one_line(outcome.exception, outcome.message),
             diagnosis=(
                 f"Observed in a sandboxed copy of the kernel: the cell raised {outcome.exception}"
                 + (f" on line {outcome.line}" if outcome.line else "")

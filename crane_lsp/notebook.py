@@ -88,7 +88,8 @@ def parse_percent(text: str, path: Path | None = None) -> Notebook:
     """Split a ``# %%`` script into cells; text before the first marker is a cell only if non-blank."""
     lines = text.splitlines(keepends=True)
     cells: list[Cell] = []
-    start, kind, body, seen_marker = 0, "code", [], False
+    start, kind, seen_marker = 0, "code", False
+    body: list[str] = []
 
     def flush() -> None:
         src = "".join(body).rstrip("\n")

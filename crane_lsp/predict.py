@@ -53,8 +53,13 @@ def analyze_cached(source: str) -> CellFacts:
 
 
 def probe_query(facts: CellFacts, settings: Settings) -> ProbeQuery:
+    fields = facts.probe_query_fields()
     return ProbeQuery(
-        **facts.probe_query_fields(),
+        names=fields.get("names", []),
+        chains=fields.get("chains", []),
+        subscripts=fields.get("subscripts", []),
+        paths=fields.get("paths", []),
+        modules=fields.get("modules", []),
         max_columns=settings.max_columns,
         sample_rows=settings.sample_rows,
         object_budget_s=settings.object_budget_s,

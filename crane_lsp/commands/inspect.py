@@ -22,20 +22,29 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("notebook", help="the notebook (.ipynb or a '# %%' script)")
-    parser.add_argument("--cell", help="target code cell: 1-based position among code cells, or a cell id (default: last)")
+    parser.add_argument(
+        "--cell", help="target code cell: 1-based position among code cells, or a cell id (default: last)"
+    )
     parser.add_argument("--json", action="store_true", help="print the raw snapshot as JSON")
-    parser.add_argument("--max-columns", type=int, default=20, metavar="K", help="DataFrame columns with statistics")
-    parser.add_argument("--privacy", action="store_true", help="structure only: no example values or string contents")
+    parser.add_argument(
+        "--max-columns", type=int, default=20, metavar="K", help="DataFrame columns with statistics"
+    )
+    parser.add_argument(
+        "--privacy", action="store_true", help="structure only: no example values or string contents"
+    )
     parser.add_argument(
         "--existing",
         nargs="?",
         const="",
         metavar="CONNECTION_FILE",
-        help="read a running kernel instead of replaying (default: the notebook's Jupyter session, else the newest)",
+        help="read a running kernel instead of replaying (default: the notebook's Jupyter session, "
+        "else the newest kernel)",
     )
     parser.add_argument("--kernel", default="python3", help="kernel name for the replay (default: python3)")
     parser.add_argument("--cell-timeout", type=float, default=600.0, help="seconds per replayed cell")
-    parser.add_argument("--stop-on-error", action="store_true", help="stop replaying at the first failing cell")
+    parser.add_argument(
+        "--stop-on-error", action="store_true", help="stop replaying at the first failing cell"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,12 +54,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_inspect(args, err))
     except _UsageError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _say(err, "error:", str(exc), "red")
         return 2
 
 
 class _UsageError(Exception):
     pass
+
+
+def _say(console: Console, label: str, message: str, style: str = "yellow") -> None:
+    """One unwrapped line (tests and scripts grep it); the message is never read as rich markup."""
+    from rich.text import Text
+
+    console.print(Text.assemble((label, style), " ", message), soft_wrap=True)
 
 
 async def _inspect(args: argparse.Namespace, err: Console) -> int:
@@ -69,13 +85,14 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
         raise _UsageError(str(exc)) from exc
     source = notebook.code_cells[target].source
     facts = analyze(source)
-    query = ProbeQuery(**facts.probe_query_fields(), max_columns=args.max_columns, privacy=args.privacy)
+    fields = facts.probe_query_fields()
+    query = ProbeQuery.model_validate({**fields, "max_columns": args.max_columns, "privacy": args.privacy})
 
     report: ReplayReport | None = None
     try:
         if args.existing is not None:
             path = discover(args.existing or None, notebook=notebook.path)
-            err.print(f"reading the running kernel of {path}")
+            _say(err, "reading", f"the running kernel of {path}", "dim")
             link = await KernelLink.connect(path)
         else:
             link, report = await _replay_with_progress(notebook, target, args, err)
@@ -88,11 +105,11 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
 
     if report is not None:
         for failed in report.failures:
-            err.print(f"[yellow]replay:[/yellow] {failed.describe_failure()}")
+            _say(err, "replay:", failed.describe_failure())
         if report.stopped_early:
-            err.print("[yellow]replay stopped early; the state below is partial[/yellow]")
+            _say(err, "replay:", "stopped early; the state below is partial")
     if facts.syntax_error:
-        err.print(f"[yellow]the target cell does not parse:[/yellow] {facts.syntax_error}")
+        _say(err, "the target cell does not parse:", facts.syntax_error)
     if args.json:
         sys.stdout.write(snapshot.model_dump_json(indent=2, exclude_none=True) + "\n")
     else:
@@ -130,7 +147,8 @@ async def _replay_with_progress(notebook: Any, target: int, args: argparse.Names
 
 def _shape(obj: ObjectSummary) -> str:
     if obj.shape is not None:
-        return "(" + ", ".join("?" if d is None else str(d) for d in obj.shape) + ")"
+        dims = ["?" if d is None else str(d) for d in obj.shape]
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
     return "" if obj.length is None else f"len {obj.length}"
 
 
@@ -159,11 +177,24 @@ def _print_human(snapshot: Snapshot, target: int, source: str, args: argparse.Na
     out = Console()
     out.print(Panel(Syntax(source, "python", line_numbers=True), title=f"target: code cell {target + 1}"))
     table = Table(title="what the kernel holds for this cell", show_lines=False)
-    for col in ("name", "kind", "type", "shape/len", "dtype", "details"):
-        table.add_column(col, overflow="fold")
+    for col in ("name", "kind", "type", "shape/len", "dtype"):
+        table.add_column(col, overflow="fold", no_wrap=col != "type")
+    table.add_column("details", overflow="fold", ratio=1)
     for name in sorted(snapshot.variables):
         obj = snapshot.variables[name]
-        table.add_row(*map(Text, (name, obj.kind, obj.type, _shape(obj), obj.dtype or "", _details(obj, args.privacy))))
+        table.add_row(
+            *map(
+                Text,
+                (
+                    name,
+                    obj.kind,
+                    obj.type.rsplit(".", 1)[-1],
+                    _shape(obj),
+                    obj.dtype or "",
+                    _details(obj, args.privacy),
+                ),
+            )
+        )
     out.print(table)
     for name in sorted(snapshot.variables):
         cols = snapshot.variables[name].columns
@@ -178,7 +209,9 @@ def _print_human(snapshot: Snapshot, target: int, source: str, args: argparse.Na
     if snapshot.undefined:
         facts.append("undefined: " + ", ".join(sorted(snapshot.undefined)))
     for chain, fact in sorted(snapshot.attributes.items()):
-        facts.append(f"attribute {chain}: " + {True: "exists", False: "MISSING", None: "cannot tell"}[fact.exists])
+        facts.append(
+            f"attribute {chain}: " + {True: "exists", False: "MISSING", None: "cannot tell"}[fact.exists]
+        )
     for p, ok in sorted(snapshot.paths.items()):
         facts.append(f"path {p}: " + ("exists" if ok else "MISSING"))
     for m, ok in sorted(snapshot.modules.items()):
@@ -188,11 +221,15 @@ def _print_human(snapshot: Snapshot, target: int, source: str, args: argparse.Na
     if snapshot.errors:
         out.print(Panel(Text("\n".join(snapshot.errors)), title="probe notes", style="yellow"))
     prompt = render_snapshot(snapshot, privacy=args.privacy, max_columns=args.max_columns)
-    out.print(Panel(Text(prompt or "(nothing)"), title="prompt text (exactly what an LLM would be sent)"))
-    meta = [f"generation {snapshot.generation}" if snapshot.generation is not None else None,
-            f"probe {snapshot.elapsed_ms:.1f} ms" if snapshot.elapsed_ms is not None else None,
-            "deadline hit" if snapshot.deadline_hit else None,
-            "taken while a cell was running" if snapshot.taken_while_busy else None]
+    out.rule("prompt text (exactly what an LLM would be sent)")
+    out.print(Text(prompt or "(nothing)"), soft_wrap=True)
+    out.rule()
+    meta = [
+        f"generation {snapshot.generation}" if snapshot.generation is not None else None,
+        f"probe {snapshot.elapsed_ms:.1f} ms" if snapshot.elapsed_ms is not None else None,
+        "deadline hit" if snapshot.deadline_hit else None,
+        "taken while a cell was running" if snapshot.taken_while_busy else None,
+    ]
     line = ", ".join(m for m in meta if m)
     if line:
         out.print(Text(line, style="dim"))

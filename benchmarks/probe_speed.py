@@ -1,0 +1,163 @@
+"""How fast is a probe round trip, and what would exact statistics cost instead?
+
+Starts a fresh kernel and measures, through the real ``KernelLink`` (silent execute + user_expressions):
+1. a trivial probe (empty query): the fixed cost of one round trip;
+2. a typical notebook state: a few DataFrames, arrays, a fitted model, containers;
+3. a 5M x 20 mixed-dtype DataFrame (sampled summaries under the probe's budgets);
+beside the cost of exact full-length statistics (nunique, NaN counts, min/max, value counts) on the
+same frame, computed in the kernel. Run by hand: ``python benchmarks/probe_speed.py [--rows N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import statistics
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from crane_lsp.kernel.link import KernelLink
+from crane_lsp.runtime import ProbeQuery
+
+TYPICAL = """
+import numpy as np, pandas as pd
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+rng = np.random.default_rng(0)
+train_df = pd.DataFrame(rng.normal(size=(20_000, 30)), columns=[f"f{i}" for i in range(30)])
+train_df["label"] = rng.integers(0, 2, 20_000)
+train_df["city"] = rng.choice(["paris", "oslo", "lima"], 20_000)
+test_df = train_df.drop(columns=["label"]).head(5_000)
+small = pd.DataFrame({"a": [1, 2, None], "b": ["x", "y", "z"]})
+X = train_df[[f"f{i}" for i in range(30)]].to_numpy()
+y = train_df["label"].to_numpy()
+images = rng.random((256, 32, 32, 3), dtype=np.float32)
+model = LogisticRegression(max_iter=200).fit(X, y)
+forest = RandomForestClassifier(n_estimators=10, max_depth=4).fit(X[:2000], y[:2000])
+params = {"lr": 0.01, "epochs": 10, "layers": [64, 32]}
+names = [f"n{i}" for i in range(1000)]
+"""
+TYPICAL_NAMES = [
+    "train_df",
+    "test_df",
+    "small",
+    "X",
+    "y",
+    "images",
+    "model",
+    "forest",
+    "params",
+    "names",
+    "np",
+    "pd",
+]
+
+BIG = """
+import numpy as np, pandas as pd
+_r = np.random.default_rng(1)
+_n = {rows}
+big = pd.DataFrame({{
+    **{{f"f{{i}}": _r.normal(size=_n) for i in range(8)}},
+    **{{f"i{{i}}": _r.integers(0, 1000, _n) for i in range(4)}},
+    **{{f"c{{i}}": pd.Series(_r.choice(["red", "green", "blue", "cyan"], _n), dtype=object)
+        for i in range(3)}},
+    "flag": _r.integers(0, 2, _n).astype(bool),
+    "when": pd.date_range("2020-01-01", periods=_n, freq="s"),
+    "cat": pd.Categorical(_r.choice(["a", "b", "c"], _n)),
+    "nan_f": np.where(_r.random(_n) < 0.1, np.nan, 1.0),
+    "id": np.arange(_n),
+}})
+del _r, _n
+print(big.shape)
+"""
+
+EXACT = """
+import time as _t
+_t0 = _t.perf_counter()
+_exact = {c: (big[c].nunique(), int(big[c].isna().sum()), big[c].value_counts().head(3).to_dict())
+          for c in big}
+_exact_num = big.select_dtypes("number").agg(["min", "max"])
+print(f"EXACT {_t.perf_counter() - _t0:.3f}")
+del _exact, _exact_num, _t0, _t
+"""
+
+
+def _ms(values: list[float]) -> str:
+    p90 = sorted(values)[min(len(values) - 1, math.ceil(len(values) * 0.9) - 1)]
+    return f"{statistics.median(values):.1f} ms (p90 {p90:.1f})"
+
+
+async def _timed_snapshots(
+    link: KernelLink, query: ProbeQuery, repeat: int
+) -> tuple[list[float], list[float]]:
+    round_trips, in_kernel = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        snap = await link.snapshot(query, timeout=120)
+        round_trips.append((time.perf_counter() - t0) * 1000)
+        if snap.elapsed_ms is not None:
+            in_kernel.append(snap.elapsed_ms)
+    return round_trips, in_kernel
+
+
+async def main(rows: int, repeat: int, exact: bool) -> None:
+    console = Console(width=160)
+    table = Table(title=f"probe round trips (median of {repeat}; fresh ipykernel, KernelLink)")
+    for col in ("what", "round trip", "inside the probe", "notes"):
+        table.add_column(col)
+    async with await KernelLink.start(quiet=True) as link:
+        await link.snapshot(ProbeQuery())  # installs the probe
+        rt, inside = await _timed_snapshots(link, ProbeQuery(), repeat)
+        table.add_row("trivial probe (empty query)", _ms(rt), _ms(inside) if inside else "-", "")
+
+        result = await link.execute(TYPICAL, timeout=300)
+        assert result.ok, result.evalue
+        query = ProbeQuery(names=TYPICAL_NAMES, chains=["model.predict", "train_df.append"])
+        rt, inside = await _timed_snapshots(link, query, repeat)
+        snap = await link.snapshot(query)
+        table.add_row(
+            f"typical state ({len(TYPICAL_NAMES)} objects)",
+            _ms(rt),
+            _ms(inside) if inside else "-",
+            f"deadline hit: {snap.deadline_hit}",
+        )
+
+        console.print(f"building a {rows:,} x 20 mixed-dtype frame in the kernel ...")
+        t0 = time.perf_counter()
+        result = await link.execute(BIG.format(rows=rows), timeout=600)
+        assert result.ok, result.evalue
+        build_s = time.perf_counter() - t0
+        big_repeat = max(1, repeat // 5)
+        rt, inside = await _timed_snapshots(link, ProbeQuery(names=["big"]), big_repeat)
+        snap = await link.snapshot(ProbeQuery(names=["big"]), timeout=120)
+        big = snap.variables.get("big")
+        sampled = sum(1 for c in (big.columns or []) if c.stats and c.stats.sampled) if big else 0
+        table.add_row(
+            f"{rows:,} x 20 frame (sampled)",
+            _ms(rt),
+            _ms(inside) if inside else "-",
+            f"built in {build_s:.1f} s; {sampled} columns sampled; deadline hit: {snap.deadline_hit}",
+        )
+        if exact:
+            result = await link.execute(EXACT, timeout=600)
+            lines = result.stdout.splitlines()
+            exact_s = next((float(ln.split()[1]) for ln in lines if ln.startswith("EXACT")), None)
+            table.add_row(
+                f"{rows:,} x 20 frame, exact stats",
+                f"{exact_s * 1000:.0f} ms" if exact_s is not None else f"failed: {result.evalue}",
+                "-",
+                "nunique + NaN count + top-3 value_counts per column, min/max of numeric columns",
+            )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--no-exact", action="store_true", help="skip the exact statistics (slow)")
+    args = parser.parse_args()
+    asyncio.run(main(args.rows, args.repeat, not args.no_exact))

@@ -1,0 +1,753 @@
+"""The async link to one Jupyter kernel: install the probe, query it, follow the kernel's state.
+
+Why it is more than ``AsyncKernelClient``: a user's kernel is often busy, restarts under us and
+must never be left waiting on us. So the link
+- reads every channel in background tasks and routes replies by ``msg_id`` (several requests may be
+  in flight: a probe on a subshell while a replay cell runs, a history request, ...);
+- follows IOPub ``status`` messages to know whether a cell is running, and which generation
+  (execution count) the state has, and tells listeners when a cell finishes or the kernel restarts;
+- queries the probe with ``silent=True, store_history=False`` and ``user_expressions`` only, on the
+  main shell when idle, on a kernel subshell (JEP 91) while a cell runs, else says ``KernelBusy``;
+- checks that the probe is installed in the same request as the query, and (re)installs it when a
+  restart removed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from crane_lsp.kernel import probe_install
+from crane_lsp.kernel.connection import ConnectionNotFound, kernel_alive, read_connection_info
+from crane_lsp.runtime import ProbeQuery, Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class KernelLinkError(RuntimeError):
+    """Base of the link's errors; ``str()`` is a message fit for a user."""
+
+
+class KernelBusy(KernelLinkError):
+    """A cell is running and the kernel cannot answer beside it (no subshells)."""
+
+
+class KernelDead(KernelLinkError):
+    """The kernel process is gone, or the connection file leads nowhere."""
+
+
+class ProbeError(KernelLinkError):
+    """The probe answered something unusable (an exception, or JSON that is not a snapshot)."""
+
+
+class KernelTimeout(ProbeError):
+    """The kernel is alive but did not answer in time (a ``ProbeError``: no usable answer came)."""
+
+
+@dataclass(frozen=True)
+class ExecutedCell:
+    """One cell of the kernel's own history, as it was run."""
+
+    execution_count: int
+    source: str
+
+
+@dataclass
+class ExecutionResult:
+    """The outcome of ``KernelLink.execute``: a normal, recorded user execution."""
+
+    status: Literal["ok", "error", "aborted", "timeout"]
+    execution_count: int | None = None
+    ename: str | None = None
+    evalue: str | None = None
+    traceback: list[str] = field(default_factory=list)  # ANSI colour codes removed
+    line: int | None = None  # 0-based line in the cell where it failed, when the traceback says
+    stdout: str = ""
+    stderr: str = ""
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """A probe entry point's JSON answer and how it was obtained."""
+
+    data: dict[str, Any]
+    taken_while_busy: bool
+    elapsed_ms: float
+
+
+@dataclass(frozen=True)
+class KernelEvent:
+    """What listeners hear: a cell started / finished (by anyone but this link's probes) or a restart."""
+
+    kind: Literal["cell_started", "cell_finished", "restarted"]
+    generation: int | None
+    msg_id: str | None = None
+
+
+Listener = Callable[[KernelEvent], None]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CELL_FRAME = re.compile(r"(?:Cell In\s*\[(\d+)\], line (\d+))|(?:Input In \[(\d+)\].*?<cell line: (\d+)>)")
+_SUBSHELL_FEATURE = "kernel subshells"
+#: probe entry points that only read: safe on a subshell beside a running cell
+READ_ONLY_ENTRY_POINTS = frozenset({"snapshot"})
+_RESULT_KEY = "r"
+_INSTALLED_KEY = "ok"
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def failing_line(traceback: list[str], execution_count: int | None) -> int | None:
+    """0-based line of the cell (``In[execution_count]``) from which the exception came, if shown."""
+    for entry in traceback:
+        for m in _CELL_FRAME.finditer(strip_ansi(entry)):
+            count = int(m.group(1) or m.group(3))
+            line = int(m.group(2) or m.group(4))
+            if execution_count is None or count == execution_count:
+                return max(line - 1, 0)
+    return None
+
+
+class KernelLink:
+    """An async connection to one kernel. Create with ``connect`` or ``start``; ``close`` when done."""
+
+    #: how long a request waits for the kernel to start on it before the link decides a cell runs
+    start_grace_s = 0.25
+    #: while waiting for an answer, how often to check that the kernel still exists
+    alive_check_s = 0.5
+
+    def __init__(self, client: Any, manager: Any | None = None, connection_file: Path | None = None) -> None:
+        self._client = client
+        self._manager = manager  # set when this link owns the kernel
+        self.connection_file = connection_file
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._collect: dict[str, list[dict[str, Any]]] = {}  # msg_id -> IOPub messages (own executes)
+        self._started: set[str] = set()  # own requests the kernel has started on (status busy seen)
+        self._own: set[str] = set()  # msg_ids of requests sent by this link
+        self._foreign_busy: dict[str, int | None] = {}  # running cells of others: msg_id -> count
+        self._cells: set[str] = set()  # running executes that announced their input (not silent)
+        self._ping: str | None = None  # unanswered shell kernel_info: the main shell is occupied
+        self._tasks: list[asyncio.Task[None]] = []
+        self._listeners: list[Listener] = []
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._probe_ready = False
+        self._subshell_id: str | None = None
+        self.features: set[str] = set()
+        self.kernel_info: dict[str, Any] = {}
+        self.generation: int | None = None
+        self.restarts = 0
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    async def connect(cls, connection_file: str | Path, *, timeout: float = 5.0) -> KernelLink:
+        """Attach to a running kernel; ``KernelDead`` quickly when nothing answers there."""
+        from jupyter_client.asynchronous import AsyncKernelClient
+
+        path = Path(connection_file)
+        try:
+            info = read_connection_info(path)
+        except ConnectionNotFound as exc:
+            raise KernelDead(str(exc)) from exc
+        if kernel_alive(info) is False:
+            raise KernelDead(f"the kernel of {path.name} is not running (nothing listens on its ports)")
+        client = AsyncKernelClient()
+        client.load_connection_info(info)  # type: ignore[arg-type]
+        client.start_channels()
+        link = cls(client, connection_file=path)
+        link._start_readers()
+        try:
+            await link._handshake(timeout)
+        except BaseException:
+            await link.close()
+            raise
+        return link
+
+    @classmethod
+    async def start(
+        cls,
+        cwd: str | Path | None = None,
+        kernel_name: str = "python3",
+        *,
+        timeout: float = 60.0,
+        quiet: bool = False,
+    ) -> KernelLink:
+        """Start a fresh kernel (in ``cwd``) owned by this link: ``close()`` shuts it down.
+
+        ``quiet``: drop the kernel process's own stdout/stderr (its startup warnings), for CLIs.
+        """
+        from jupyter_client.manager import AsyncKernelManager
+
+        manager = AsyncKernelManager(kernel_name=kernel_name)
+        env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        extra: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL} if quiet else {}
+        try:
+            await manager.start_kernel(cwd=str(cwd) if cwd else None, env=env, **extra)
+        except Exception as exc:
+            raise KernelDead(f"could not start a {kernel_name!r} kernel: {exc}") from exc
+        client = manager.client()
+        client.start_channels()
+        link = cls(client, manager=manager, connection_file=Path(manager.connection_file))
+        try:
+            await client.wait_for_ready(timeout=timeout)
+            link._start_readers()
+            await link._handshake(timeout)
+        except BaseException as exc:
+            await link.close()
+            if isinstance(exc, KernelLinkError | asyncio.CancelledError):
+                raise
+            raise KernelDead(f"the new kernel did not start: {exc}") from exc
+        return link
+
+    async def close(self) -> None:
+        """Stop listening; delete our subshell; shut the kernel down if this link started it."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._subshell_id and self._manager is None:
+            with contextlib.suppress(Exception):
+                await self._request(
+                    "control", "delete_subshell_request", {"subshell_id": self._subshell_id}, 1.0
+                )
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(KernelDead("the kernel link was closed"))
+        self._client.stop_channels()
+        if self._manager is not None:
+            with contextlib.suppress(Exception):
+                await self._manager.shutdown_kernel(now=True)
+
+    async def __aenter__(self) -> KernelLink:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def owns_kernel(self) -> bool:
+        return self._manager is not None
+
+    @property
+    def supports_subshells(self) -> bool:
+        return _SUBSHELL_FEATURE in self.features
+
+    @property
+    def busy(self) -> bool:
+        """A cell (not ours) is running, or the main shell has not answered our last ping."""
+        return bool(self._foreign_busy) or self._ping is not None
+
+    # ------------------------------------------------------------------ readers and routing
+
+    def _start_readers(self) -> None:
+        for name in ("shell", "control", "iopub"):
+            self._tasks.append(asyncio.create_task(self._read(name), name=f"kernel-link-{name}"))
+
+    async def _read(self, name: str) -> None:
+        channel = getattr(self._client, f"{name}_channel")
+        while True:
+            try:
+                msg = await channel.get_msg(timeout=None)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a malformed message or a closed socket: skip, keep reading
+                if self._closed:
+                    return
+                log.debug("kernel link %s channel: %s", name, exc)
+                await asyncio.sleep(0.05)
+                continue
+            try:
+                if name == "iopub":
+                    self._on_iopub(msg)
+                else:
+                    self._on_reply(msg)
+            except Exception:  # a listener or a surprise message must not kill the reader
+                log.exception("kernel link: handling a %s message failed", name)
+
+    def _on_reply(self, msg: dict[str, Any]) -> None:
+        parent = msg.get("parent_header", {}).get("msg_id")
+        if parent == self._ping:
+            self._ping = None
+            self._update_idle()
+        fut = self._pending.pop(parent, None)
+        if fut is not None and not fut.done():
+            fut.set_result(msg)
+
+    def _on_iopub(self, msg: dict[str, Any]) -> None:
+        parent_header = msg.get("parent_header") or {}
+        parent: str = parent_header.get("msg_id") or ""
+        msg_type = msg.get("msg_type") or msg.get("header", {}).get("msg_type")
+        content = msg.get("content", {})
+        if parent in self._collect:
+            self._collect[parent].append(msg)
+        if (
+            msg_type == "execute_input"
+            and isinstance(content.get("execution_count"), int)
+            and not parent_header.get("subshell_id")
+            and parent
+        ):
+            # only cells that are not silent announce their input: this is a real cell starting
+            self.generation = content["execution_count"]
+            self._foreign_busy[parent] = self.generation
+            self._cells.add(parent)
+            self._emit(KernelEvent("cell_started", self.generation, parent))
+        if msg_type != "status":
+            return
+        state = content.get("execution_state")
+        if state in ("starting", "restarting"):
+            self._on_restart()
+            return
+        if parent in self._own:
+            if state == "busy":
+                self._started.add(parent)
+            return
+        is_main_execute = parent_header.get("msg_type") == "execute_request" and not parent_header.get(
+            "subshell_id"
+        )
+        if not is_main_execute or not parent:
+            return
+        if state == "busy":
+            self._foreign_busy.setdefault(parent, None)
+            self._update_idle()
+        elif state == "idle":
+            seen = parent in self._foreign_busy
+            self._foreign_busy.pop(parent, None)
+            self._update_idle()
+            # a real cell, or one whose start we never saw (it was running when we connected);
+            # silent executes of other clients (variable explorers) change nothing
+            if parent in self._cells or not seen:
+                self._cells.discard(parent)
+                self._emit(KernelEvent("cell_finished", self.generation, parent))
+
+    def _on_restart(self) -> None:
+        self._probe_ready = False
+        self._subshell_id = None
+        self._foreign_busy.clear()
+        self._cells.clear()
+        self._ping = None
+        self.generation = 0
+        self.restarts += 1
+        self._update_idle()
+        self._emit(KernelEvent("restarted", 0))
+
+    def _update_idle(self) -> None:
+        if self.busy:
+            self._idle.clear()
+        else:
+            self._idle.set()
+
+    def _emit(self, event: KernelEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("kernel link listener failed")
+
+    def add_listener(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` on every ``KernelEvent``; returns a function that unsubscribes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    async def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no cell runs; False when ``timeout`` passed first."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ requests
+
+    def _send(
+        self, channel: str, msg_type: str, content: dict[str, Any], subshell_id: str | None = None
+    ) -> tuple[str, asyncio.Future[dict[str, Any]]]:
+        if self._closed:
+            raise KernelDead("the kernel link was closed")
+        msg = self._client.session.msg(msg_type, content)
+        if subshell_id:
+            msg["header"]["subshell_id"] = subshell_id
+        msg_id: str = msg["header"]["msg_id"]
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = fut
+        self._own.add(msg_id)
+        getattr(self._client, f"{channel}_channel").send(msg)
+        return msg_id, fut
+
+    def _forget(self, msg_id: str) -> None:
+        self._pending.pop(msg_id, None)
+        self._collect.pop(msg_id, None)
+        self._started.discard(msg_id)
+        self._own.discard(msg_id)
+
+    async def _request(
+        self,
+        channel: str,
+        msg_type: str,
+        content: dict[str, Any],
+        timeout: float,
+        subshell_id: str | None = None,
+    ) -> dict[str, Any]:
+        msg_id, fut = self._send(channel, msg_type, content, subshell_id)
+        try:
+            return await self._await_reply(fut, timeout, what=msg_type)
+        finally:
+            self._forget(msg_id)
+
+    async def _await_reply(
+        self, fut: asyncio.Future[dict[str, Any]], timeout: float, what: str
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            step = min(self.alive_check_s, deadline - time.monotonic())
+            done, _ = await asyncio.wait({fut}, timeout=max(step, 0))
+            if done:
+                return fut.result()
+            # a dead kernel never answers: notice it at once rather than at the deadline
+            if not await self.is_alive():
+                raise KernelDead("the kernel is not running any more")
+            if time.monotonic() >= deadline:
+                raise KernelTimeout(f"the kernel did not answer {what} within {timeout:g} s")
+
+    async def is_alive(self) -> bool:
+        """The process (own kernel) or the ports (connected kernel) are still there."""
+        if self._manager is not None:
+            return bool(await self._manager.is_alive())
+        if self.connection_file is None:
+            return True
+        try:
+            return kernel_alive(read_connection_info(self.connection_file)) is not False
+        except ConnectionNotFound:
+            return False
+
+    async def _handshake(self, timeout: float) -> None:
+        """kernel_info on the control channel (answers even mid-cell), then a ping of the main shell."""
+        try:
+            reply = await self._request("control", "kernel_info_request", {}, timeout)
+        except KernelTimeout as exc:
+            raise KernelDead(
+                f"no kernel answers at {self.connection_file} (it may have exited; its file is stale)"
+            ) from exc
+        self.kernel_info = reply.get("content", {})
+        self.features = set(self.kernel_info.get("supported_features") or ())
+        await self.refresh_busy()
+
+    async def refresh_busy(self, grace: float | None = None) -> bool:
+        """Ask the main shell whether it is free (a kernel_info it answers at once), for a kernel we did
+        not watch from the start; a late answer clears the busy mark when the cell ends."""
+        if self._ping is not None:
+            return True
+        msg_id, fut = self._send("shell", "kernel_info_request", {})
+        self._ping = msg_id
+        self._update_idle()
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), self.start_grace_s if grace is None else grace)
+        except asyncio.TimeoutError:
+            return True  # the reader clears self._ping when the late answer comes
+        finally:
+            self._own.discard(msg_id)
+        return False
+
+    # ------------------------------------------------------------------ probe
+
+    async def snapshot(self, query: ProbeQuery, timeout: float | None = None) -> Snapshot:
+        """Summaries and facts for ``query``, validated; ``taken_while_busy`` when probed on a subshell."""
+        if timeout is None:
+            timeout = query.request_budget_s * 2 + 5.0
+        answer = await self.call_detailed("snapshot", query.model_dump(), timeout)
+        try:
+            snap = Snapshot.model_validate(answer.data)
+        except ValidationError as exc:
+            raise ProbeError(f"the probe's snapshot does not match the expected shape: {exc}") from exc
+        if answer.taken_while_busy:
+            snap.taken_while_busy = True
+        if snap.generation is not None:
+            self.generation = snap.generation
+        return snap
+
+    async def call(
+        self, function: str, payload: dict[str, Any], timeout: float = 10.0, *, allow_busy: bool | None = None
+    ) -> dict[str, Any]:
+        """Call probe entry point ``function`` with ``payload``; its JSON answer.
+
+        ``allow_busy`` (default: only for the read-only ``READ_ONLY_ENTRY_POINTS``): may it run on a
+        subshell beside a running cell? Otherwise a busy kernel raises ``KernelBusy`` at once.
+        """
+        return (await self.call_detailed(function, payload, timeout, allow_busy=allow_busy)).data
+
+    async def call_detailed(
+        self, function: str, payload: dict[str, Any], timeout: float = 10.0, *, allow_busy: bool | None = None
+    ) -> ProbeAnswer:
+        """Like ``call``, also saying whether a cell was running when it answered."""
+        if allow_busy is None:
+            allow_busy = function in READ_ONLY_ENTRY_POINTS
+        t0 = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        for attempt in range(2):
+            remaining = max(deadline - time.monotonic(), 0.05)
+            busy = self.busy
+            if busy and not (allow_busy and self.supports_subshells):
+                raise KernelBusy(self._busy_message(allow_busy))
+            if busy:
+                content = await self._probe_on_subshell(function, payload, remaining)
+            else:
+                content, busy = await self._probe_on_main(function, payload, remaining, allow_busy)
+            data = self._parse(content, function)
+            if data is not None:
+                self._probe_ready = True
+                return ProbeAnswer(data, busy, (time.perf_counter() - t0) * 1000)
+            # the probe was missing or stale (a different crane version, or a restart whose
+            # "starting" status we missed: then forget what we believed about the old process)
+            if self._probe_ready:
+                self._on_restart()
+                await self.refresh_busy()
+            self._probe_ready = False
+            if attempt:
+                break
+        raise ProbeError("the probe could not be installed in the kernel")
+
+    def _busy_message(self, allow_busy: bool = True) -> str:
+        counts = [c for c in self._foreign_busy.values() if c is not None]
+        which = f"cell [{counts[0]}]" if counts else "a cell"
+        why = (
+            "this kernel has no subshells to answer beside it"
+            if allow_busy
+            else "this request must wait for it"
+        )
+        return f"kernel busy: {which} is running and {why}"
+
+    def _execute_content(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
+        code = ""
+        if not self._probe_ready:
+            code = f"if not ({probe_install.installed_expression()}):\n    {probe_install.install_code()}\n"
+        return {
+            "code": code,
+            "silent": True,
+            "store_history": False,
+            "user_expressions": {
+                _INSTALLED_KEY: probe_install.installed_expression(),
+                _RESULT_KEY: probe_install.call_expression(function, payload),
+            },
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+
+    async def _probe_on_main(
+        self, function: str, payload: dict[str, Any], timeout: float, allow_busy: bool
+    ) -> tuple[dict[str, Any], bool]:
+        msg_id, fut = self._send("shell", "execute_request", self._execute_content(function, payload))
+        try:
+            deadline = time.monotonic() + timeout
+            next_alive_check = time.monotonic() + self.alive_check_s
+            while True:
+                step = min(0.05, max(deadline - time.monotonic(), 0))
+                done, _ = await asyncio.wait({fut}, timeout=step)
+                if done:
+                    return fut.result()["content"], False
+                if msg_id not in self._started and self.busy:
+                    # a cell started before our request: it waits in the queue (harmless, silent);
+                    # answer beside the cell instead
+                    if allow_busy and self.supports_subshells:
+                        return await self._probe_on_subshell(
+                            function, payload, deadline - time.monotonic()
+                        ), True
+                    raise KernelBusy(self._busy_message(allow_busy))
+                if time.monotonic() >= next_alive_check:
+                    next_alive_check = time.monotonic() + self.alive_check_s
+                    if not await self.is_alive():
+                        raise KernelDead("the kernel is not running any more")
+                if time.monotonic() >= deadline:
+                    if msg_id not in self._started and await self.refresh_busy():
+                        continue  # the main shell is occupied by something we did not see start
+                    if not await self.is_alive():
+                        raise KernelDead("the kernel is not running any more")
+                    raise KernelTimeout(f"the probe did not answer within {timeout:g} s")
+        finally:
+            self._forget(msg_id)
+
+    async def _ensure_subshell(self, timeout: float) -> str:
+        if self._subshell_id is None:
+            reply = await self._request("control", "create_subshell_request", {}, timeout)
+            sid = reply.get("content", {}).get("subshell_id")
+            if not sid:
+                raise KernelBusy(f"kernel busy, and it refused a subshell: {reply.get('content')}")
+            self._subshell_id = str(sid)
+        return self._subshell_id
+
+    async def _probe_on_subshell(
+        self, function: str, payload: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        for _ in range(2):
+            sid = await self._ensure_subshell(max(deadline - time.monotonic(), 0.05))
+            content = self._execute_content(function, payload)
+            reply = await self._request(
+                "shell", "execute_request", content, max(deadline - time.monotonic(), 0.05), subshell_id=sid
+            )
+            body: dict[str, Any] = reply["content"]
+            if body.get("ename") == "UnknownSubshellError":
+                self._subshell_id = None  # the kernel restarted, or someone deleted it
+                continue
+            return body
+        raise KernelBusy("kernel busy, and its subshell disappeared twice")
+
+    def _parse(self, content: dict[str, Any], function: str) -> dict[str, Any] | None:
+        """The entry point's JSON, or None when the probe must be (re)installed first."""
+        if content.get("status") != "ok":
+            raise ProbeError(
+                f"installing the probe failed: {content.get('ename')}: {content.get('evalue')}"
+                if content.get("ename")
+                else f"the kernel refused the probe request ({content.get('status')})"
+            )
+        exprs = content.get("user_expressions") or {}
+        installed = exprs.get(_INSTALLED_KEY, {})
+        if installed.get("data", {}).get("text/plain") != "True":
+            return None
+        result = exprs.get(_RESULT_KEY) or {}
+        if result.get("status") != "ok":
+            raise ProbeError(f"the probe's {function}() raised {result.get('ename')}: {result.get('evalue')}")
+        data = result.get("data") or {}
+        value = data.get("application/json")
+        if value is None:
+            try:
+                value = json.loads(data.get("text/plain", ""))
+            except ValueError as exc:
+                raise ProbeError(f"the probe's {function}() answered no JSON: {str(data)[:200]}") from exc
+        if not isinstance(value, dict):
+            raise ProbeError(f"the probe's {function}() answered {type(value).__name__}, not an object")
+        return value
+
+    # ------------------------------------------------------------------ history and execution
+
+    async def history(self, timeout: float = 10.0) -> list[ExecutedCell]:
+        """The cells run in this kernel session (since its last restart), in execution order."""
+        content = {
+            "hist_access_type": "range",
+            "session": 0,
+            "start": 1,
+            "stop": None,
+            "raw": True,
+            "output": False,
+        }
+        reply = await self._request(
+            "shell" if not self.busy else "control", "history_request", content, timeout
+        )
+        cells = [
+            ExecutedCell(int(line), str(source))
+            for _session, line, source in reply.get("content", {}).get("history", [])
+            if isinstance(line, int)
+        ]
+        return sorted(cells, key=lambda c: c.execution_count)
+
+    async def execute(self, code: str, timeout: float = 600.0) -> ExecutionResult:
+        """Run ``code`` as a normal user cell (with history and a new execution count).
+
+        For replaying notebooks in kernels this link owns. On timeout the kernel is interrupted.
+        """
+        t0 = time.monotonic()
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        msg_id, fut = self._send("shell", "execute_request", content)
+        self._own.discard(msg_id)  # a real cell: its busy/idle counts like anyone's (probes go to a subshell)
+        self._collect[msg_id] = []
+        status: str
+        try:
+            try:
+                reply = await self._await_reply(fut, timeout, what="the cell")
+            except KernelTimeout:
+                await self.interrupt()
+                try:
+                    reply = await asyncio.wait_for(asyncio.shield(fut), 10.0)
+                except asyncio.TimeoutError:
+                    reply = {"content": {"status": "timeout"}}
+                reply = {"content": {**reply["content"], "status": "timeout"}}
+            body = reply["content"]
+            messages = self._collect.get(msg_id, [])
+            # IOPub and shell are separate sockets: outputs may trail the reply until the idle status
+            settle = time.monotonic() + 2.0
+            while time.monotonic() < settle and not any(
+                m.get("msg_type") == "status" and m["content"].get("execution_state") == "idle"
+                for m in messages
+            ):
+                await asyncio.sleep(0.005)
+        finally:
+            self._forget(msg_id)
+        status = body.get("status", "error")
+        count = body.get("execution_count")
+        stdout = "".join(
+            m["content"].get("text", "")
+            for m in messages
+            if m.get("msg_type") == "stream" and m["content"].get("name") == "stdout"
+        )
+        stderr = "".join(
+            m["content"].get("text", "")
+            for m in messages
+            if m.get("msg_type") == "stream" and m["content"].get("name") == "stderr"
+        )
+        if count is None:
+            count = next(
+                (
+                    m["content"].get("execution_count")
+                    for m in messages
+                    if m.get("msg_type") == "execute_input"
+                ),
+                None,
+            )
+        if isinstance(count, int):
+            self.generation = count
+        tb = [strip_ansi(t) for t in body.get("traceback") or []]
+        if not tb:
+            err = next((m["content"] for m in messages if m.get("msg_type") == "error"), None)
+            if err:
+                tb = [strip_ansi(t) for t in err.get("traceback") or []]
+                body.setdefault("ename", err.get("ename"))
+                body.setdefault("evalue", err.get("evalue"))
+        return ExecutionResult(
+            status=status if status in ("ok", "error", "aborted", "timeout") else "error",  # type: ignore[arg-type]
+            execution_count=count if isinstance(count, int) else None,
+            ename=body.get("ename"),
+            evalue=body.get("evalue"),
+            traceback=tb,
+            line=failing_line(tb, count if isinstance(count, int) else None) if status != "ok" else None,
+            stdout=stdout,
+            stderr=stderr,
+            elapsed_s=time.monotonic() - t0,
+        )
+
+    async def interrupt(self) -> None:
+        """Interrupt the running cell (signal for an own kernel, ``interrupt_request`` otherwise)."""
+        if self._manager is not None:
+            await self._manager.interrupt_kernel()
+            return
+        with contextlib.suppress(KernelLinkError):
+            await self._request("control", "interrupt_request", {}, 2.0)
