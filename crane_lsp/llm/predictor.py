@@ -1,0 +1,322 @@
+"""The LLM layer of the pipeline: prompt, samples, majority vote, cache, one ``Prediction`` out.
+
+    predictor = LLMPredictor(settings)            # raises MissingKeyError / ConfigError, clearly worded
+    prediction = await predictor.predict(executed=[...], target=src, snapshot=snap)
+    predictor.last_exchange(src)                  # prompt + raw answers, for the editor's "show prompt"
+
+Runtime failures (429s past the retries, a dead server, garbled answers) never raise: they come
+back as a ``certainty="none"`` prediction whose notes say what went wrong, because "no answer"
+must never read as "safe" nor crash the server. ``raise_errors=True`` (the benchmark) raises them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cachetools import LRUCache, TTLCache
+
+from crane_lsp.llm.errors import LLMError, ProviderError
+from crane_lsp.llm.prompt import (
+    PROMPT_VERSION,
+    LLMAnswer,
+    MalformedAnswer,
+    Message,
+    build_messages,
+    parse_answer,
+)
+from crane_lsp.llm.providers import Completion, Provider, make_provider
+from crane_lsp.prediction import Evidence, Fix, Prediction, Source
+from crane_lsp.runtime import Snapshot, render_snapshot
+from crane_lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from crane_lsp.checks.base import Finding
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Sample:
+    """One vote: every raw text it took (a garbled answer is asked again) and the answer, if any."""
+
+    raw: list[str] = field(default_factory=list)
+    answer: LLMAnswer | None = None
+    error: str | None = None
+    completions: list[Completion] = field(default_factory=list)
+
+
+@dataclass
+class Exchange:
+    """What was sent and what came back, for "show prompt" and for debugging a verdict."""
+
+    messages: list[Message]
+    samples: list[Sample]
+    provider: str
+    model: str
+    cached: bool = False
+
+    @property
+    def raw_answers(self) -> list[str]:
+        return [text for s in self.samples for text in s.raw]
+
+    def prompt_text(self) -> str:
+        return "\n\n".join(f"# {m.role}\n{m.content}" for m in self.messages)
+
+    def answers_text(self) -> str:
+        parts = []
+        for i, s in enumerate(self.samples, 1):
+            body = "\n---\n".join(s.raw) if s.raw else f"(no answer: {s.error})"
+            label = f"{self.provider}/{self.model}" + (", cached" if self.cached else "")
+            parts.append(f"# answer {i} ({label})\n{body}")
+        return "\n\n".join(parts)
+
+    def render(self) -> str:
+        return self.prompt_text() + "\n\n" + self.answers_text()
+
+    def __iter__(self) -> Iterator[str]:
+        """``prompt, answer = exchange``: the pair the editor's "show prompt" command displays."""
+        return iter((self.prompt_text(), self.answers_text()))
+
+
+@dataclass
+class Usage:
+    requests: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def request_key(messages: Sequence[Message], signature: dict[str, Any], votes: int) -> str:
+    """Hash of everything that shapes the answer: prompt, provider, model, temperature, votes. No key."""
+    material = {
+        "v": PROMPT_VERSION,
+        "messages": [m.as_dict() for m in messages],
+        "provider": signature,
+        "votes": votes,
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _evidence(items: Sequence[str]) -> list[Evidence]:
+    out = []
+    for item in items:
+        m = re.match(r"\s*(.+?)\s*(?:==?|:)\s+(.+)", item)
+        out.append(
+            Evidence(fact=m.group(1), value=m.group(2)) if m else Evidence(fact=item.strip(), value="")
+        )
+    return out
+
+
+def _first_sentence(text: str, limit: int = 160) -> str:
+    sentence = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
+    return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
+
+
+class LLMPredictor:
+    """Votes, cache and bookkeeping around one ``Provider``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        provider: Provider | None = None,
+        *,
+        cache_size: int = 256,
+        cache_ttl_s: float = 3600.0,
+        malformed_retries: int = 1,
+        **policy: Any,
+    ) -> None:
+        self.settings = settings
+        self.provider = provider if provider is not None else make_provider(settings, **policy)
+        self.malformed_retries = malformed_retries
+        self.usage = Usage()
+        self._cache: TTLCache[str, tuple[Prediction, Exchange]] = TTLCache(
+            maxsize=cache_size, ttl=cache_ttl_s
+        )
+        self._exchanges: LRUCache[str, Exchange] = LRUCache(maxsize=64)
+        self._inflight: dict[str, asyncio.Task[tuple[Prediction, Exchange]]] = {}
+        self._last: Exchange | None = None
+
+    # -- public ----------------------------------------------------------------------------------
+    def messages(
+        self,
+        *,
+        executed: Sequence[str],
+        target: str,
+        snapshot: Snapshot | None = None,
+        runtime_text: str | None = None,
+        findings: Sequence[Finding] = (),
+    ) -> list[Message]:
+        """The exact prompt ``predict`` would send (runtime omitted when ``runtimeInfo`` is off)."""
+        runtime: str | None = None
+        if self.settings.runtime_info:
+            if runtime_text is not None:
+                runtime = runtime_text
+            elif snapshot is not None:
+                runtime = render_snapshot(
+                    snapshot, privacy=self.settings.privacy, max_columns=self.settings.max_columns
+                )
+        return build_messages(list(executed), target, runtime, findings)
+
+    async def predict(
+        self,
+        *,
+        executed: Sequence[str],
+        target: str,
+        snapshot: Snapshot | None = None,
+        runtime_text: str | None = None,
+        findings: Sequence[Finding] = (),
+        bypass_cache: bool = False,
+        raise_errors: bool = False,
+    ) -> Prediction:
+        started = time.perf_counter()
+        messages = self.messages(
+            executed=executed, target=target, snapshot=snapshot, runtime_text=runtime_text, findings=findings
+        )
+        key = request_key(messages, self.provider.signature(), self.settings.votes)
+        hit = None if bypass_cache else self._cache.get(key)
+        if hit is not None:
+            self.usage.cache_hits += 1
+            prediction, exchange = hit
+            exchange = Exchange(
+                exchange.messages, exchange.samples, exchange.provider, exchange.model, cached=True
+            )
+            result = prediction.model_copy(deep=True, update={"id": uuid.uuid4().hex[:12]})
+            result.source.cached = True
+            result.source.latency_ms = (time.perf_counter() - started) * 1000
+        else:
+            task = None if bypass_cache else self._inflight.get(key)
+            if task is None:
+                task = asyncio.ensure_future(self._run(messages, target))
+                self._inflight[key] = task
+                task.add_done_callback(lambda _t: self._inflight.pop(key, None))
+            prediction, exchange = await asyncio.shield(task)
+            result = prediction.model_copy(deep=True)
+            if prediction.source.votes:  # at least one valid answer: worth keeping
+                self._cache[key] = (prediction, exchange)
+            elif raise_errors:
+                errors = [s.error for s in exchange.samples if s.error]
+                raise ProviderError("; ".join(dict.fromkeys(errors)) or "no valid answer")
+        self._exchanges[target] = exchange
+        self._last = exchange
+        return result
+
+    def last_exchange(self, target: str | None = None) -> Exchange | None:
+        """The latest exchange for ``target`` (its source text), or the latest of all."""
+        return self._last if target is None else self._exchanges.get(target)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+
+    # -- internals -------------------------------------------------------------------------------
+    async def _run(self, messages: list[Message], target: str) -> tuple[Prediction, Exchange]:
+        started = time.perf_counter()
+        samples = await asyncio.gather(*(self._sample(messages) for _ in range(self.settings.votes)))
+        exchange = Exchange(messages, list(samples), self.provider.name, self.provider.model)
+        prediction = self._combine(samples, target)
+        prediction.source.latency_ms = (time.perf_counter() - started) * 1000
+        return prediction, exchange
+
+    async def _sample(self, messages: list[Message]) -> Sample:
+        sample = Sample()
+        for _ in range(self.malformed_retries + 1):
+            try:
+                completion = await self.provider.complete(messages)
+            except LLMError as exc:
+                sample.error = str(exc)
+                return sample
+            self.usage.requests += completion.attempts
+            self.usage.prompt_tokens += completion.prompt_tokens or 0
+            self.usage.completion_tokens += completion.completion_tokens or 0
+            sample.completions.append(completion)
+            sample.raw.append(completion.text)
+            try:
+                sample.answer = parse_answer(completion.text)
+                sample.error = None
+                return sample
+            except MalformedAnswer as exc:
+                sample.error = f"malformed answer ({exc})"
+                log.info("malformed answer from %s/%s; asking again", self.provider.name, self.provider.model)
+        return sample
+
+    def _combine(self, samples: Sequence[Sample], target: str) -> Prediction:
+        answers = [s.answer for s in samples if s.answer is not None]
+        completions = [c for s in samples for c in s.completions]
+        source = Source(
+            layer="llm",
+            provider=self.provider.name,
+            model=completions[0].model if completions else self.provider.model,
+            votes=[a.crash for a in answers],
+            prompt_tokens=sum(c.prompt_tokens or 0 for c in completions) if completions else None,
+            completion_tokens=sum(c.completion_tokens or 0 for c in completions) if completions else None,
+        )
+        notes = [
+            f"LLM sample {i}: {s.error}" for i, s in enumerate(samples, 1) if s.answer is None and s.error
+        ]
+        if not answers:
+            failed = "garbled" if any(s.raw for s in samples) else "unavailable"
+            reason = (
+                "the LLM's answers could not be parsed, so they were not trusted"
+                if failed == "garbled"
+                else "the LLM could not be reached"
+            )
+            return Prediction(crash=False, certainty="none", message=reason, source=source, notes=notes)
+        crashing = [a for a in answers if a.crash]
+        n = len(samples)
+        crash = len(crashing) * 2 > n  # of the votes asked for: ties and failures count as "no crash"
+        if n > 1:
+            notes.append(f"{len(crashing)} of {n} samples predict a crash")
+        if not crash:
+            calm = next((a for a in answers if not a.crash), answers[0])
+            return Prediction(
+                crash=False,
+                certainty="none",
+                message="the LLM predicts no crash",
+                diagnosis=calm.reasoning,
+                source=source,
+                notes=notes,
+            )
+        lines = Counter(a.line for a in crashing if a.line is not None)
+        line = lines.most_common(1)[0][0] if lines else None
+        agreeing = [a for a in crashing if a.line == line] or crashing
+        exception = Counter(a.exception for a in agreeing if a.exception).most_common(1)
+        best = next((a for a in agreeing if exception and a.exception == exception[0][0]), agreeing[0])
+        prediction = Prediction(
+            crash=True,
+            certainty="predicted",
+            exception=exception[0][0] if exception else None,
+            message=f"{best.exception or 'a crash'} predicted: {_first_sentence(best.reasoning)}",
+            diagnosis=best.reasoning,
+            evidence=_evidence(best.evidence),
+            fix=Fix(description=best.fix) if best.fix else None,
+            source=source,
+            notes=notes,
+        )
+        self._place(prediction, line, target)
+        return prediction
+
+    @staticmethod
+    def _place(prediction: Prediction, line: int | None, target: str) -> None:
+        """1-based model line -> 0-based span over the line's code; a line outside the cell is dropped."""
+        rows = target.split("\n")
+        if line is None:
+            return
+        if not 1 <= line <= len(rows) or not rows[line - 1].strip():
+            prediction.notes.append(f"the model named line {line}, which holds no code in this cell")
+            return
+        text = rows[line - 1].rstrip()
+        prediction.line = prediction.end_line = line - 1
+        prediction.col = len(text) - len(text.lstrip())
+        prediction.end_col = len(text)

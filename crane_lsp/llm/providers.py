@@ -1,0 +1,454 @@
+"""LLM providers behind one small async interface, each through its REAL SDK.
+
+- ``openai``: the Responses API with a strict JSON schema (``text.format``).
+- ``openai-compatible``: any server with Chat Completions at ``base_url`` (vLLM, Ollama, llama.cpp,
+  LM Studio): ``response_format`` json_schema, falling back to plain instructions + tolerant parsing
+  when the server rejects it.
+- ``gemini``: ``google-genai`` with ``response_schema`` (``http_options.base_url`` for a local server).
+
+Retries (429, 5xx, timeouts, dropped connections) use exponential backoff via tenacity; the SDKs' own
+retries are off so there is one policy, configured and tested here. Keys live only inside the SDK
+client: never in a signature, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from crane_lsp.llm.errors import ConfigError, MissingKeyError, ProviderError
+from crane_lsp.llm.prompt import ANSWER_SCHEMA, ANSWER_SCHEMA_NAME, JSON_INSTRUCTIONS, Message, redact_secrets
+from crane_lsp.settings import Settings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
+KEY_VARIABLES = {
+    "openai": ("OPENAI_API_KEY",),
+    "openai-compatible": ("OPENAI_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+#: What a local server that wants no key is given (the SDKs insist on some string).
+NO_KEY = "not-needed"
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "host.docker.internal"}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 3  # extra attempts after the first
+    backoff_s: float = 1.0  # first wait; doubles each time
+    max_backoff_s: float = 30.0
+    timeout_s: float = 60.0  # per request
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> RetryPolicy:
+        return cls(**{"retries": settings.retries, "timeout_s": settings.request_timeout_s, **overrides})
+
+    def wait(self, state: RetryCallState) -> float:
+        """Exponential backoff, never shorter than a server's ``Retry-After`` (capped)."""
+        exp = self.backoff_s * 2 ** (state.attempt_number - 1)
+        exc = state.outcome.exception() if state.outcome else None
+        after = getattr(exc, "retry_after_s", None) or 0.0
+        return min(max(exp, after), self.max_backoff_s)
+
+
+@dataclass
+class Completion:
+    """One raw answer and what it cost."""
+
+    text: str
+    model: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float = 0.0
+    attempts: int = 1
+
+
+def accepts_temperature(model: str) -> bool:
+    """Reasoning models (o1/o3/o4, gpt-5 except its chat variant) reject ``temperature``."""
+    name = model.lower().rsplit("/", 1)[-1]
+    return not (re.match(r"(o\d|gpt-5)", name) and "chat" not in name)
+
+
+def is_local(base_url: str | None) -> bool:
+    return bool(base_url) and (urlparse(base_url).hostname or "") in _LOCAL_HOSTS
+
+
+def resolve_key(settings: Settings) -> str:
+    """The API key from the environment; a local OpenAI-compatible server may need none."""
+    names = (settings.api_key_env,) if settings.api_key_env else KEY_VARIABLES.get(settings.provider, ())
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    if settings.provider == "openai-compatible" and is_local(settings.base_url):
+        return NO_KEY
+    raise MissingKeyError(settings.provider, names)
+
+
+def _scrub(text: str, key: str) -> str:
+    """Error text from a service can echo (part of) the key: drop both forms before anyone sees it."""
+    if key and key != NO_KEY:
+        text = text.replace(key, "[REDACTED]")
+        if len(key) > 8:  # "Incorrect API key provided: sk-ab****wxyz"
+            text = text.replace(key[-4:], "****")
+    return redact_secrets(text)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, ProviderError) and exc.transient
+
+
+class Provider(ABC):
+    """One model behind one SDK. ``complete`` is safe to call concurrently."""
+
+    name: str = "provider"
+
+    def __init__(self, model: str, *, temperature: float | None, policy: RetryPolicy) -> None:
+        self.model = model
+        self.temperature = temperature if temperature is not None and accepts_temperature(model) else None
+        self.policy = policy
+
+    def signature(self) -> dict[str, Any]:
+        """What makes two requests different besides the messages (cache key material; no key)."""
+        return {"provider": self.name, "model": self.model, "temperature": self.temperature}
+
+    async def complete(self, messages: Sequence[Message]) -> Completion:
+        """One answer, retried on transient failures; raises ``ProviderError`` when out of attempts."""
+        started = time.perf_counter()
+        attempts = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.policy.retries + 1),
+            wait=self.policy.wait,
+            retry=retry_if_exception(_is_transient),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                attempts += 1
+                try:
+                    # a net under the SDK's own timeout (a server that trickles bytes forever)
+                    completion = await asyncio.wait_for(self._request(messages), self.policy.timeout_s + 5)
+                except (TimeoutError, asyncio.TimeoutError) as exc:
+                    raise ProviderError(
+                        f"{self.name}: no answer within {self.policy.timeout_s:g} s", transient=True
+                    ) from exc
+                except ProviderError as exc:
+                    if exc.transient:
+                        log.info("%s attempt %d failed: %s", self.name, attempts, exc)
+                    raise
+        completion.attempts = attempts
+        completion.latency_ms = (time.perf_counter() - started) * 1000
+        return completion
+
+    @abstractmethod
+    async def _request(self, messages: Sequence[Message]) -> Completion: ...
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+class _OpenAIBase(Provider):
+    def __init__(
+        self, model: str, *, key: str, base_url: str | None, temperature: float | None, policy: RetryPolicy
+    ) -> None:
+        super().__init__(model, temperature=temperature, policy=policy)
+        from openai import AsyncOpenAI
+
+        self.base_url = base_url
+        self._key = key
+        self._client = AsyncOpenAI(api_key=key, base_url=base_url, timeout=policy.timeout_s, max_retries=0)
+
+    def signature(self) -> dict[str, Any]:
+        return {**super().signature(), "base_url": self.base_url}
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def _error(self, exc: Exception) -> ProviderError:
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return ProviderError(
+                f"{self.name}: request timed out after {self.policy.timeout_s:g} s", transient=True
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return ProviderError(
+                f"{self.name}: cannot reach the server ({type(exc).__name__})", transient=True
+            )
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            after = exc.response.headers.get("retry-after")
+            try:
+                retry_after = float(after) if after else None
+            except ValueError:
+                retry_after = None
+            detail = _scrub(str(getattr(exc, "message", exc)), self._key)
+            transient = status in (408, 409, 429) or status >= 500
+            return ProviderError(
+                f"{self.name}: HTTP {status}: {detail}",
+                status=status,
+                transient=transient,
+                retry_after_s=retry_after,
+            )
+        return ProviderError(f"{self.name}: {type(exc).__name__}: {_scrub(str(exc), self._key)}")
+
+    async def _call(self, fn: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            return await fn()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._error(exc) from None
+
+
+def _rejects(err: ProviderError, word: str) -> bool:
+    return err.status in (400, 422) and word in str(err).lower()
+
+
+def _rejects_format(err: ProviderError) -> bool:
+    """Older llama.cpp / Ollama / LM Studio builds: unknown field, unsupported schema, or a crash on it."""
+    said = any(w in str(err).lower() for w in ("response_format", "json_schema", "schema", "grammar"))
+    return err.status in (400, 422, 501) or (err.status == 500 and said)
+
+
+class OpenAIResponsesProvider(_OpenAIBase):
+    """OpenAI's Responses API with a strict JSON schema."""
+
+    name = "openai"
+
+    async def _request(self, messages: Sequence[Message]) -> Completion:
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        user = "\n\n".join(m.content for m in messages if m.role != "system")
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "instructions": system,
+            "input": user,
+            "store": False,
+            "text": {
+                "format": {
+                    "type": "json_schema",
+                    "name": ANSWER_SCHEMA_NAME,
+                    "schema": ANSWER_SCHEMA,
+                    "strict": True,
+                }
+            },
+        }
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        try:
+            resp = await self._call(lambda: self._client.responses.create(**kwargs))
+        except ProviderError as err:
+            if self.temperature is None or not _rejects(err, "temperature"):
+                raise
+            log.info("%s rejects temperature; sending none from now on", self.model)
+            self.temperature = None
+            kwargs.pop("temperature")
+            resp = await self._call(lambda: self._client.responses.create(**kwargs))
+        usage = resp.usage
+        return Completion(
+            text=resp.output_text or "",
+            model=resp.model or self.model,
+            prompt_tokens=getattr(usage, "input_tokens", None),
+            completion_tokens=getattr(usage, "output_tokens", None),
+        )
+
+
+class OpenAICompatibleProvider(_OpenAIBase):
+    """Chat Completions on any OpenAI-compatible server; degrades to instructions when needed."""
+
+    name = "openai-compatible"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.structured = True  # False once the server rejected response_format
+
+    async def _request(self, messages: Sequence[Message]) -> Completion:
+        while True:
+            wire = [m.as_dict() for m in messages]
+            kwargs: dict[str, Any] = {"model": self.model, "messages": wire}
+            if self.structured:
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": ANSWER_SCHEMA_NAME, "schema": ANSWER_SCHEMA, "strict": True},
+                }
+            else:
+                wire[0] = {"role": wire[0]["role"], "content": wire[0]["content"] + "\n" + JSON_INSTRUCTIONS}
+            if self.temperature is not None:
+                kwargs["temperature"] = self.temperature
+            try:
+                resp = await self._call(functools.partial(self._client.chat.completions.create, **kwargs))
+                break
+            except ProviderError as err:
+                if self.temperature is not None and _rejects(err, "temperature"):
+                    self.temperature = None
+                elif self.structured and _rejects_format(err):
+                    log.info(
+                        "%s rejected response_format (%s); using instructions", self.base_url, err.status
+                    )
+                    self.structured = False
+                else:
+                    raise
+        choice = resp.choices[0] if resp.choices else None
+        usage = resp.usage
+        return Completion(
+            text=(choice.message.content if choice and choice.message else None) or "",
+            model=resp.model or self.model,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+        )
+
+
+def _gemini_schema() -> Any:
+    from google.genai import types
+
+    def nullable(kind: str) -> types.Schema:
+        return types.Schema(type=kind, nullable=True)  # type: ignore[arg-type]
+
+    order = list(ANSWER_SCHEMA["properties"])
+    return types.Schema(
+        type="OBJECT",  # type: ignore[arg-type]
+        properties={
+            "reasoning": types.Schema(type="STRING"),  # type: ignore[arg-type]
+            "crash": types.Schema(type="BOOLEAN"),  # type: ignore[arg-type]
+            "line": nullable("INTEGER"),
+            "exception": nullable("STRING"),
+            "evidence": types.Schema(type="ARRAY", items=types.Schema(type="STRING")),  # type: ignore[arg-type]
+            "fix": nullable("STRING"),
+        },
+        required=order,
+        property_ordering=order,  # reasoning before the verdict
+    )
+
+
+class GeminiProvider(Provider):
+    name = "gemini"
+
+    def __init__(
+        self, model: str, *, key: str, base_url: str | None, temperature: float | None, policy: RetryPolicy
+    ) -> None:
+        super().__init__(model, temperature=temperature, policy=policy)
+        from google import genai
+        from google.genai import types
+
+        self.base_url = base_url
+        self._key = key
+        self._types = types
+        options = types.HttpOptions(
+            base_url=base_url,
+            timeout=int(policy.timeout_s * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),  # our policy retries, not the SDK
+        )
+        self._client = genai.Client(api_key=key, http_options=options)
+        self._schema = _gemini_schema()
+
+    def signature(self) -> dict[str, Any]:
+        return {**super().signature(), "base_url": self.base_url}
+
+    async def _request(self, messages: Sequence[Message]) -> Completion:
+        types = self._types
+        config = types.GenerateContentConfig(
+            system_instruction="\n\n".join(m.content for m in messages if m.role == "system"),
+            temperature=self.temperature,
+            response_mime_type="application/json",
+            response_schema=self._schema,
+        )
+        user = "\n\n".join(m.content for m in messages if m.role != "system")
+        try:
+            resp = await self._client.aio.models.generate_content(
+                model=self.model, contents=user, config=config
+            )
+        except Exception as exc:
+            raise self._error(exc) from None
+        usage = resp.usage_metadata
+        completion = (getattr(usage, "candidates_token_count", None) or 0) + (
+            getattr(usage, "thoughts_token_count", None) or 0
+        )
+        return Completion(
+            text=resp.text or "",
+            model=getattr(resp, "model_version", None) or self.model,
+            prompt_tokens=getattr(usage, "prompt_token_count", None),
+            completion_tokens=completion if usage is not None else None,
+        )
+
+    def _error(self, exc: Exception) -> ProviderError:
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            status = int(exc.code) if exc.code else None
+            transient = status is not None and (status in (408, 429) or status >= 500)
+            detail = _scrub(str(exc.message or exc.status or ""), self._key)
+            return ProviderError(f"gemini: HTTP {status}: {detail}", status=status, transient=transient)
+        if "Timeout" in type(exc).__name__:
+            return ProviderError(
+                f"gemini: request timed out after {self.policy.timeout_s:g} s", transient=True
+            )
+        if type(exc).__module__.startswith(("httpx", "httpcore")):  # connection refused / reset
+            return ProviderError(f"gemini: cannot reach the server ({type(exc).__name__})", transient=True)
+        return ProviderError(f"gemini: {type(exc).__name__}: {_scrub(str(exc), self._key)}")
+
+    async def aclose(self) -> None:
+        closer = getattr(self._client.aio, "aclose", None)  # older SDKs have none
+        if closer is not None:
+            await closer()
+
+
+class ScriptedProvider(Provider):
+    """Answers from a function of (messages, call number): for replaying recorded answers (the
+    benchmark's ``recorded/`` folder) and for tests of the layers above. Never talks to a network."""
+
+    name = "recorded"
+
+    def __init__(self, answer: Callable[[Sequence[Message], int], str], model: str = "recorded") -> None:
+        super().__init__(model, temperature=None, policy=RetryPolicy(retries=0))
+        self._answer = answer
+        self._calls = 0
+
+    async def _request(self, messages: Sequence[Message]) -> Completion:
+        n = self._calls
+        self._calls += 1
+        return Completion(text=self._answer(messages, n), model=self.model)
+
+
+def make_provider(settings: Settings, **policy: Any) -> Provider:
+    """The provider the settings name. ``policy`` overrides ``RetryPolicy`` fields (tests: ``backoff_s``).
+
+    Raises ``MissingKeyError`` (no key in the environment) or ``ConfigError``.
+    """
+    retry = RetryPolicy.from_settings(settings, **policy)
+    if settings.provider == "none":
+        raise ConfigError(
+            "crane-lsp: no LLM provider configured (set provider to openai, openai-compatible or gemini)"
+        )
+    model = settings.model or DEFAULT_MODELS.get(settings.provider)
+    if not model:
+        raise ConfigError(
+            f"crane-lsp: the {settings.provider} provider needs a model name (the model setting)"
+        )
+    if settings.provider == "openai-compatible" and not settings.base_url:
+        raise ConfigError(
+            "crane-lsp: the openai-compatible provider needs baseUrl (e.g. http://localhost:11434/v1)"
+        )
+    key = resolve_key(settings)
+    common: dict[str, Any] = {
+        "key": key,
+        "base_url": settings.base_url,
+        "temperature": settings.temperature,
+        "policy": retry,
+    }
+    if settings.provider == "openai":
+        return OpenAIResponsesProvider(model, **common)
+    if settings.provider == "openai-compatible":
+        return OpenAICompatibleProvider(model, **common)
+    return GeminiProvider(model, **common)

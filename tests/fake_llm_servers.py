@@ -1,0 +1,324 @@
+"""Small HTTP servers on 127.0.0.1 that speak the OpenAI (Responses, Chat Completions) and Gemini wire
+formats, so the REAL SDKs can be tested offline. Reusable by any test:
+
+    from fake_llm_servers import FakeLLMServer, Answer, Error, Slow, Raw, crash_answer
+
+    @pytest.fixture
+    def fake_llm() -> Iterator[FakeLLMServer]:
+        with FakeLLMServer() as server:
+            yield server
+
+    async def test_x(fake_llm):
+        fake_llm.push(Error(429), Answer(crash_answer(line=2, exception="KeyError")), Slow(5))
+        settings = Settings(provider="openai", base_url=fake_llm.openai_url)   # gemini: gemini_url
+        ...
+        fake_llm.requests[-1].json["text"]["format"]    # what the SDK really sent
+
+``Answer(text)`` takes a dict (sent as JSON) or any string (to test garbled answers); ``Error(status,
+message, retry_after_s)``; ``Slow(seconds, then)`` for timeouts; ``Raw(status, body)`` for anything else.
+
+One server answers every format; the path decides the envelope: ``/v1/responses`` (Responses API),
+``/v1/chat/completions`` (Chat Completions), ``.../models/<model>:generateContent`` (Gemini).
+Replies come from a queue (``push``) or, when it is empty, from ``server.handler`` (a callable
+``RecordedRequest -> Reply``), else a 500 saying the script ran out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+    @property
+    def wire(self) -> str:
+        return _wire(self.path)
+
+
+@dataclass
+class Answer:
+    """A 200 whose model text is ``text`` (a dict is sent as its JSON), in the path's envelope."""
+
+    text: str | dict[str, Any]
+    prompt_tokens: int = 120
+    completion_tokens: int = 30
+
+
+@dataclass
+class Error:
+    status: int
+    message: str = "simulated failure"
+    retry_after_s: float | None = None
+
+
+@dataclass
+class Slow:
+    """Wait ``seconds`` (cut short when the server stops), then send ``then``."""
+
+    seconds: float
+    then: Reply = field(default_factory=lambda: Answer(crash_answer(crash=False)))
+
+
+@dataclass
+class Raw:
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+
+
+Reply = Answer | Error | Slow | Raw
+
+
+def crash_answer(
+    *,
+    crash: bool = True,
+    line: int | None = 1,
+    exception: str | None = "KeyError",
+    reasoning: str = "The column does not exist.",
+    evidence: list[str] | None = None,
+    fix: str | None = None,
+) -> dict[str, Any]:
+    """A schema-valid answer object; ``crash=False`` nulls the crash fields."""
+    if not crash:
+        return {
+            "reasoning": reasoning,
+            "crash": False,
+            "line": None,
+            "exception": None,
+            "evidence": [],
+            "fix": None,
+        }
+    return {
+        "reasoning": reasoning,
+        "crash": True,
+        "line": line,
+        "exception": exception,
+        "evidence": evidence if evidence is not None else ["df.columns = ['a', 'b']"],
+        "fix": fix,
+    }
+
+
+def _wire(path: str) -> str:
+    if path.rstrip("/").endswith("/responses"):
+        return "responses"
+    if path.rstrip("/").endswith("/chat/completions"):
+        return "chat"
+    if ":generateContent" in path:
+        return "gemini"
+    return "unknown"
+
+
+def _model_of(req: RecordedRequest) -> str:
+    if req.wire == "gemini":
+        return req.path.split("/models/")[-1].split(":")[0]
+    try:
+        return str(req.json.get("model", "fake-model"))
+    except (ValueError, AttributeError):
+        return "fake-model"
+
+
+def _envelope(req: RecordedRequest, answer: Answer) -> dict[str, Any]:
+    text = answer.text if isinstance(answer.text, str) else json.dumps(answer.text)
+    model = _model_of(req)
+    if req.wire == "responses":
+        return {
+            "id": "resp_fake",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": model,
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_fake",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            ],
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": answer.prompt_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": answer.completion_tokens,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+            },
+        }
+    if req.wire == "chat":
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+            ],
+            "usage": {
+                "prompt_tokens": answer.prompt_tokens,
+                "completion_tokens": answer.completion_tokens,
+                "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+            },
+        }
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": answer.prompt_tokens,
+            "candidatesTokenCount": answer.completion_tokens,
+            "totalTokenCount": answer.prompt_tokens + answer.completion_tokens,
+        },
+        "modelVersion": model,
+    }
+
+
+def _error_body(req: RecordedRequest, err: Error) -> dict[str, Any]:
+    if req.wire == "gemini":
+        status = {429: "RESOURCE_EXHAUSTED", 400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED"}.get(
+            err.status, "INTERNAL"
+        )
+        return {"error": {"code": err.status, "message": err.message, "status": status}}
+    kind = {429: "rate_limit_exceeded", 400: "invalid_request_error", 401: "invalid_api_key"}.get(
+        err.status, "server_error"
+    )
+    return {"error": {"message": err.message, "type": kind, "param": None, "code": kind}}
+
+
+class FakeLLMServer:
+    """A threaded HTTP server on 127.0.0.1 with a scripted queue of replies and a log of requests."""
+
+    def __init__(self, handler: Callable[[RecordedRequest], Reply] | None = None) -> None:
+        self.handler = handler
+        self.requests: list[RecordedRequest] = []
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting ---------------------------------------------------------------------------
+    def push(self, *replies: Reply) -> FakeLLMServer:
+        with self._lock:
+            self._queue.extend(replies)
+        return self
+
+    def _next(self, req: RecordedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(req)
+            if self._queue:
+                return self._queue.popleft()
+        if self.handler is not None:
+            return self.handler(req)
+        return Error(500, "fake server: no scripted reply left")
+
+    # -- addresses ---------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_url(self) -> str:
+        """``base_url`` for the openai SDK (and any OpenAI-compatible client)."""
+        return self.url + "/v1"
+
+    @property
+    def gemini_url(self) -> str:
+        """``HttpOptions(base_url=...)`` for google-genai."""
+        return self.url + "/"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> FakeLLMServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_GET(self) -> None:
+                self._handle()
+
+            def do_POST(self) -> None:
+                self._handle()
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                req = RecordedRequest(
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                )
+                reply = server._next(req)
+                while isinstance(reply, Slow):
+                    if server._stopping.wait(reply.seconds):
+                        return
+                    reply = reply.then
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                    self._send(req, reply)
+
+            def _send(self, req: RecordedRequest, reply: Reply) -> None:
+                headers: dict[str, str] = {}
+                if isinstance(reply, Answer):
+                    status, payload, ctype = (
+                        200,
+                        json.dumps(_envelope(req, reply)).encode(),
+                        "application/json",
+                    )
+                elif isinstance(reply, Error):
+                    status, ctype = reply.status, "application/json"
+                    payload = json.dumps(_error_body(req, reply)).encode()
+                    if reply.retry_after_s is not None:
+                        headers["retry-after"] = str(reply.retry_after_s)
+                elif isinstance(reply, Raw):
+                    status, payload, ctype = reply.status, reply.body, reply.content_type
+                else:  # pragma: no cover - Slow is unwrapped above
+                    raise TypeError(reply)
+                self.send_response(status)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(payload)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
