@@ -108,15 +108,15 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
         layers = _layers(args.predictors)
     except (NotebookError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _error(err, str(exc))
         return 2
     if not notebook.code_cells:
-        err.print(f"[red]error:[/red] {args.notebook} has no code cells")
+        _error(err, f"{args.notebook} has no code cells")
         return 2
     try:
         checked = asyncio.run(_check(notebook, target, settings, layers, quiet=args.json, console=err))
     except _UsageError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _error(err, str(exc))
         return 2
     if args.json:
         print(json.dumps([c.as_json() for c in checked], indent=2))
@@ -129,6 +129,11 @@ def run(args: argparse.Namespace) -> int:
 
 class _UsageError(RuntimeError):
     pass
+
+
+def _error(console: Any, message: str) -> None:
+    """One unwrapped line, so paths and messages stay greppable."""
+    console.print(f"[red]error:[/red] {message}", soft_wrap=True, markup=True, highlight=False)
 
 
 def _layers(spec: str | None) -> set[str] | None:
