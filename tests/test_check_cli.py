@@ -35,7 +35,9 @@ def _check_json(*args: str) -> tuple[int, list[dict]]:
 
 
 @pytest.mark.parametrize(("notebook", "cell", "exception", "line", "layers"), CASES)
-def test_each_example_target_is_predicted(notebook: str, cell: int, exception: str, line: int, layers: str) -> None:
+def test_each_example_target_is_predicted(
+    notebook: str, cell: int, exception: str, line: int, layers: str
+) -> None:
     code, results = _check_json(str(EXAMPLES / notebook), "--cell", str(cell), "--predictors", layers)
     assert code == 1, results
     [result] = results
