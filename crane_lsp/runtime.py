@@ -65,11 +65,14 @@ class ValueStats(_Model):
     distinct: int | None = None  # on the sample when ``sampled``
     min: float | str | None = None
     max: float | str | None = None
-    nan_count: int | None = None  # full length when ``sampled`` is False, else on the sample
+    nan_count: int | None = None  # full length unless ``nan_sampled``
     has_nan: bool | None = None
     examples: list[str] | None = None  # repr of a few values; omitted in privacy mode
     non_numeric_examples: list[str] | None = None  # object columns: values float() rejects
     sampled: bool = False  # True: distinct/examples were computed on a sample of rows
+    # True: nan_count/has_nan were counted on the sample only (large object columns), so has_nan=False
+    # is not proof of absence; numeric, datetime and categorical columns are always checked full-length
+    nan_sampled: bool = False
 
 
 class ColumnSummary(_Model):
@@ -148,6 +151,7 @@ class ObjectSummary(_Model):
     columns: list[ColumnSummary] | None = None  # DataFrame (capped; see ``n_columns``)
     n_columns: int | None = None
     columns_truncated: bool = False
+    index_names: list[str | None] | None = None  # index level names (groupby/sort_values/merge accept them)
     index_dtype: str | None = None
     index_range: list[Any] | None = None  # [first, last] of a DataFrame/Series index when cheap
     # containers and scalars
@@ -247,7 +251,9 @@ def _fmt_stats(stats: ValueStats | None, privacy: bool) -> str:
     if stats.min is not None and stats.max is not None and not (privacy and isinstance(stats.min, str)):
         parts.append(f"range [{stats.min}, {stats.max}]")
     if stats.has_nan is not None:
-        parts.append(f"NaN: {stats.nan_count if stats.nan_count is not None else 'yes'}" if stats.has_nan else "no NaN")
+        count = stats.nan_count if stats.nan_count is not None else "yes"
+        nan = f"NaN: {count}" if stats.has_nan else "no NaN"
+        parts.append(nan + (" in sample" if stats.nan_sampled else ""))
     if stats.non_numeric_examples and not privacy:
         parts.append("non-numeric e.g. " + ", ".join(stats.non_numeric_examples[:3]))
     if stats.examples and not privacy:
