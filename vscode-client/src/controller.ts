@@ -1,0 +1,474 @@
+/**
+ * The extension's behaviour, independent of VS Code: start and restart the server, forward
+ * settings and keys, attach kernels, keep the status bar current, run the commands.
+ * Everything VS Code-specific comes in through `Host` (implemented in host.ts).
+ */
+import { apiKeyEnvName, buildServerEnv, redact, secretId, type Env } from './apiKey';
+import { ATTACH_NOTIFICATION, KernelAttacher, type CancelSource, type Consent, type Disposable, type JupyterLike } from './kernelAttach';
+import { checkServer, describeLaunch, resolveServerLaunch, type Runner } from './serverCommand';
+import {
+  configurationFor,
+  didChangeConfigurationParams,
+  readCraneOptions,
+  type CraneOptions,
+} from './settings';
+import { INITIAL_STATUS, parseStatus, renderStatus, type ClientState, type ServerState, type StatusView } from './status';
+
+export const STATUS_NOTIFICATION = 'crane/status';
+export const CONSENT_KEY = 'crane.kernelAccess';
+
+/** Python cells of Jupyter notebooks and interactive windows, and Python files (`# %%` cells). */
+export const DOCUMENT_SELECTOR = [
+  { notebook: 'jupyter-notebook', language: 'python' },
+  { notebook: 'interactive', language: 'python' },
+  { scheme: 'file', language: 'python' },
+  { scheme: 'untitled', language: 'python' },
+] as const;
+
+export interface LspClient {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  isRunning(): boolean;
+  sendNotification(method: string, params: unknown): Promise<void>;
+  sendRequest(method: string, params: unknown): Promise<unknown>;
+  onNotification(method: string, handler: (params: unknown) => void): Disposable;
+  /** Commands the server declared (`executeCommandProvider.commands`); the client registers them in VS Code. */
+  serverCommands(): string[];
+}
+
+/** Sends `workspace/executeCommand` (vscode-languageclient's own `executeCommand`). */
+export type ExecuteNext = (command: string, args: unknown[]) => Promise<unknown>;
+
+/**
+ * The commands that exist both in the palette and on the server. vscode-languageclient registers
+ * every server command in VS Code itself (a second registration would throw), so the extension
+ * shapes these through `middleware.executeCommand`, and registers stand-ins only while the server
+ * does not provide them.
+ */
+export const SERVER_COMMANDS = ['crane.recheckCell', 'crane.attachKernel', 'crane.showPrompt'] as const;
+
+/** The cell under the cursor: a notebook cell URI, or a `# %%` file with the cursor line. */
+export interface ActiveCell {
+  uri: string;
+  line?: number;
+}
+
+export interface ClientSpec {
+  command: string;
+  args: string[];
+  env: Env;
+  initializationOptions: CraneOptions;
+  documentSelector: typeof DOCUMENT_SELECTOR;
+  /** Answers the server's `workspace/configuration` for one section. */
+  configuration(section: string | undefined): unknown;
+  /** Called when the client stops on its own (the server process died). */
+  onStopped(): void;
+  /** `middleware.executeCommand`. */
+  executeCommand(command: string, args: unknown[], next: ExecuteNext): Promise<unknown>;
+}
+
+export interface Host {
+  /** A key of the `crane` configuration section, e.g. "provider" or "server.pythonPath". */
+  config(key: string): unknown;
+  /** The active environment's interpreter (Python extension), if any. */
+  interpreter(): Promise<string[] | undefined>;
+  run: Runner;
+  processEnv(): Env;
+  getSecret(id: string): Promise<string | undefined>;
+  storeSecret(id: string, value: string): Promise<void>;
+  deleteSecret(id: string): Promise<void>;
+  getState(key: string): unknown;
+  setState(key: string, value: unknown): Promise<void>;
+  createClient(spec: ClientSpec): LspClient;
+  setStatus(view: StatusView): void;
+  log(line: string): void;
+  showError(message: string, ...actions: string[]): Promise<string | undefined>;
+  showWarning(message: string, ...actions: string[]): Promise<string | undefined>;
+  showInfo(message: string, ...actions: string[]): Promise<string | undefined>;
+  inputSecret(prompt: string): Promise<string | undefined>;
+  runInTerminal(command: string): void;
+  copyToClipboard(text: string): Promise<void>;
+  openMarkdown(text: string): Promise<void>;
+  activeCell(): ActiveCell | undefined;
+  activeNotebookUri(): string | undefined;
+  openNotebookUris(): string[];
+  jupyter(): Promise<JupyterLike | undefined>;
+  createCancel(): CancelSource;
+  /** Registers stand-ins for exactly these server commands (disposing any others). */
+  setFallbackCommands(ids: readonly string[], run: (command: string, args: unknown[]) => Promise<unknown>): void;
+}
+
+export const ALLOW = 'Allow';
+export const NOT_NOW = "Don't allow";
+export const INSTALL = 'Install in terminal';
+export const COPY = 'Copy command';
+export const SHOW_LOG = 'Show log';
+
+/** The text of `crane.showPrompt`'s result as Markdown: a string, or `{prompt, answer}`. */
+export function promptMarkdown(result: unknown, cellUri: string): string {
+  if (result === null || result === undefined || result === '') {
+    return `# crane: last prompt\n\nNo LLM request has been made for this cell yet (${cellUri}).\n`;
+  }
+  if (typeof result === 'string') return result;
+  if (typeof result === 'object') {
+    const r = result as Record<string, unknown>;
+    const parts = ['# crane: last prompt', '', `Cell: \`${cellUri}\``, ''];
+    if (typeof r.prompt === 'string') parts.push('## Prompt', '', '````text', r.prompt, '````', '');
+    if (r.answer !== undefined) {
+      const answer = typeof r.answer === 'string' ? r.answer : JSON.stringify(r.answer, null, 2);
+      parts.push('## Answer', '', '````text', answer, '````', '');
+    }
+    if (parts.length > 4) return parts.join('\n');
+  }
+  return ['# crane: last prompt', '', '````json', JSON.stringify(result, null, 2), '````', ''].join('\n');
+}
+
+export class Controller implements Disposable {
+  private client: LspClient | undefined;
+  private subscriptions: Disposable[] = [];
+  private state: ClientState = { server: 'stopped', status: INITIAL_STATUS, attachMode: 'jupyter' };
+  private options: CraneOptions = {};
+  private queue: Promise<unknown> = Promise.resolve();
+  private stopping = false;
+  private knownSecrets: string[] = [];
+  private launchSource: string | undefined;
+  readonly attacher: KernelAttacher;
+
+  constructor(
+    private readonly host: Host,
+    attachTimeoutMs?: number,
+  ) {
+    this.attacher = new KernelAttacher(
+      {
+        jupyter: () => host.jupyter(),
+        getConsent: () => {
+          const v = host.getState(CONSENT_KEY);
+          return v === 'allow' || v === 'deny' ? v : undefined;
+        },
+        setConsent: (consent) => host.setState(CONSENT_KEY, consent),
+        askConsent: () => this.askConsent(),
+        notify: async (params) => {
+          if (this.client?.isRunning()) await this.client.sendNotification(ATTACH_NOTIFICATION, params);
+        },
+        createCancel: () => host.createCancel(),
+        onModeChange: (mode) => this.update({ attachMode: mode }),
+        log: (line) => this.log(line),
+      },
+      attachTimeoutMs,
+    );
+  }
+
+  get clientState(): ClientState {
+    return this.state;
+  }
+
+  usesInterpreterFromPythonExtension(): boolean {
+    return this.launchSource === 'Python extension';
+  }
+
+  get currentOptions(): CraneOptions {
+    return this.options;
+  }
+
+  private log(line: string): void {
+    this.host.log(redact(line, this.knownSecrets));
+  }
+
+  private update(patch: Partial<ClientState>): void {
+    this.state = { ...this.state, ...patch };
+    this.host.setStatus(renderStatus(this.state));
+  }
+
+  private setServer(server: ServerState, detail?: string): void {
+    this.update({ server, detail });
+  }
+
+  private async askConsent(): Promise<Consent | undefined> {
+    const answer = await this.host.showInfo(
+      'crane-lsp reads the live kernel of your notebooks (through the Jupyter extension) to predict crashes. ' +
+        'It only asks the kernel for its connection file. Allow this in this workspace?',
+      ALLOW,
+      NOT_NOW,
+    );
+    if (answer === ALLOW) return 'allow';
+    if (answer === NOT_NOW) return 'deny';
+    return undefined;
+  }
+
+  private readOptions(): CraneOptions {
+    const { options, problems } = readCraneOptions((key) => this.host.config(key));
+    for (const problem of problems) this.log(`Settings: ${problem}`);
+    if (problems.length > 0) void this.host.showWarning(`crane: ${problems.join('; ')}`);
+    this.options = options;
+    return options;
+  }
+
+  /** Runs server lifecycle steps one after another. */
+  private serial<T>(step: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(step, step);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  start(): Promise<boolean> {
+    return this.serial(() => this.doStart());
+  }
+
+  restart(): Promise<boolean> {
+    return this.serial(async () => {
+      await this.doStop();
+      return this.doStart();
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.serial(() => this.doStop());
+  }
+
+  private useFallbacks(ids: readonly string[]): void {
+    this.host.setFallbackCommands(ids, (command, args) => this.executeCommand(command, args, this.notRunning));
+  }
+
+  /** The `next` of a command run while no server provides it. */
+  private readonly notRunning: ExecuteNext = async () => {
+    void this.host.showWarning('crane: the server is not running.', SHOW_LOG);
+    return undefined;
+  };
+
+  private async doStop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    for (const s of this.subscriptions) s.dispose();
+    this.subscriptions = [];
+    if (client) {
+      this.stopping = true;
+      try {
+        await client.stop();
+      } catch (error) {
+        this.log(`Stopping the server failed: ${String(error)}`);
+      } finally {
+        this.stopping = false;
+      }
+    }
+    this.setServer('stopped');
+    this.useFallbacks(SERVER_COMMANDS);
+  }
+
+  private async doStart(): Promise<boolean> {
+    this.setServer('starting');
+    this.useFallbacks(SERVER_COMMANDS);
+    const options = this.readOptions();
+    const launch = resolveServerLaunch({
+      command: this.host.config('server.command'),
+      pythonPath: this.host.config('server.pythonPath'),
+      interpreter: await this.host.interpreter(),
+    });
+    this.launchSource = launch.source;
+    this.log(`Server command: ${describeLaunch(launch)}`);
+    const check = await checkServer(launch, this.host.run);
+    if (check.status === 'missing') {
+      this.log(check.message);
+      this.setServer('missing', check.message);
+      void this.host.showError(check.message, INSTALL, COPY).then((choice) => {
+        if (choice === INSTALL) this.host.runInTerminal(check.installCommand);
+        else if (choice === COPY) void this.host.copyToClipboard(check.installCommand);
+      });
+      return false;
+    }
+    if (check.status === 'noInterpreter' || check.status === 'failed') {
+      this.log(check.message);
+      this.setServer('error', check.message);
+      void this.host.showError(check.message, SHOW_LOG);
+      return false;
+    }
+    if (check.status === 'ok') this.log(`crane-lsp ${check.version} found in ${launch.python?.join(' ') ?? launch.command}.`);
+
+    const envName = apiKeyEnvName(options.provider, options.apiKeyEnv);
+    const key = envName ? await this.host.getSecret(secretId(envName)) : undefined;
+    this.knownSecrets = key ? [key] : [];
+    const base = this.host.processEnv();
+    const { env, fromSecrets } = buildServerEnv(base, envName, key);
+    if (fromSecrets.length > 0) {
+      this.log(`API key passed in ${fromSecrets.join(', ')} (from the secret store).`);
+    } else if (envName && options.provider !== 'none' && !base[envName]) {
+      this.log(`No API key for provider ${String(options.provider)}: run "crane: Set API key" (variable ${envName}).`);
+    }
+
+    const client = this.host.createClient({
+      command: launch.command,
+      args: launch.args,
+      env,
+      initializationOptions: options,
+      documentSelector: DOCUMENT_SELECTOR,
+      configuration: (section) => configurationFor(section, this.options, () => this.host.config(section ?? '')),
+      onStopped: () => {
+        if (this.client === client && !this.stopping) {
+          this.log('The server stopped.');
+          this.setServer('error', 'The server process stopped.');
+          this.useFallbacks(SERVER_COMMANDS);
+        }
+      },
+      executeCommand: (command, args, next) => this.executeCommand(command, args, next),
+    });
+    this.client = client;
+    this.subscriptions.push(
+      client.onNotification(STATUS_NOTIFICATION, (params) => {
+        this.update({ status: parseStatus(params, this.state.status) });
+      }),
+    );
+    this.useFallbacks([]); // the client registers the server's commands while starting
+    try {
+      await client.start();
+    } catch (error) {
+      this.useFallbacks(SERVER_COMMANDS);
+      const message = `crane: the server did not start: ${error instanceof Error ? error.message : String(error)}`;
+      this.log(message);
+      this.setServer('error', message);
+      void this.host.showError(message, SHOW_LOG);
+      return false;
+    }
+    this.setServer('running');
+    const provided = new Set(client.serverCommands());
+    const missing = SERVER_COMMANDS.filter((id) => !provided.has(id));
+    if (missing.length > 0) this.log(`The server does not provide ${missing.join(', ')}.`);
+    this.useFallbacks(missing);
+    await this.attacher.resendAll();
+    for (const uri of this.host.openNotebookUris()) void this.attacher.attach(uri);
+    return true;
+  }
+
+  /** `workspace.onDidChangeConfiguration`: server settings restart, the others are forwarded. */
+  async onConfigurationChanged(affects: (section: string) => boolean): Promise<void> {
+    if (!affects('crane')) return;
+    if (affects('crane.server') || affects('crane.provider') || affects('crane.apiKeyEnv')) {
+      this.log('Server, provider or key variable changed: restarting the server.');
+      await this.restart();
+      return;
+    }
+    const options = this.readOptions();
+    if (this.client?.isRunning()) {
+      await this.client.sendNotification('workspace/didChangeConfiguration', didChangeConfigurationParams(options));
+    }
+  }
+
+  async setApiKey(): Promise<void> {
+    const options = this.readOptions();
+    const envName = apiKeyEnvName(options.provider, options.apiKeyEnv);
+    if (!envName) {
+      void this.host.showInfo('crane: choose an LLM provider first (setting crane.provider); with "none" no key is needed.');
+      return;
+    }
+    const key = await this.host.inputSecret(`API key for ${String(options.provider)} (passed to the server in ${envName}; empty to remove)`);
+    if (key === undefined) return;
+    if (key.trim() === '') {
+      await this.host.deleteSecret(secretId(envName));
+      this.log(`API key for ${envName} removed from the secret store.`);
+    } else {
+      await this.host.storeSecret(secretId(envName), key.trim());
+      this.log(`API key for ${envName} stored in the secret store.`);
+    }
+    await this.restart();
+  }
+
+  /** `middleware.executeCommand` for the server's commands (and their stand-ins). */
+  async executeCommand(command: string, args: unknown[], next: ExecuteNext): Promise<unknown> {
+    switch (command) {
+      case 'crane.recheckCell':
+        return this.recheckCell(args, next);
+      case 'crane.showPrompt':
+        return this.showPrompt(args, next);
+      case 'crane.attachKernel':
+        return this.attachKernel(args, next);
+      default:
+        return next(command, args);
+    }
+  }
+
+  /** Arguments given by a caller (a code action) are kept; from the palette, the cell under the cursor. */
+  private cellArguments(args: unknown[], purpose: string): unknown[] | undefined {
+    if (args.length > 0 && args[0] !== undefined && args[0] !== null) {
+      const first = args[0];
+      const isUri = typeof first === 'object' && typeof (first as { scheme?: unknown }).scheme === 'string';
+      return isUri ? [String(first), ...args.slice(1)] : args;
+    }
+    const cell = this.host.activeCell();
+    if (!cell) {
+      void this.host.showInfo(`crane: put the cursor in a notebook cell to ${purpose}.`);
+      return undefined;
+    }
+    return cell.line === undefined ? [cell.uri] : [{ uri: cell.uri, line: cell.line }];
+  }
+
+  async recheckCell(args: unknown[], next: ExecuteNext): Promise<unknown> {
+    const cellArgs = this.cellArguments(args, 're-check it');
+    if (!cellArgs) return undefined;
+    const result = await next('crane.recheckCell', cellArgs);
+    if (result && typeof result === 'object' && (result as { checked?: unknown }).checked === false) {
+      const why = (result as { error?: unknown }).error;
+      void this.host.showWarning(`crane: could not re-check the cell: ${typeof why === 'string' ? why : 'unknown reason'}`);
+    }
+    return result;
+  }
+
+  async showPrompt(args: unknown[], next: ExecuteNext): Promise<unknown> {
+    const cellArgs = this.cellArguments(args, 'see its last prompt');
+    if (!cellArgs) return undefined;
+    if (!this.client?.isRunning()) return next('crane.showPrompt', cellArgs);
+    const result = await next('crane.showPrompt', cellArgs);
+    const first = cellArgs[0];
+    const label = typeof first === 'string' ? first : String((first as { uri?: unknown }).uri ?? '');
+    await this.host.openMarkdown(promptMarkdown(result, label));
+    return result;
+  }
+
+  /**
+   * With `{notebookUri, connectionFile}` (another extension, a test) the server is told directly;
+   * otherwise the notebook's kernel is asked through the Jupyter extension.
+   */
+  async attachKernel(args: unknown[], next: ExecuteNext): Promise<unknown> {
+    const first = args[0];
+    if (first && typeof first === 'object' && 'connectionFile' in first) return next('crane.attachKernel', args);
+    if (typeof first === 'string' && typeof args[1] === 'string') return next('crane.attachKernel', args);
+    const notebookUri = typeof first === 'string' && first !== '' ? first : this.host.activeNotebookUri();
+    if (!notebookUri) {
+      void this.host.showInfo('crane: open a notebook to attach its kernel.');
+      return undefined;
+    }
+    const outcome = await this.attacher.attach(notebookUri, { userInitiated: true });
+    switch (outcome.kind) {
+      case 'attached':
+        void this.host.showInfo(`crane: kernel attached (${outcome.connectionFile}).`);
+        break;
+      case 'noKernel':
+        void this.host.showInfo('crane: this notebook has no running kernel yet; run a cell first.');
+        break;
+      case 'noJupyter':
+        void this.host.showInfo('crane: the Jupyter extension is not available; the server discovers kernels itself.');
+        break;
+      case 'declined':
+        void this.host.showInfo('crane: kernel access not allowed; the server discovers kernels itself.');
+        break;
+      case 'failed':
+        void this.host.showWarning(`crane: could not attach the kernel: ${outcome.reason}`, SHOW_LOG);
+        break;
+    }
+    return outcome;
+  }
+
+  onNotebookOpened(notebookUri: string): void {
+    if (this.client?.isRunning()) void this.attacher.attach(notebookUri);
+  }
+
+  onNotebookClosed(notebookUri: string): void {
+    this.attacher.forget(notebookUri);
+  }
+
+  onCellExecuted(notebookUri: string): void {
+    if (this.client?.isRunning()) void this.attacher.ensureAttached(notebookUri);
+  }
+
+  dispose(): void {
+    this.attacher.dispose();
+    void this.stop();
+  }
+}
