@@ -1,0 +1,101 @@
+"""Run every registered built-in check on one cell, isolating each from the others.
+
+A check is imported once (its module registers it with ``@check``); a check that raises is logged
+and skipped, never allowed to hide the findings of the others. Findings come back in position
+order, which is execution order for the statements the checks look at: the FIRST one is the crash
+that stops the cell.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from collections.abc import Callable
+
+from crane_lsp.cellcode import CellFacts
+from crane_lsp.checks.base import REGISTRY, CheckFn, Finding
+from crane_lsp.runtime import Snapshot
+
+_log = logging.getLogger(__name__)
+
+#: Modules whose import registers checks. A module that fails to import is logged and skipped.
+CHECK_MODULES: tuple[str, ...] = (
+    "crane_lsp.checks.python",
+    "crane_lsp.checks.pandas",
+    "crane_lsp.checks.arrays",
+    "crane_lsp.checks.sklearn",
+    "crane_lsp.checks.plotting",
+    "crane_lsp.checks.keras",
+)
+
+
+@functools.cache
+def _import(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except Exception:
+        _log.exception("check module %s failed to import; its checks are skipped", module)
+        return False
+    return True
+
+
+def load_checks(modules: tuple[str, ...] = CHECK_MODULES) -> dict[str, CheckFn]:
+    """Import the check modules (each once) and return the registry: check id -> function."""
+    for name in modules:
+        _import(name)
+    return dict(REGISTRY.checks)
+
+
+#: Top-level packages whose functions do not change the arguments they are given (numpy's
+#: ``shuffle``/``copyto`` style exceptions are method calls, which ``cellcode`` treats on their own).
+LIBRARIES = frozenset(
+    {
+        "numpy", "pandas", "sklearn", "scipy", "matplotlib", "seaborn", "torch", "tensorflow", "keras",
+        "statsmodels", "xgboost", "lightgbm", "catboost", "math", "json", "os", "re", "builtins",
+    }
+)  # fmt: skip
+
+
+def library_function(facts: CellFacts, snapshot: Snapshot) -> Callable[[str], bool]:
+    """Whether a plain name the cell calls is a library function (imported here or in the kernel)."""
+
+    def is_library(name: str) -> bool:
+        for imp in facts.imports:
+            if imp.level == 0 and name in imp.names:
+                return imp.module.split(".")[0] in LIBRARIES
+        summary = snapshot.variables.get(name)
+        if summary is None or summary.kind not in ("function", "class", "other"):
+            return False
+        origin = summary.module if summary.kind != "other" else summary.type
+        return (origin or "").split(".")[0] in LIBRARIES
+
+    return is_library
+
+
+def _order(finding: Finding) -> tuple[int, int, int, int]:
+    s = finding.span
+    return (s.line, s.col, s.end_line, s.end_col)
+
+
+def run_checks(facts: CellFacts, snapshot: Snapshot, *, only: set[str] | None = None) -> list[Finding]:
+    """Every finding of every check (or of the ids in ``only``), sorted by position in the cell."""
+    facts = facts.refined(library_function(facts, snapshot))
+    findings: list[Finding] = []
+    for check_id, fn in load_checks().items():
+        if only is not None and check_id not in only:
+            continue
+        try:
+            found = fn(facts, snapshot)
+        except Exception:
+            _log.exception("check %s raised; skipped", check_id)
+            continue
+        findings.extend(found)
+    findings.sort(key=_order)
+    return findings
+
+
+def first_finding(facts: CellFacts, snapshot: Snapshot) -> Finding | None:
+    """The crash that stops the cell: the first finding in execution order, or None."""
+    findings = run_checks(facts, snapshot)
+    return findings[0] if findings else None
