@@ -170,59 +170,89 @@ async def _check(
     quiet: bool,
     console: Any,
 ) -> list[CheckedCell]:
-    from rich.progress import Progress
-
-    from crane_lsp.kernel.link import KernelDead, KernelLink
-    from crane_lsp.predict import Pipeline
+    from crane_lsp.kernel.link import KernelLinkError
 
     llm = _make_llm(settings, layers)
-    cwd = notebook.path.parent if notebook.path else Path.cwd()
-    cells = notebook.code_cells
     try:
-        link = await KernelLink.start(cwd)
-    except Exception as exc:
-        raise _UsageError(f"could not start a kernel: {exc}") from exc
-    dryrun = _make_dryrun(link, settings)
-    pipeline = Pipeline(settings, link=link, llm=llm, dryrun=dryrun)
+        if target is not None:
+            return await _check_target(notebook, target, settings, layers, llm, quiet=quiet, console=console)
+        return await _walk(notebook, settings, layers, llm, quiet=quiet, console=console)
+    except KernelLinkError as exc:
+        raise _UsageError(f"the kernel failed: {exc}") from exc
+
+
+async def _check_target(
+    notebook: Notebook,
+    target: int,
+    settings: Settings,
+    layers: set[str] | None,
+    llm: Any,
+    *,
+    quiet: bool,
+    console: Any,
+) -> list[CheckedCell]:
+    """Replay the recorded state, then predict the one target cell."""
+    from crane_lsp.commands.common import replay_with_progress, report_replay_failures
+
+    link, report = await replay_with_progress(notebook, target, console, quiet=quiet)
+    try:
+        if not quiet:
+            report_replay_failures(console, report)
+        cells = notebook.code_cells
+        executed = [cells[run.index].source for run in report.runs if run.result.ok]
+        pipeline = _pipeline(settings, link, llm)
+        prediction = await pipeline.predict(cells[target].source, executed=executed, layers=layers)
+        return [CheckedCell(target + 1, cells[target].source, prediction)]
+    finally:
+        await link.close()
+
+
+async def _walk(
+    notebook: Notebook,
+    settings: Settings,
+    layers: set[str] | None,
+    llm: Any,
+    *,
+    quiet: bool,
+    console: Any,
+) -> list[CheckedCell]:
+    """Predict each code cell, then run it, top to bottom: predictions beside what really happened."""
+    from rich.progress import Progress
+
+    from crane_lsp.kernel.link import KernelLink
+    from crane_lsp.kernel.replay import sanitize
+
+    cells = notebook.code_cells
+    link = await KernelLink.start(notebook.path.parent if notebook.path else Path.cwd(), quiet=True)
+    pipeline = _pipeline(settings, link, llm)
     executed: list[str] = []
     checked: list[CheckedCell] = []
     try:
-        order = notebook.replay_order(target) if target is not None else list(range(len(cells)))
         with Progress(console=console, transient=True, disable=quiet) as progress:
-            task = progress.add_task("replaying the notebook", total=len(order) + 1)
-            for index in order:
-                if target is None:
-                    progress.update(task, description=f"predicting cell {index + 1}")
-                    prediction = await pipeline.predict(cells[index].source, executed=executed, layers=layers)
+            task = progress.add_task("walking the notebook", total=len(cells))
+            for index, cell in enumerate(cells):
+                progress.update(task, description=f"predicting cell {index + 1}")
+                prediction = await pipeline.predict(cell.source, executed=executed, layers=layers)
                 progress.update(task, description=f"running cell {index + 1}")
-                result = await link.execute(cells[index].source)
-                executed.append(cells[index].source)
-                if target is None:
-                    actual = "" if result.status == "ok" else (result.ename or "error")
-                    checked.append(
-                        CheckedCell(index + 1, cells[index].source, prediction, actual, result.line)
-                    )
+                result = await link.execute(sanitize(cell.source))
+                executed.append(cell.source)
+                actual = "" if result.status == "ok" else (result.ename or result.status)
+                checked.append(CheckedCell(index + 1, cell.source, prediction, actual, result.line))
                 progress.advance(task)
-            if target is not None:
-                progress.update(task, description=f"predicting cell {target + 1}")
-                prediction = await pipeline.predict(cells[target].source, executed=executed, layers=layers)
-                checked.append(CheckedCell(target + 1, cells[target].source, prediction))
-                progress.advance(task)
-    except KernelDead as exc:
-        raise _UsageError(f"the kernel died: {exc}") from exc
     finally:
         await link.close()
     return checked
 
 
-def _make_dryrun(link: Any, settings: Settings) -> Any:
-    if settings.dry_run == "off":
-        return None
-    try:
+def _pipeline(settings: Settings, link: Any, llm: Any) -> Any:
+    from crane_lsp.predict import Pipeline
+
+    dryrun = None
+    if settings.dry_run != "off":
         from crane_lsp.dryrun import DryRunner
-    except ImportError:
-        return None
-    return DryRunner(link, settings)
+
+        dryrun = DryRunner(link, settings)
+    return Pipeline(settings, link=link, llm=llm, dryrun=dryrun)
 
 
 if __name__ == "__main__":

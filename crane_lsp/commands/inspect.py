@@ -13,6 +13,8 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
+from crane_lsp.commands.common import replay_with_progress, report_replay_failures, say
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_inspect(args, err))
     except _UsageError as exc:
-        _say(err, "error:", str(exc), "red")
+        say(err, "error:", str(exc), "red")
         return 2
 
 
@@ -62,19 +64,13 @@ class _UsageError(Exception):
     pass
 
 
-def _say(console: Console, label: str, message: str, style: str = "yellow") -> None:
-    """One unwrapped line (tests and scripts grep it); the message is never read as rich markup."""
-    from rich.text import Text
-
-    console.print(Text.assemble((label, style), " ", message), soft_wrap=True)
-
-
 async def _inspect(args: argparse.Namespace, err: Console) -> int:
     from crane_lsp.cellcode import analyze
     from crane_lsp.kernel.connection import ConnectionNotFound, discover
     from crane_lsp.kernel.link import KernelLink, KernelLinkError
     from crane_lsp.notebook import NotebookError, read_notebook
-    from crane_lsp.runtime import ProbeQuery
+    from crane_lsp.predict import probe_query
+    from crane_lsp.settings import Settings
 
     try:
         notebook = read_notebook(args.notebook)
@@ -85,17 +81,25 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
         raise _UsageError(str(exc)) from exc
     source = notebook.code_cells[target].source
     facts = analyze(source)
-    fields = facts.probe_query_fields()
-    query = ProbeQuery.model_validate({**fields, "max_columns": args.max_columns, "privacy": args.privacy})
+    query = probe_query(
+        facts, Settings.model_validate({"max_columns": args.max_columns, "privacy": args.privacy})
+    )
 
     report: ReplayReport | None = None
     try:
         if args.existing is not None:
             path = discover(args.existing or None, notebook=notebook.path)
-            _say(err, "reading", f"the running kernel of {path}", "dim")
+            say(err, "reading", f"the running kernel of {path}", "dim")
             link = await KernelLink.connect(path)
         else:
-            link, report = await _replay_with_progress(notebook, target, args, err)
+            link, report = await replay_with_progress(
+                notebook,
+                target,
+                err,
+                kernel_name=args.kernel,
+                stop_on_error=args.stop_on_error,
+                cell_timeout=args.cell_timeout,
+            )
         try:
             snapshot = await link.snapshot(query)
         finally:
@@ -104,45 +108,14 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
         raise _UsageError(str(exc)) from exc
 
     if report is not None:
-        for failed in report.failures:
-            _say(err, "replay:", failed.describe_failure())
-        if report.stopped_early:
-            _say(err, "replay:", "stopped early; the state below is partial")
+        report_replay_failures(err, report)
     if facts.syntax_error:
-        _say(err, "the target cell does not parse:", facts.syntax_error)
+        say(err, "the target cell does not parse:", facts.syntax_error)
     if args.json:
         sys.stdout.write(snapshot.model_dump_json(indent=2, exclude_none=True) + "\n")
     else:
         _print_human(snapshot, target, source, args)
     return 0
-
-
-async def _replay_with_progress(notebook: Any, target: int, args: argparse.Namespace, err: Console) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from crane_lsp.kernel.replay import ReplayProgress, start_and_replay
-
-    with Progress(
-        TextColumn("replaying {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("cells", total=len(notebook.replay_order(target)))
-
-        def on_progress(p: ReplayProgress) -> None:
-            progress.update(task, completed=p.done, description=f"code cell {p.index + 1}")
-
-        return await start_and_replay(
-            notebook,
-            target,
-            kernel_name=args.kernel,
-            on_progress=on_progress,
-            stop_on_error=args.stop_on_error,
-            cell_timeout=args.cell_timeout,
-        )
 
 
 def _shape(obj: ObjectSummary) -> str:
