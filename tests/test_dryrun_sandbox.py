@@ -49,12 +49,17 @@ def test_failing_cell_reports_exception_and_line(sandboxed: TestKernel) -> None:
 
 
 def test_parent_state_unchanged_after_mutations_in_child(sandboxed: TestKernel) -> None:
-    before = sandboxed.eval("(df['a'].tolist(), items, counter, sorted(k for k in globals() if not k.startswith('_')))")
+    before = sandboxed.eval(
+        "(df['a'].tolist(), items, counter, sorted(k for k in globals() if not k.startswith('_')))"
+    )
     result, _ = _dry_run(
-        sandboxed, "df['a'] = 0\ndf.drop(columns=['a'], inplace=True)\nitems.append(3)\ncounter = 99\nnew_name = 1"
+        sandboxed,
+        "df['a'] = 0\ndf.drop(columns=['a'], inplace=True)\nitems.append(3)\ncounter = 99\nnew_name = 1",
     )
     assert result["outcome"] == "completed"
-    after = sandboxed.eval("(df['a'].tolist(), items, counter, sorted(k for k in globals() if not k.startswith('_')))")
+    after = sandboxed.eval(
+        "(df['a'].tolist(), items, counter, sorted(k for k in globals() if not k.startswith('_')))"
+    )
     assert after == before
     assert "new_name" not in after
 
@@ -74,7 +79,9 @@ def test_network_connection_from_child_fails(sandboxed: TestKernel) -> None:
     listener.settimeout(0.5)
     port = listener.getsockname()[1]
     try:
-        result, _ = _dry_run(sandboxed, f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=1)")
+        result, _ = _dry_run(
+            sandboxed, f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=1)"
+        )
         assert result["outcome"] in ("blocked", "raised")
         with pytest.raises(socket.timeout):
             listener.accept()  # nothing ever connected
@@ -108,7 +115,9 @@ def test_large_array_is_shared_not_copied(sandboxed: TestKernel) -> None:
 
 
 def test_cuda_initialised_refuses(sandboxed: TestKernel) -> None:
-    sandboxed.run("import torch\n_saved_is_init = torch.cuda.is_initialized\ntorch.cuda.is_initialized = lambda: True")
+    sandboxed.run(
+        "import torch\n_saved_is_init = torch.cuda.is_initialized\ntorch.cuda.is_initialized = lambda: True"
+    )
     try:
         result, _ = _dry_run(sandboxed, "x = 1")
         assert result["outcome"] == "unsupported"

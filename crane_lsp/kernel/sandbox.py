@@ -34,6 +34,7 @@ _SB_BLOCKED_EVENTS = {
     "os.exec": "runs a program",
     "os.posix_spawn": "runs a program",
     "os.spawn": "runs a program",
+    "os.forkpty": "runs a program",
     "os.fork": "forks a process",
     "os.kill": "signals a process",
     "subprocess.Popen": "runs a program",
@@ -48,6 +49,28 @@ _SB_BLOCKED_EVENTS = {
 
 class _SandboxBlocked(BaseException):
     """BaseException, so a cell's ``except Exception`` cannot swallow it."""
+
+
+class _SbStdin:
+    """The child's ``sys.stdin``: reading it is waiting for a person, so it blocks the dry run."""
+
+    def __init__(self, state):
+        self._sb_state = state
+
+    def _sb_block(self, *args, **kwargs):
+        self._sb_state.setdefault("blocked", "reads from stdin (waits for a person)")
+        raise _SandboxBlocked(self._sb_state["blocked"])
+
+    read = readline = readlines = __next__ = _sb_block
+
+    def __iter__(self):
+        return self
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return 0
 
 
 class _DryRunResult:
@@ -121,6 +144,80 @@ def _sb_isolate():
     return notes
 
 
+def _sb_mute_kernel(state):
+    """Cut the child off the kernel's sockets: it holds copies of the parent's zmq sockets, and a
+    ``display()``, a figure or a traceback shown by a magic would otherwise be sent on them (into the
+    notebook) from a forked zmq context. Also turn stdin reads into ``blocked`` and remember exceptions
+    that IPython *shows* instead of raising (``%time``, ``%%capture``...): the user sees those."""
+
+    def _drop(*args, **kwargs):
+        return None
+
+    session = _sb_sys.modules.get("jupyter_client.session")
+    if session is not None:
+        session.Session.send = _drop
+        session.Session.send_raw = _drop
+    iostream = _sb_sys.modules.get("ipykernel.iostream")
+    if iostream is not None:
+        for name in ("IOPubThread", "BackgroundSocket"):
+            cls = getattr(iostream, name, None)
+            if cls is not None:
+                cls.send_multipart = _drop
+                cls.send = _drop
+    zmq = _sb_sys.modules.get("zmq")
+    if zmq is not None:
+        for name in ("send", "send_multipart", "send_string", "send_json", "send_pyobj"):
+            with _sb_contextlib.suppress(Exception):
+                setattr(zmq.Socket, name, _drop)
+
+    def _blocked_input(*args, **kwargs):
+        state.setdefault("blocked", "reads from stdin (waits for a person)")
+        raise _SandboxBlocked(state["blocked"])
+
+    import builtins
+
+    builtins.input = _blocked_input
+    _sb_sys.stdin = _SbStdin(state)
+    getpass = _sb_sys.modules.get("getpass")
+    if getpass is not None:
+        getpass.getpass = _blocked_input
+    ipython = _sb_sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return
+    with _sb_contextlib.suppress(Exception):
+        shell.display_pub.publish = _drop
+        shell.display_pub.clear_output = _drop
+    with _sb_contextlib.suppress(Exception):
+        shell.raw_input = _blocked_input
+    kernel = getattr(shell, "kernel", None)
+    if kernel is not None:
+        with _sb_contextlib.suppress(Exception):
+            kernel.raw_input = _blocked_input
+            kernel.getpass = _blocked_input
+
+    def _shown(*args, **kwargs):
+        # Only an error that a magic (``%time``, ``%%timeit``...) caught and showed: not, say, a display
+        # formatter's error (a broken ``_repr_html_``), which IPython also shows while the cell goes on.
+        exc = _sb_sys.exc_info()[1]
+        if exc is None or isinstance(exc, _SandboxBlocked) or "shown" in state:
+            return
+        frame, line, files = _sb_sys._getframe(1), None, []
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name == _SB_FILENAME:
+                line = frame.f_lineno
+                break
+            files.append(name.replace("\\", "/"))
+            frame = frame.f_back
+        in_magic = any("/IPython/core/magics/" in name for name in files)
+        if in_magic and not any(name.endswith("/IPython/core/formatters.py") for name in files):
+            state["shown"] = (exc, line)
+
+    shell.showtraceback = _shown
+    shell.showsyntaxerror = _shown
+
+
 def _sb_hook_factory(state):
     def hook(event, args):
         if state.get("blocked"):
@@ -133,12 +230,12 @@ def _sb_hook_factory(state):
             writes_mode = isinstance(mode, str) and any(ch in mode for ch in "wax+")
             writes_flags = isinstance(flags, int) and flags & _SB_WRITE_FLAGS and str(path) != _sb_os.devnull
             if writes_mode or writes_flags:
-                reason = f"opens {path!r} for writing"
-        else:
-            for prefix, what in _SB_BLOCKED_EVENTS.items():
-                if event == prefix or event.startswith(prefix + "."):
-                    reason = what
-                    break
+                what = f"file descriptor {path}" if isinstance(path, int) else repr(path)
+                reason = f"opens {what} for writing"
+        elif event == "os.mkdir" and args and _sb_os.path.exists(args[0]):
+            reason = None  # makedirs(..., exist_ok=True) on a folder that exists: fails, changes nothing
+        else:  # one dict lookup per event: imports alone raise thousands of audit events
+            reason = _SB_BLOCKED_EVENTS.get(event)
         if reason is not None:
             state["blocked"] = f"{reason} ({event})"
             raise _SandboxBlocked(state["blocked"])
@@ -146,11 +243,16 @@ def _sb_hook_factory(state):
     return hook
 
 
-def _sb_cell_line(tb):
+def _sb_cell_line(tb, cell_magic=False):
+    """1-based line of the cell in a traceback: the last frame of the cell's own code, or, under a
+    ``%%time``/``%%timeit`` cell magic, of the magic's body (which starts on the cell's line 2)."""
     line = None
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == _SB_FILENAME:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename == _SB_FILENAME:
             line = tb.tb_lineno
+        elif cell_magic and filename.startswith("<timed ") and tb.tb_lineno:
+            line = tb.tb_lineno + 1
         tb = tb.tb_next
     return line
 
@@ -172,9 +274,11 @@ def _sb_child(source, write_fd):
     state = {}
     try:
         result["notes"] = _sb_isolate()
+        _sb_mute_kernel(state)
         code_text, namespace = _sb_transform(source)
         code = compile(code_text, _SB_FILENAME, "exec")
         _sb_sys.addaudithook(_sb_hook_factory(state))
+        result["setup_s"] = round(_sb_time.perf_counter() - started, 4)
         try:
             exec(code, namespace)
         except _SandboxBlocked:
@@ -184,8 +288,17 @@ def _sb_child(source, write_fd):
                 outcome="raised",
                 exception=type(exc).__name__,
                 message=str(exc)[:500],
-                line=_sb_cell_line(exc.__traceback__),
+                line=_sb_cell_line(exc.__traceback__, source.lstrip().startswith("%%")),
             )
+        if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
+            exc, line = state["shown"]
+            result.update(
+                outcome="raised",
+                exception=type(exc).__name__,
+                message=str(exc)[:500],
+                line=_sb_cell_line(exc.__traceback__, source.lstrip().startswith("%%")) or line,
+            )
+            result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
         if state.get("blocked"):
             result.update(outcome="blocked", exception=None, message=state["blocked"], line=None)
     except BaseException as exc:  # a failure of the sandbox itself, not of the cell
@@ -193,7 +306,7 @@ def _sb_child(source, write_fd):
     result["elapsed_s"] = round(_sb_time.perf_counter() - started, 4)
     result["child_private_dirty_kb"] = _sb_private_dirty_kb()
     try:
-        data = _sb_json.dumps(result, default=str).encode()
+        data = _sb_json.dumps(result, default=str).encode() + b"\n"
         view = memoryview(data)
         while view:
             view = view[_sb_os.write(write_fd, view) :]
@@ -201,7 +314,19 @@ def _sb_child(source, write_fd):
         _sb_os._exit(0)
 
 
+def _sb_reap(pid):
+    with _sb_contextlib.suppress(ChildProcessError):
+        _sb_os.waitpid(pid, 0)
+
+
 def _sb_wait(pid, read_fd, budget_s):
+    """The child's answer (one JSON line), or timeout; the child is always reaped.
+
+    The answer ends with a newline, so it is read as soon as it is written: waiting for EOF would
+    wait for the child's exit, i.e. for the kernel to tear down the child's copy of the address space
+    (tens of ms for a big kernel). After an answer the child is exiting on its own and is reaped by a
+    short-lived thread; after a timeout it is killed and reaped here, before returning.
+    """
     import select
 
     deadline = _sb_time.monotonic() + budget_s
@@ -219,11 +344,19 @@ def _sb_wait(pid, read_fd, budget_s):
         if not chunk:
             break
         chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
     _sb_os.close(read_fd)
-    if outcome == "timeout":
+    if outcome == "timeout" or not chunks:
         with _sb_contextlib.suppress(ProcessLookupError):
             _sb_os.kill(pid, 9)
-    _sb_os.waitpid(pid, 0)  # reap: no zombies
+        _sb_reap(pid)  # no zombies
+    else:
+        done, _ = _sb_os.waitpid(pid, _sb_os.WNOHANG)
+        if done == 0:
+            import threading
+
+            threading.Thread(target=_sb_reap, args=(pid,), name="crane-dryrun-reaper", daemon=True).start()
     if outcome == "timeout":
         return {"outcome": "timeout", "message": f"still running after {budget_s} s; killed"}
     try:
@@ -245,14 +378,17 @@ def dry_run(payload_json):
     read_fd, write_fd = _sb_os.pipe()
     import warnings
 
+    forking = _sb_time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "fork() in a multi-threaded process" is expected here
         pid = _sb_os.fork()
     if pid == 0:
         _sb_os.close(read_fd)
         _sb_child(payload["source"], write_fd)
+    forked = _sb_time.perf_counter()
     _sb_os.close(write_fd)
     result = _sb_wait(pid, read_fd, budget)
+    result["fork_s"] = round(forked - forking, 4)
     result["round_trip_s"] = round(_sb_time.perf_counter() - started, 4)
     result["child_pid"] = pid
     return _DryRunResult(result)

@@ -1,0 +1,163 @@
+"""How fast is a sandboxed dry run, and what does it save?
+
+Through the real ``KernelLink`` (probe ``dry_run``: fork, run the cell in the child, verdict over a
+pipe, kill and reap), for a fast failing cell (a missing column: ``KeyError``) on a fresh kernel holding
+about 10 MB, then about 1 GiB (goal: median fork-to-verdict under 100 ms). Per run it records
+- fork-to-verdict: the kernel-side ``round_trip_s`` (fork, child runs, answer read, child reaped);
+- the host round trip: ``link.call`` as the pipeline sees it (silent execute + user_expressions);
+- the child's private dirty memory (what copy-on-write really copied).
+Beside it, the cost the dry run saves: re-running a notebook from the top in a fresh kernel after a crash
+(kernel start + replay of the bundled example ``examples/sklearn_housing``, and of one JunoBench replay
+case when ``../shared/junoreplay`` exists), and rebuilding the 1 GiB state itself.
+
+Run by hand: ``python benchmarks/dryrun_speed.py [--runs 20] [--big-gib 1.0]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import statistics
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from crane_lsp.kernel.link import KernelLink
+from crane_lsp.kernel.replay import start_and_replay
+from crane_lsp.notebook import read_notebook
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
+FAILING = "totals = df.groupby('region')['units'].sum()\ntotals['Region']\nmissing = df['Region']"
+SMALL_STATE = (
+    "import numpy as np, pandas as pd\n"
+    "rng = np.random.default_rng(0)\n"
+    "df = pd.DataFrame({'region': rng.choice(['n', 's', 'e', 'w'], 200_000),"
+    " 'units': rng.integers(0, 100, 200_000), 'price': rng.random(200_000)})\n"
+    "arr = rng.random(600_000)  # with df: about 10 MB"
+)
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+async def measure(link: KernelLink, runs: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {
+        "fork_to_verdict": [],
+        "host": [],
+        "child": [],
+        "fork": [],
+        "setup": [],
+        "dirty_mb": [],
+    }
+    await link.call("dry_run", {"source": FAILING, "budget_s": 3.0}, timeout=15)  # warm-up
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        r = await link.call("dry_run", {"source": FAILING, "budget_s": 3.0}, timeout=15)
+        host = time.perf_counter() - t0
+        assert r["outcome"] == "raised" and r["exception"] == "KeyError", r
+        out["fork_to_verdict"].append(r["round_trip_s"])
+        out["host"].append(host)
+        out["child"].append(r["elapsed_s"])
+        out["fork"].append(r.get("fork_s") or 0.0)
+        out["setup"].append(r.get("setup_s") or 0.0)
+        out["dirty_mb"].append((r.get("child_private_dirty_kb") or 0) / 1024)
+    return out
+
+
+async def rss_mb(link: KernelLink) -> float:
+    res = await link.execute("print(open('/proc/self/status').read().split('VmRSS:')[1].split()[0])")
+    return int(res.stdout.strip()) / 1024
+
+
+async def replay_cost(path: Path) -> tuple[float, int]:
+    nb = read_notebook(path)
+    cells = nb.code_cells
+    tagged = [i for i, c in enumerate(cells) if "replay-target" in c.tags]
+    target = tagged[-1] if tagged else len(cells) - 1
+    t0 = time.perf_counter()
+    link, report = await start_and_replay(nb, target, cell_timeout=300)
+    elapsed = time.perf_counter() - t0
+    await link.close()
+    return elapsed, len(report.runs)
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    console = Console(width=180)
+    table = Table(title=f"dry run of a failing cell, {args.runs} runs each (ms; fork/child columns: medians)")
+    columns = (
+        "kernel state",
+        "RSS MB",
+        "fork-to-verdict median",
+        "fork-to-verdict p95",
+        "host round trip median",
+        "host round trip p95",
+        "fork()",
+        "child isolation",
+        "child total",
+        "child copied MB (max)",
+    )
+    for col in columns:
+        table.add_column(col, justify="right")
+    link = await KernelLink.start(REPO, quiet=True)
+    try:
+        res = await link.execute(SMALL_STATE)
+        assert res.ok, res.evalue
+        states = [("~10 MB", await rss_mb(link), await measure(link, args.runs))]
+        t0 = time.perf_counter()
+        n = int(args.big_gib * 2**30 / 8)
+        res = await link.execute(f"big = np.ones({n})  # {args.big_gib:g} GiB of float64, pages touched")
+        build_big = time.perf_counter() - t0
+        assert res.ok, res.evalue
+        states.append((f"+{args.big_gib:g} GiB", await rss_mb(link), await measure(link, args.runs)))
+    finally:
+        await link.close()
+    for name, rss, m in states:
+        table.add_row(
+            name,
+            f"{rss:.0f}",
+            f"{statistics.median(m['fork_to_verdict']) * 1000:.1f}",
+            f"{p95(m['fork_to_verdict']) * 1000:.1f}",
+            f"{statistics.median(m['host']) * 1000:.1f}",
+            f"{p95(m['host']) * 1000:.1f}",
+            f"{statistics.median(m['fork']) * 1000:.1f}",
+            f"{statistics.median(m['setup']) * 1000:.1f}",
+            f"{statistics.median(m['child']) * 1000:.1f}",
+            f"{max(m['dirty_mb']):.1f}",
+        )
+    console.print(table)
+    console.print(f"building the {args.big_gib:g} GiB array in the kernel took {build_big:.2f} s")
+
+    costs = Table(title="what a crash costs instead: re-running the notebook from the top in a fresh kernel")
+    costs.add_column("notebook")
+    costs.add_column("cells replayed", justify="right")
+    costs.add_column("kernel start + replay (s)", justify="right")
+    candidates = [
+        REPO / "examples" / "sklearn_housing" / "housing.ipynb",
+        REPO / "examples" / "pandas_sales" / "sales.ipynb",
+    ]
+    juno = SHARED / "junoreplay"
+    if juno.exists():
+        candidates += [juno / "pandas_11" / "buggy.ipynb", juno / "sklearn_3" / "buggy.ipynb"]
+    for path in candidates:
+        if path.exists():
+            seconds, cells = await replay_cost(path)
+            costs.add_row(str(path.relative_to(path.parents[2])), str(cells), f"{seconds:.1f}")
+    console.print(costs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--big-gib", type=float, default=1.0)
+    asyncio.run(main_async(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()
