@@ -1,0 +1,659 @@
+"""The pygls language server: notebook state, checking cells, publishing what was found.
+
+Handlers stay thin: they update a ``NotebookState`` and ask the ``Debouncer`` to check cells. The
+check job predicts in two phases (the built-in checks, published at once; then the dry run / LLM,
+which replaces them later) and publishes only while its ``Stamp`` (cell text, kernel generation,
+settings) still holds, so an outdated answer never reaches the screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from crane_lsp import __version__
+from crane_lsp.prediction import Prediction
+from crane_lsp.server import presentation
+from crane_lsp.server.config import parse_settings, plain
+from crane_lsp.server.documents import (
+    CellView,
+    NotebookView,
+    from_lsp_notebook,
+    from_percent,
+    notebook_sync_options,
+)
+from crane_lsp.server.kernels import Kernels
+from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
+from crane_lsp.settings import Settings
+
+log = logging.getLogger(__name__)
+
+STATUS = "crane/status"
+ATTACH_NOTIFICATION = "crane/attachKernel"
+CERTAIN = ("certain", "observed")
+HISTORY_TIMEOUT_S = 3.0
+SLOW_CHECK_MS = 1000.0  # checks slower than this are logged with where the time went
+WATCH_S = 2.0  # how often idle kernels are asked whether their state moved (restarts, unseen cells)
+WATCH_TIMEOUT_S = 5.0
+STATE_DELAY_S = 0.05  # coalesce a burst of execution summaries / kernel events into one re-check
+
+
+def norm(uri: str) -> str:
+    return unquote(uri)
+
+
+@dataclass
+class CellResult:
+    prediction: Prediction
+    stamp: Stamp
+    executed: list[CellView | None]  # view cells of the executed sources, for origins
+
+
+@dataclass
+class NotebookState:
+    uri: str
+    view: NotebookView
+    generation: int = 0
+    pending: set[str] = field(default_factory=set)  # cell keys edited and not run since
+    results: dict[str, CellResult] = field(default_factory=dict)
+    ignored: dict[str, str] = field(default_factory=dict)  # cell key -> text it was ignored for
+    executed_texts: set[str] = field(default_factory=set)  # percent scripts: what the kernel ran
+    anchor: int | None = None  # the cell edited or run last: checking starts near it
+    kernel_generation: int | None = None  # the kernel's execution count when last looked at
+
+
+@dataclass
+class Stats:
+    predictions: int = 0  # check jobs that reached a verdict (one per cell text checked)
+    second_phase: int = 0  # dry-run / LLM follow-ups
+    probes: int = 0
+    checking: int = 0
+    last_latency_ms: float | None = None
+    kernel_busy: bool = False
+
+
+class _GuardedLink:
+    """The kernel link as the server uses it: one request at a time, probes counted.
+
+    The kernel answers shell requests one after another anyway; sending them one at a time keeps
+    several cells' checks from timing out on each other, and the count feeds ``crane/status``.
+    """
+
+    def __init__(self, link: Any, stats: Stats) -> None:
+        self._link = link
+        self._stats = stats
+        self._lock = asyncio.Lock()
+        self._history_key: tuple[Any, Any] | None = None
+        self._history: Any = None
+
+    @property
+    def raw(self) -> Any:
+        return self._link
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._link, name)
+
+    async def snapshot(self, *args: Any, **kwargs: Any) -> Any:
+        async with self._lock:
+            self._stats.probes += 1
+            snap = await self._link.snapshot(*args, **kwargs)
+        self._stats.kernel_busy = bool(getattr(snap, "taken_while_busy", False))
+        return snap
+
+    async def history(self, *args: Any, **kwargs: Any) -> Any:
+        """The kernel's history, fetched again only when its generation (or a restart) moved on."""
+        key = (getattr(self._link, "generation", None), getattr(self._link, "restarts", None))
+        if key[0] is not None and key == self._history_key:
+            return self._history
+        async with self._lock:
+            history = await self._link.history(*args, **kwargs)
+        self._history_key, self._history = key, history
+        return history
+
+    async def call(self, *args: Any, **kwargs: Any) -> Any:
+        async with self._lock:
+            return await self._link.call(*args, **kwargs)
+
+    async def generation(self) -> int | None:
+        """The kernel's execution count, from an empty probe (not counted as a cell's probe)."""
+        from crane_lsp.runtime import ProbeQuery
+
+        async with self._lock:
+            snap = await self._link.snapshot(ProbeQuery(request_budget_s=0.5), timeout=WATCH_TIMEOUT_S)
+        return cast("int | None", snap.generation)
+
+
+class CraneServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "crane-lsp",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=notebook_sync_options(),
+        )
+        self.settings = Settings()
+        self.settings_rev = 0
+        self.init_options: dict[str, Any] = {}
+        self.notebooks: dict[str, NotebookState] = {}
+        self.owner: dict[str, str] = {}  # cell key / document uri -> notebook uri
+        self.kernels = Kernels(self._on_kernel_event)
+        self.cells = Debouncer(self._check_job)
+        self.states = Debouncer(self._state_job)
+        self.stats = Stats()
+        self._bypass: set[str] = set()
+        self._pipelines: dict[str, tuple[Any, Any, int]] = {}  # notebook -> (pipeline, link, rev)
+        self._llm: Any = None
+        self._llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
+        self._watcher: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ settings
+
+    @property
+    def encoding(self) -> str:
+        enc = getattr(self.workspace, "position_encoding", None)
+        return str(enc) if enc else types.PositionEncodingKind.Utf16
+
+    def apply_settings(self, options: Any, *, base: dict[str, Any] | None = None) -> None:
+        pushed = plain(options)
+        merged = {**(base or {}), **(pushed if isinstance(pushed, dict) else {})}
+        settings, problem = parse_settings(merged)
+        if problem:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=problem))
+        previous, self.settings = self.settings, settings
+        self.settings_rev += 1
+        old_llm, self._llm = self._llm, self._make_llm(settings)
+        if old_llm is not None and hasattr(old_llm, "aclose"):
+            self._background(old_llm.aclose())
+        self._llm_slots = asyncio.Semaphore(settings.llm_concurrency)
+        self._pipelines.clear()
+        self.kernels.default_connection_file = settings.connection_file
+        if settings.connection_file != previous.connection_file:
+            for uri in self.notebooks:  # a new kernel named in the settings: attach it on the next check
+                att = self.kernels.attachment(uri)
+                if att.explicit is None and att.link is not None:
+                    self._background(self.kernels.lost(uri, "connectionFile changed", backoff=False))
+        for nb in self.notebooks.values():
+            self.state_changed(nb, bump=False)
+
+    def _background(self, coro: Any) -> None:
+        """Fire and forget, keeping a reference so the task is not collected mid-way."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _make_llm(self, settings: Settings) -> Any:
+        if settings.provider == "none":
+            return None
+        try:
+            from crane_lsp.llm.predictor import LLMPredictor
+
+            return LLMPredictor(settings)
+        except Exception as exc:  # a missing key or package: say so, keep the built-in checks
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=f"crane: LLM disabled: {exc}")
+            )
+            return None
+
+    async def pull_configuration(self) -> dict[str, Any]:
+        caps = self.client_capabilities.workspace
+        if not (caps and caps.configuration):
+            return {}
+        try:
+            result = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="crane")])
+            )
+        except Exception as exc:
+            log.info("workspace/configuration failed: %s", exc)
+            return {}
+        value = plain(result[0]) if result else None
+        return value if isinstance(value, dict) else {}
+
+    # ------------------------------------------------------------------ notebooks
+
+    def open_notebook(self, view: NotebookView, pending: set[str]) -> NotebookState:
+        nb = NotebookState(uri=view.uri, view=view, pending=pending)
+        self.notebooks[view.uri] = nb
+        self._own(nb)
+        return nb
+
+    def _own(self, nb: NotebookState) -> None:
+        for cell in nb.view.cells:
+            for name in (cell.key, cell.uri, norm(cell.key), norm(cell.uri)):
+                self.owner[name] = nb.uri
+
+    def refresh_view(self, nb: NotebookState) -> None:
+        """Re-read the notebook's cells from the workspace after a change."""
+        if nb.view.percent:
+            old = nb.view
+            doc = self.workspace.get_text_document(nb.uri)
+            nb.view = from_percent(nb.uri, doc.source)
+            _follow_text(nb, old)
+        else:
+            notebook = self.workspace.get_notebook_document(notebook_uri=nb.uri)
+            if notebook is None:
+                return
+            nb.view = lsp_view(self, notebook)
+        self._own(nb)
+
+    async def close_notebook(self, uri: str) -> None:
+        nb = self.notebook_of(uri)
+        if nb is None:
+            return
+        del self.notebooks[nb.uri]
+        self.cells.cancel_all(c.key for c in nb.view.cells)
+        self.states.cancel(uri)
+        for target in nb.view.target_uris():
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=target, diagnostics=[]))
+        for cell in nb.view.cells:
+            self.owner.pop(cell.key, None)
+            self.owner.pop(cell.uri, None)
+        self._pipelines.pop(nb.uri, None)
+
+    def notebook_of(self, key_or_uri: str) -> NotebookState | None:
+        """The notebook a cell key, cell URI or notebook URI belongs to (percent-encoding tolerated)."""
+        for candidate in (key_or_uri, norm(key_or_uri)):
+            uri = self.owner.get(candidate, candidate)
+            if uri in self.notebooks:
+                return self.notebooks[uri]
+        return None
+
+    def find_cell(
+        self, uri: str, line: int = 0, key: str | None = None
+    ) -> tuple[NotebookState, CellView] | None:
+        nb = self.notebook_of(key or uri)
+        if nb is None:
+            return None
+        if key and (cell := nb.view.cell(key)) is not None:
+            return nb, cell
+        target = next((c.uri for c in nb.view.cells if norm(c.uri) == norm(uri)), uri)
+        found = nb.view.cell_at(target, line)
+        return (nb, found[0]) if found else None
+
+    # ------------------------------------------------------------------ scheduling
+
+    def edited(self, nb: NotebookState, keys: Sequence[str]) -> None:
+        for key in keys:
+            cell = nb.view.cell(key)
+            if cell is None or cell.kind != "code":
+                continue
+            nb.pending.add(key)
+            nb.anchor = cell.index
+            self.cells.schedule(key, self.settings.debounce_ms / 1000)
+
+    def state_changed(self, nb: NotebookState, *, bump: bool = True, anchor: int | None = None) -> None:
+        """The kernel state (or the settings) changed: re-check pending cells, withdraw the rest."""
+        if bump:
+            nb.generation += 1
+        if anchor is not None:
+            nb.anchor = anchor
+        self.states.schedule(nb.uri, STATE_DELAY_S)
+
+    async def recheck(self, key: str) -> None:
+        """Check one cell now, bypassing the LLM cache (``crane.recheckCell``); returns when done."""
+        self._bypass.add(key)
+        await asyncio.wait({self.cells.schedule(key, 0)})  # an edit may cancel it: that is no error
+
+    def forget_pipeline(self, notebook_uri: str) -> None:
+        self._pipelines.pop(notebook_uri, None)
+
+    async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+        self.cells.cancel_all()
+        self.states.cancel_all()
+        await self.kernels.close()
+
+    async def _state_job(self, uri: str) -> None:
+        nb = self.notebooks.get(uri)
+        if nb is None:
+            return
+        if nb.view.percent:
+            await self._refresh_percent_pending(nb)
+        chosen = cells_to_check(nb.view.cells, nb.pending, nb.anchor, self.settings.max_pending_cells)
+        keys = {c.key for c in chosen}
+        withdrawn = [k for k, r in nb.results.items() if k not in keys and not self._current(nb, k, r.stamp)]
+        for k in withdrawn:
+            del nb.results[k]
+        if withdrawn:
+            self.publish(nb)
+        for cell in chosen:
+            if not self.cells.waiting(cell.key):  # a cell being typed in keeps its debounce
+                self.cells.schedule(cell.key, 0)
+        self.send_status(nb.uri)
+
+    async def _refresh_percent_pending(self, nb: NotebookState) -> None:
+        """A script has no execution summaries: a cell ran when the kernel's history holds its text."""
+        link = (await self.pipeline(nb)).link
+        if link is not None:
+            with contextlib.suppress(Exception):
+                nb.executed_texts = {c.source.strip() for c in await link.history(timeout=HISTORY_TIMEOUT_S)}
+        nb.pending = {c.key for c in nb.view.code_cells if c.text.strip() not in nb.executed_texts}
+
+    def _on_kernel_event(self, notebook_uri: str, event: Any) -> None:
+        nb = self.notebooks.get(notebook_uri)
+        if event.kind == "cell_started":
+            self.stats.kernel_busy = True
+            self.send_status(notebook_uri)
+            return
+        self.stats.kernel_busy = False
+        if nb is None:
+            return
+        if event.kind == "cell_finished" and event.generation is not None:
+            seen, nb.kernel_generation = nb.kernel_generation, event.generation
+            if seen is None or event.generation == seen:
+                # a silent request (ours or another client's) leaves the user state where it was; with
+                # nothing seen yet there is no telling, and the watcher compares from here on
+                return
+        log.debug("kernel event %s (generation %s): re-checking %s", event.kind, event.generation, nb.uri)
+        self.state_changed(nb)
+
+    def _current(self, nb: NotebookState, key: str, stamp: Stamp) -> bool:
+        cell = nb.view.cell(key)
+        return (
+            cell is not None
+            and cell.text == stamp.text
+            and stamp.generation == nb.generation
+            and stamp.settings_rev == self.settings_rev
+        )
+
+    # ------------------------------------------------------------------ checking one cell
+
+    async def pipeline(self, nb: NotebookState) -> Any:
+        """The notebook's pipeline, rebuilt when its kernel link or the settings changed."""
+        from crane_lsp.predict import Pipeline
+
+        link = await self.kernels.link_for(nb.uri)
+        cached = self._pipelines.get(nb.uri)
+        if cached and cached[1] is link and cached[2] == self.settings_rev:
+            return cached[0]
+        guarded = _GuardedLink(link, self.stats) if link is not None else None
+        dryrun = self._make_dryrun(guarded)
+        pipeline = Pipeline(self.settings, link=guarded, llm=self._llm, dryrun=dryrun)  # type: ignore[arg-type]
+        self._pipelines[nb.uri] = (pipeline, link, self.settings_rev)
+        return pipeline
+
+    def _make_dryrun(self, link: Any) -> Any:
+        if link is None or self.settings.dry_run == "off":
+            return None
+        try:
+            from crane_lsp.dryrun import DryRunner  # type: ignore[import-not-found]
+        except ImportError:
+            return None
+        try:
+            return DryRunner(link, self.settings)
+        except Exception as exc:
+            log.info("dry run unavailable: %s", exc)
+            return None
+
+    async def _executed(self, nb: NotebookState, link: Any) -> tuple[list[str], list[CellView | None]]:
+        """The executed sources in order (the kernel's history when attached) and their view cells."""
+        if link is not None:
+            try:
+                history = await link.history(timeout=HISTORY_TIMEOUT_S)
+            except Exception as exc:
+                log.info("history unavailable: %s", exc)
+            else:
+                sources = [c.source for c in history]
+                nb.executed_texts = {s.strip() for s in sources}
+                by_text = {c.text.strip(): c for c in nb.view.code_cells}
+                return sources, [by_text.get(s.strip()) for s in sources]
+        ran = nb.view.executed_in_order()
+        return [c.text for c in ran], list(ran)
+
+    async def _check_job(self, key: str) -> None:
+        nb = self.notebook_of(key)
+        cell = nb.view.cell(key) if nb else None
+        if nb is None or cell is None:
+            return
+        bypass = key in self._bypass
+        self._bypass.discard(key)
+        stamp = Stamp(cell.text, nb.generation, self.settings_rev)
+        started = time.perf_counter()
+        self.stats.checking += 1
+        self.send_status(nb.uri)
+        try:
+            pipeline = await self.pipeline(nb)
+            t_link = time.perf_counter()
+            executed, executed_cells = await self._executed(nb, pipeline.link)
+            t_history = time.perf_counter()
+            before = pipeline.last_snapshot
+            prediction = await pipeline.predict(
+                cell.text, executed=executed, layers={"checks"}, bypass_cache=bypass
+            )
+            snapshot = pipeline.last_snapshot if pipeline.last_snapshot is not before else None
+            if snapshot is not None:
+                self.kernels.attachment(nb.uri).error = None  # the kernel answered
+                if nb.kernel_generation is None:
+                    nb.kernel_generation = snapshot.generation
+            self.stats.predictions += 1
+            await self._notice_lost_kernel(nb, prediction)
+            elapsed = (time.perf_counter() - started) * 1000
+            if elapsed > SLOW_CHECK_MS:
+                log.info(
+                    "slow check of %s: %.0f ms (attach %.0f, history %.0f, predict %.0f, kernel probe %s ms)",
+                    key,
+                    elapsed,
+                    (t_link - started) * 1000,
+                    (t_history - t_link) * 1000,
+                    (time.perf_counter() - t_history) * 1000,
+                    getattr(snapshot, "elapsed_ms", None),
+                )
+            if not self._current(nb, key, stamp):
+                log.debug("dropped an outdated result for %s", key)
+                return
+            nb.results[key] = CellResult(prediction, stamp, executed_cells)
+            self.publish(nb, cell.uri)
+            self.stats.last_latency_ms = (time.perf_counter() - started) * 1000
+            if prediction.crash and prediction.certainty in CERTAIN:
+                return
+            if pipeline.llm is None and pipeline.dryrun is None:
+                return
+            later = await self._second_phase(pipeline, cell, executed, snapshot, bypass)
+            self.stats.second_phase += 1
+            if later is None or not self._current(nb, key, stamp):
+                return
+            nb.results[key] = CellResult(later, stamp, executed_cells)
+            self.publish(nb, cell.uri)
+        except Exception as exc:
+            from crane_lsp.kernel.link import KernelLinkError
+
+            if not isinstance(exc, KernelLinkError):
+                raise
+            # a kernel that did not answer in time: say so in the status, try again on the next change
+            log.info("checking %s: %s", key, exc)
+            self.kernels.attachment(nb.uri).error = str(exc)
+        finally:
+            self.stats.checking -= 1
+            self.send_status(nb.uri)
+
+    async def _second_phase(
+        self, pipeline: Any, cell: CellView, executed: list[str], snapshot: Any, bypass: bool
+    ) -> Prediction | None:
+        """The slow layers, one request per cell (its task) and ``llmConcurrency`` in all."""
+        async with self._llm_slots:
+            token = await self._progress_begin(f"crane: checking cell {cell.index + 1}")
+            try:
+                return await pipeline.predict(  # type: ignore[no-any-return]
+                    cell.text,
+                    executed=executed,
+                    layers={"dryrun", "llm"},
+                    bypass_cache=bypass,
+                    snapshot=snapshot,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # an unreachable model must not take the built-in result away
+                log.warning("LLM prediction failed: %s", exc)
+                self.window_log_message(
+                    types.LogMessageParams(
+                        type=types.MessageType.Warning, message=f"crane: LLM failed: {exc}"
+                    )
+                )
+                return None
+            finally:
+                self._progress_end(token)
+
+    async def _notice_lost_kernel(self, nb: NotebookState, prediction: Prediction) -> None:
+        if any(note.startswith("no kernel:") for note in prediction.notes):
+            await self.kernels.lost(nb.uri, next(n for n in prediction.notes if n.startswith("no kernel:")))
+            self._pipelines.pop(nb.uri, None)
+
+    async def _progress_begin(self, title: str) -> str | None:
+        caps = self.client_capabilities.window
+        if not (caps and caps.work_done_progress):
+            return None
+        token = f"crane-{uuid.uuid4().hex[:8]}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), 5)
+        except Exception:
+            return None
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
+        return token
+
+    def _progress_end(self, token: str | None) -> None:
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+            self.work_done_progress.tokens.pop(token, None)
+
+    # ------------------------------------------------------------------ watching kernels
+
+    def start_watching(self) -> None:
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_loop(), name="crane:watch")
+
+    async def _watch_loop(self) -> None:
+        """Notice what kernel events can miss: a restart (same ports), death, cells run elsewhere,
+        and a kernel that became reachable again."""
+        while True:
+            await asyncio.sleep(WATCH_S)
+            for nb in list(self.notebooks.values()):
+                try:
+                    await self.watch_once(nb)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.info("watching the kernel of %s: %s", nb.uri, exc)
+
+    async def watch_once(self, nb: NotebookState) -> None:
+        had_link = self.kernels.state(nb.uri) != "none"
+        pipeline = await self.pipeline(nb)  # attaches (with back-off) when there is no link
+        link = pipeline.link
+        if link is None:
+            if had_link:
+                self.state_changed(nb)
+            self.send_status(nb.uri)
+            return
+        if not had_link:  # (re)attached: everything shown was computed without this kernel
+            self.state_changed(nb)
+            self.send_status(nb.uri)
+        if link.busy or self.stats.checking:
+            return
+        from crane_lsp.kernel.link import KernelDead, KernelLinkError
+
+        try:
+            generation = await link.generation()
+        except KernelDead as exc:
+            await self.kernels.lost(nb.uri, f"no kernel: {exc}")
+            self._pipelines.pop(nb.uri, None)
+            self.state_changed(nb)
+            self.send_status(nb.uri)
+            return
+        except KernelLinkError:
+            return
+        if nb.kernel_generation is not None and generation != nb.kernel_generation:
+            log.debug("kernel generation %s -> %s: re-checking %s", nb.kernel_generation, generation, nb.uri)
+            self.state_changed(nb)
+        nb.kernel_generation = generation
+
+    # ------------------------------------------------------------------ output
+
+    def diagnostics_for(self, nb: NotebookState, uri: str) -> list[types.Diagnostic]:
+        out = []
+        for cell in nb.view.cells:
+            if cell.uri != uri:
+                continue
+            result = nb.results.get(cell.key)
+            if result is None or result.stamp.text != cell.text:
+                continue
+            if nb.ignored.get(cell.key) is not None:
+                if nb.ignored[cell.key] == cell.text:
+                    continue
+                del nb.ignored[cell.key]
+            diag = presentation.diagnostic(result.prediction, cell, result.executed, self.encoding)
+            if diag is not None:
+                out.append(diag)
+        return out
+
+    def publish(self, nb: NotebookState, uri: str | None = None) -> None:
+        for target in [uri] if uri else sorted(nb.view.target_uris()):
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=target, diagnostics=self.diagnostics_for(nb, target))
+            )
+
+    def send_status(self, notebook_uri: str | None = None) -> None:
+        uri = notebook_uri or next(iter(self.notebooks), None)
+        kernel = self.kernels.state(uri) if uri else "none"
+        if kernel == "attached" and self.stats.kernel_busy:
+            kernel = "busy"
+        att = self.kernels.attachment(uri) if uri else None
+        payload = {
+            "notebookUri": uri,
+            "kernel": kernel,
+            "connectionFile": att.connection_file if att and att.link is not None else None,
+            "message": att.error if att else None,
+            "checking": self.stats.checking > 0,
+            "busy": self.stats.checking > 0,
+            "lastLatencyMs": self.stats.last_latency_ms,
+            "predictions": self.stats.predictions,
+            "followUps": self.stats.second_phase,
+            "probes": self.stats.probes,
+        }
+        with contextlib.suppress(Exception):
+            self.protocol.notify(STATUS, payload)
+
+
+def _follow_text(nb: NotebookState, old: NotebookView) -> None:
+    """Percent cells are keyed by position: when cells move, results and ignores follow their text."""
+    by_text: dict[str, str] = {}
+    for cell in old.cells:
+        by_text.setdefault(cell.text, cell.key)
+    results, ignored, pending = {}, {}, set()
+    for cell in nb.view.cells:
+        was = by_text.get(cell.text)
+        if was is None:
+            continue
+        if was in nb.results:
+            results[cell.key] = nb.results[was]
+        if was in nb.ignored:
+            ignored[cell.key] = nb.ignored[was]
+        if was in nb.pending:
+            pending.add(cell.key)
+    nb.results, nb.ignored, nb.pending = results, ignored, pending
+
+
+def lsp_view(server: LanguageServer, notebook: types.NotebookDocument) -> NotebookView:
+    texts = {}
+    for cell in notebook.cells:
+        with contextlib.suppress(Exception):
+            texts[cell.document] = server.workspace.get_text_document(cell.document).source
+    return from_lsp_notebook(notebook, texts)
+
+
+def build_server() -> CraneServer:
+    """A fresh server with every handler registered (one per process; tests build their own)."""
+    from crane_lsp.server import handlers
+
+    server = CraneServer()
+    handlers.register(server)
+    return server

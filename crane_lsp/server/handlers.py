@@ -1,0 +1,238 @@
+"""The LSP surface: which messages the server answers, each a thin call into ``CraneServer``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsprotocol import types
+
+from crane_lsp.server import presentation
+from crane_lsp.server.app import (
+    ATTACH_NOTIFICATION,
+    CraneServer,
+    lsp_view,
+)
+from crane_lsp.server.config import plain, section
+from crane_lsp.server.documents import from_percent, wants_percent
+
+
+def _args(arguments: tuple[Any, ...], *names: str) -> dict[str, Any]:
+    """Command arguments as positional values or one object with named fields, both accepted."""
+    values = [plain(a) for a in arguments]
+    if len(values) == 1 and isinstance(values[0], dict):
+        return values[0]
+    return dict(zip(names, values, strict=False))
+
+
+def register(ls: CraneServer) -> None:
+    @ls.feature(types.INITIALIZE)
+    def initialize(server: CraneServer, params: types.InitializeParams) -> None:
+        options = plain(params.initialization_options)
+        server.init_options = options if isinstance(options, dict) else {}
+
+    @ls.feature(types.INITIALIZED)
+    async def initialized(server: CraneServer, params: types.InitializedParams) -> None:
+        pulled = await server.pull_configuration()
+        server.apply_settings(pulled, base=section(server.init_options))
+        server.send_status()
+        server.start_watching()
+
+    @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        server: CraneServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        from crane_lsp.server.config import section
+
+        pushed = plain(params.settings)
+        if isinstance(pushed, dict) and isinstance(pushed.get("crane"), dict):
+            server.apply_settings(pushed["crane"])
+        else:
+            server.apply_settings(await server.pull_configuration(), base=section(server.init_options))
+
+    # -------------------------------------------------------------- notebooks
+
+    @ls.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def nb_open(server: CraneServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        notebook = server.workspace.get_notebook_document(notebook_uri=params.notebook_document.uri)
+        if notebook is None:
+            return
+        view = lsp_view(server, notebook)
+        view.uri = params.notebook_document.uri
+        pending = {c.key for c in view.code_cells if c.execution_order is None}
+        nb = server.open_notebook(view, pending)
+        server.state_changed(nb, bump=False)
+
+    @ls.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def nb_change(server: CraneServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        nb = server.notebook_of(params.notebook_document.uri)
+        if nb is None:
+            return
+        before = {c.key: c for c in nb.view.cells}
+        server.refresh_view(nb)
+        cells = params.change.cells
+        if cells is None:
+            return
+        edited = [t.document.uri for t in cells.text_content or []]
+        ran_at: int | None = None
+        for data in cells.data or []:
+            key = data.document
+            old = before.get(key)
+            order = data.execution_summary.execution_order if data.execution_summary else None
+            if order is not None and (old is None or old.execution_order != order):
+                nb.pending.discard(key)
+                cell = nb.view.cell(key)
+                ran_at = cell.index if cell else ran_at
+        if cells.structure:
+            removed = {c.uri for c in cells.structure.did_close or []}
+            for key in removed:
+                nb.results.pop(key, None)
+                nb.pending.discard(key)
+                server.cells.cancel(key)
+                server.text_document_publish_diagnostics(
+                    types.PublishDiagnosticsParams(uri=key, diagnostics=[])
+                )
+            for opened in cells.structure.did_open or []:
+                key = opened.uri
+                nb.pending.add(key)
+                if opened.text.strip():
+                    edited.append(key)
+        server.edited(nb, edited)
+        if ran_at is not None:
+            server.state_changed(nb, anchor=ran_at)
+
+    @ls.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def nb_save(server: CraneServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        """Saving changes neither the cells nor the kernel: nothing to re-check."""
+
+    @ls.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    async def nb_close(server: CraneServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        await server.close_notebook(params.notebook_document.uri)
+
+    # -------------------------------------------------------------- percent-format scripts
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def doc_open(server: CraneServer, params: types.DidOpenTextDocumentParams) -> None:
+        doc = params.text_document
+        uri = doc.uri
+        if server.notebook_of(uri) is not None or not wants_percent(uri, doc.language_id, doc.text):
+            return
+        nb = server.open_notebook(from_percent(uri, doc.text), set())
+        server.state_changed(nb, bump=False)
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def doc_change(server: CraneServer, params: types.DidChangeTextDocumentParams) -> None:
+        nb = server.notebook_of(params.text_document.uri)
+        if nb is None or not nb.view.percent:
+            return
+        old_texts = {c.text for c in nb.view.cells}
+        server.refresh_view(nb)
+        edited = [c.key for c in nb.view.code_cells if c.text not in old_texts]
+        server.publish(nb)  # lines may have moved: every squiggle of the script is placed again
+        server.edited(nb, edited)
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    async def doc_close(server: CraneServer, params: types.DidCloseTextDocumentParams) -> None:
+        nb = server.notebook_of(params.text_document.uri)
+        if nb is not None and nb.view.percent:
+            await server.close_notebook(nb.uri)
+
+    # -------------------------------------------------------------- kernels
+
+    @ls.feature(ATTACH_NOTIFICATION)
+    async def attach_notification(server: CraneServer, params: Any) -> None:
+        args = _args((params,), "notebookUri", "connectionFile")
+        await attach(server, args)
+
+    async def attach(server: CraneServer, args: dict[str, Any]) -> dict[str, Any]:
+        uri, path = args.get("notebookUri"), args.get("connectionFile")
+        if not isinstance(uri, str) or not isinstance(path, str) or not path:
+            return {"attached": False, "error": "crane.attachKernel needs {notebookUri, connectionFile}"}
+        nb = server.notebook_of(uri)
+        uri = nb.uri if nb is not None else uri
+        error = await server.kernels.attach(uri, path)
+        server.forget_pipeline(uri)
+        if nb is not None:
+            server.state_changed(nb)
+        server.send_status(uri)
+        return {"attached": error is None, "error": error}
+
+    # -------------------------------------------------------------- hover and code actions
+
+    @ls.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(server: CraneServer, params: types.HoverParams) -> types.Hover | None:
+        found = server.find_cell(params.text_document.uri, params.position.line)
+        if found is None:
+            return None
+        nb, cell = found
+        result = nb.results.get(cell.key)
+        if result is None or not result.prediction.crash or result.stamp.text != cell.text:
+            return None
+        rng = presentation.prediction_range(result.prediction, cell, server.encoding)
+        if not rng.start.line <= params.position.line <= rng.end.line:
+            return None
+        text = presentation.hover_markdown(result.prediction, result.executed)
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=rng
+        )
+
+    @ls.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source]
+        ),
+    )
+    def code_action(server: CraneServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        found = server.find_cell(params.text_document.uri, params.range.start.line)
+        if found is None:
+            return None
+        nb, cell = found
+        result = nb.results.get(cell.key)
+        prediction = result.prediction if result and result.stamp.text == cell.text else None
+        ours = [d for d in params.context.diagnostics if d.source == presentation.SOURCE]
+        return presentation.code_actions(prediction, cell, ours[0] if ours else None, server.encoding)
+
+    # -------------------------------------------------------------- commands
+
+    @ls.command(presentation.RECHECK)
+    async def recheck(server: CraneServer, *arguments: Any) -> dict[str, Any]:
+        args = _args(arguments, "uri", "cell")
+        found = server.find_cell(str(args.get("uri", "")), int(args.get("line") or 0), args.get("cell"))
+        if found is None:
+            return {"checked": False, "error": "no such cell"}
+        nb, cell = found
+        await server.recheck(cell.key)
+        result = nb.results.get(cell.key)
+        return {"checked": True, "prediction": result.prediction.model_dump() if result else None}
+
+    @ls.command(presentation.ATTACH)
+    async def attach_command(server: CraneServer, *arguments: Any) -> dict[str, Any]:
+        return await attach(server, _args(arguments, "notebookUri", "connectionFile"))
+
+    @ls.command(presentation.SHOW_PROMPT)
+    async def show_prompt(server: CraneServer, *arguments: Any) -> dict[str, Any] | None:
+        args = _args(arguments, "uri", "cell")
+        found = server.find_cell(str(args.get("uri", "")), int(args.get("line") or 0), args.get("cell"))
+        if found is None:
+            return None
+        nb, cell = found
+        pipeline = await server.pipeline(nb)
+        exchange = pipeline.last_exchange(cell.text)
+        if not exchange:
+            return None
+        prompt, answer = exchange
+        return {"prompt": prompt, "answer": answer}
+
+    @ls.command(presentation.IGNORE)
+    def ignore(server: CraneServer, *arguments: Any) -> dict[str, Any]:
+        args = _args(arguments, "uri", "cell", "predictionId")
+        found = server.find_cell(str(args.get("uri", "")), int(args.get("line") or 0), args.get("cell"))
+        if found is None:
+            return {"ignored": False}
+        nb, cell = found
+        nb.ignored[cell.key] = cell.text
+        server.publish(nb, cell.uri)
+        return {"ignored": True}
+
+    @ls.feature(types.SHUTDOWN)
+    async def shutdown(server: CraneServer, params: Any) -> None:
+        await server.close()

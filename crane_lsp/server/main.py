@@ -1,0 +1,45 @@
+"""Run the crane language server: stdio by default, ``--tcp HOST:PORT`` for editors that want a socket."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP socket instead of stdio")
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("CRANE_LSP_LOG_LEVEL", "WARNING").upper(),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level",
+    )
+
+
+def _host_port(spec: str) -> tuple[str, int]:
+    host, sep, port = spec.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SystemExit(f"--tcp expects HOST:PORT, got {spec!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(args, "log_level", "WARNING"),
+        format="crane-lsp %(levelname)s %(message)s",
+    )
+    if args.log_level != "DEBUG":  # pygls logs every message at INFO: only crane's own lines below DEBUG
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+    from crane_lsp.server.app import build_server
+
+    server = build_server()
+    if getattr(args, "tcp", None):
+        host, port = _host_port(args.tcp)
+        server.start_tcp(host, port)
+    else:
+        server.start_io()
+    return 0

@@ -1,0 +1,202 @@
+"""What the user sees: a ``Prediction`` as a Diagnostic, as hover Markdown, and as code actions.
+
+Pure functions of a prediction and the cells it is about, so the exact wording and ranges are tested
+without a server. Certain and observed crashes are Errors (the kernel state proves them); LLM
+predictions are Warnings (a model's expectation, not a fact).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lsprotocol import types
+
+from crane_lsp.cellcode import Span
+from crane_lsp.prediction import Prediction
+from crane_lsp.server.documents import CellView, span_of, to_range
+
+SOURCE = "crane"
+RECHECK = "crane.recheckCell"
+ATTACH = "crane.attachKernel"
+SHOW_PROMPT = "crane.showPrompt"
+IGNORE = "crane.ignoreFinding"
+COMMANDS = (RECHECK, ATTACH, SHOW_PROMPT, IGNORE)
+
+_VERDICT = {
+    "certain": "will crash (certain: the kernel state proves it)",
+    "observed": "crashed in a sandboxed dry run",
+    "predicted": "is predicted to crash",
+}
+
+
+def severity(prediction: Prediction) -> types.DiagnosticSeverity:
+    if prediction.certainty in ("certain", "observed"):
+        return types.DiagnosticSeverity.Error
+    return types.DiagnosticSeverity.Warning
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def message(prediction: Prediction) -> str:
+    text = prediction.message or prediction.diagnosis or "this cell is expected to crash"
+    if prediction.exception and not text.startswith(prediction.exception):
+        text = f"{prediction.exception}: {text}"
+    return one_line(text)
+
+
+def prediction_range(
+    prediction: Prediction, cell: CellView, encoding: str = types.PositionEncodingKind.Utf16
+) -> types.Range:
+    span = span_of(cell, prediction.line, prediction.col, prediction.end_line, prediction.end_col)
+    return to_range(cell, span, encoding)
+
+
+def diagnostic(
+    prediction: Prediction,
+    cell: CellView,
+    executed: Sequence[CellView | None],
+    encoding: str = types.PositionEncodingKind.Utf16,
+) -> types.Diagnostic | None:
+    """The squiggle for a crashing prediction (None when it predicts no crash).
+
+    ``executed`` are the view cells (or None when unknown) of the executed sources the prediction was
+    made from, in the same order, so an ``Origin.cell`` index resolves to a document location.
+    """
+    if not prediction.crash:
+        return None
+    related = []
+    for origin in prediction.origin:
+        if origin.cell is None or not 0 <= origin.cell < len(executed):
+            continue
+        src = executed[origin.cell]
+        if src is None:
+            continue
+        span = span_of(src, origin.line, None, None, None)
+        where = f"[{origin.execution_count}]" if origin.execution_count else f"cell {src.index + 1}"
+        related.append(
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=src.uri, range=to_range(src, span, encoding)),
+                message=f"{origin.variable} was last assigned here ({where})",
+            )
+        )
+    return types.Diagnostic(
+        range=prediction_range(prediction, cell, encoding),
+        message=message(prediction),
+        severity=severity(prediction),
+        source=SOURCE,
+        code=prediction.exception or "crash",
+        related_information=related or None,
+        data={"predictionId": prediction.id, "cell": cell.key},
+    )
+
+
+def _cell_md(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _executed_cell(executed: Sequence[CellView | None] | None, index: int | None) -> CellView | None:
+    if not executed or index is None or not 0 <= index < len(executed):
+        return None
+    return executed[index]
+
+
+def hover_markdown(prediction: Prediction, executed: Sequence[CellView | None] | None = None) -> str:
+    """Verdict, diagnosis, evidence table, origin and where the verdict came from."""
+    exc = f"`{prediction.exception}`" if prediction.exception else "a crash"
+    verdict = _VERDICT.get(prediction.certainty, "may crash")
+    line = f" on line {prediction.line + 1}" if prediction.line is not None else ""
+    parts = [f"**crane: this cell {verdict}** — {exc}{line}", ""]
+    if prediction.message:
+        parts += [prediction.message, ""]
+    if prediction.diagnosis and prediction.diagnosis != prediction.message:
+        parts += [prediction.diagnosis, ""]
+    if prediction.evidence:
+        parts += ["| runtime fact | value |", "| --- | --- |"]
+        parts += [f"| `{_cell_md(e.fact)}` | {_cell_md(e.value)} |" for e in prediction.evidence]
+        parts.append("")
+    if prediction.origin:
+        bits = []
+        for o in prediction.origin:
+            ran = _executed_cell(executed, o.cell)
+            where = f"execution [{o.execution_count}]" if o.execution_count else ""
+            if ran is not None:
+                where = (where + " " if where else "") + f"cell {ran.index + 1}"
+            if o.line is not None:
+                where += f", line {o.line + 1}"
+            bits.append(f"`{o.variable}` ← {where or 'unknown cell'}")
+        parts += ["**Origin:** " + "; ".join(bits), ""]
+    if prediction.fix is not None:
+        parts += [f"**Suggested fix:** {prediction.fix.description}", ""]
+    src = prediction.source
+    detail = [src.label()]
+    if src.votes:
+        detail.append(f"votes {sum(src.votes)}/{len(src.votes)}")
+    if src.latency_ms is not None:
+        detail.append(f"{src.latency_ms:.0f} ms")
+    if src.cached:
+        detail.append("cached")
+    parts.append("*Source:* " + ", ".join(detail))
+    for note in prediction.notes:
+        parts.append(f"\n*{note}*")
+    return "\n".join(parts).strip()
+
+
+def fix_edit(prediction: Prediction, cell: CellView, encoding: str) -> types.WorkspaceEdit | None:
+    """The suggested fix as an edit of whole lines of the cell (end exclusive), when it is one."""
+    fix = prediction.fix
+    if fix is None or fix.new_text is None:
+        return None
+    start = fix.start_line if fix.start_line is not None else (prediction.line or 0)
+    end = fix.end_line if fix.end_line is not None else start + 1
+    last = cell.line_count
+    start, end = max(0, min(start, last - 1)), max(start + 1, min(end, last))
+    if end < last:  # whole lines: from the start of ``start`` to the start of ``end``
+        span = Span(start, 0, end, 0)
+        new_text = fix.new_text if fix.new_text.endswith("\n") else fix.new_text + "\n"
+    else:  # through the end of the cell, which has no newline after its last line
+        span = Span(start, 0, last - 1, len(cell.line_text(last - 1)))
+        new_text = fix.new_text.rstrip("\n")
+    rng = to_range(cell, span, encoding)
+    return types.WorkspaceEdit(changes={cell.uri: [types.TextEdit(range=rng, new_text=new_text)]})
+
+
+def code_actions(
+    prediction: Prediction | None, cell: CellView, diagnostic_: types.Diagnostic | None, encoding: str
+) -> list[types.CodeAction]:
+    """Re-check cell always; Apply suggested fix and Ignore this finding for a crash."""
+    actions = [
+        types.CodeAction(
+            title="crane: Re-check cell",
+            kind=types.CodeActionKind.Source,
+            command=types.Command(title="Re-check cell", command=RECHECK, arguments=[cell.uri, cell.key]),
+        )
+    ]
+    if prediction is None or not prediction.crash:
+        return actions
+    diags = [diagnostic_] if diagnostic_ is not None else None
+    edit = fix_edit(prediction, cell, encoding)
+    if edit is not None and prediction.fix is not None:
+        actions.insert(
+            0,
+            types.CodeAction(
+                title=f"crane: Apply suggested fix ({one_line(prediction.fix.description, 80)})",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=diags,
+                edit=edit,
+                is_preferred=True,
+            ),
+        )
+    actions.append(
+        types.CodeAction(
+            title="crane: Ignore this finding",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=diags,
+            command=types.Command(
+                title="Ignore this finding", command=IGNORE, arguments=[cell.uri, cell.key, prediction.id]
+            ),
+        )
+    )
+    return actions
