@@ -12,6 +12,7 @@ import json as _sb_json
 import os as _sb_os
 import sys as _sb_sys
 import time as _sb_time
+from typing import Any
 
 _SB_FILENAME = "<crane-dryrun>"
 _SB_WRITE_FLAGS = _sb_os.O_WRONLY | _sb_os.O_RDWR | _sb_os.O_CREAT | _sb_os.O_TRUNC | _sb_os.O_APPEND
@@ -117,7 +118,9 @@ def _sb_isolate():
     for fd in (0, 1, 2):
         _sb_os.dup2(devnull, fd)
     sink = open(_sb_os.devnull, "w")  # noqa: SIM115 - lives until the child exits
-    _sb_sys.stdout = _sb_sys.stderr = _sb_sys.__stdout__ = _sb_sys.__stderr__ = sink
+    _sb_sys.stdout = _sb_sys.stderr = sink
+    setattr(_sb_sys, "__stdout__", sink)  # noqa: B010 - the originals are final for type checkers
+    setattr(_sb_sys, "__stderr__", sink)  # noqa: B010
     _sb_sys.stdin = open(_sb_os.devnull)  # noqa: SIM115
     import gc
 
@@ -180,7 +183,7 @@ def _sb_mute_kernel(state):
     _sb_sys.stdin = _SbStdin(state)
     getpass = _sb_sys.modules.get("getpass")
     if getpass is not None:
-        getpass.getpass = _blocked_input
+        setattr(getpass, "getpass", _blocked_input)  # noqa: B010
     ipython = _sb_sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
@@ -202,7 +205,8 @@ def _sb_mute_kernel(state):
         exc = _sb_sys.exc_info()[1]
         if exc is None or isinstance(exc, _SandboxBlocked) or "shown" in state:
             return
-        frame, line, files = _sb_sys._getframe(1), None, []
+        frame: Any = _sb_sys._getframe(1)
+        line, files = None, []
         while frame is not None:
             name = frame.f_code.co_filename
             if name == _SB_FILENAME:
@@ -270,8 +274,8 @@ def _sb_private_dirty_kb():
 
 def _sb_child(source, write_fd):
     started = _sb_time.perf_counter()
-    result = {"outcome": "completed", "exception": None, "message": None, "line": None}
-    state = {}
+    result: dict[str, Any] = {"outcome": "completed", "exception": None, "message": None, "line": None}
+    state: dict[str, Any] = {}
     try:
         result["notes"] = _sb_isolate()
         _sb_mute_kernel(state)
@@ -291,12 +295,12 @@ def _sb_child(source, write_fd):
                 line=_sb_cell_line(exc.__traceback__, source.lstrip().startswith("%%")),
             )
         if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
-            exc, line = state["shown"]
+            shown, line = state["shown"]
             result.update(
                 outcome="raised",
-                exception=type(exc).__name__,
-                message=str(exc)[:500],
-                line=_sb_cell_line(exc.__traceback__, source.lstrip().startswith("%%")) or line,
+                exception=type(shown).__name__,
+                message=str(shown)[:500],
+                line=_sb_cell_line(shown.__traceback__, source.lstrip().startswith("%%")) or line,
             )
             result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
         if state.get("blocked"):
