@@ -66,6 +66,61 @@ def test_5m_by_20_frame_answers_well_within_budget(k: TestKernel) -> None:
     assert snap.variables["big['s3']"].kind == "series"
 
 
+N_NAN_FLOAT = len(range(0, 5_000_000, 97))
+
+
+def test_subscripted_and_cheap_columns_first_and_sampled_fields_say_so(k: TestKernel) -> None:
+    """Work order: subscripted columns, then numeric/bool/category/datetime, then object columns."""
+    query = {"names": ["big"], "subscripts": ["big['s3']", "big['i3']"]}
+    snapshot(k, query)  # warm-up
+    snap = snapshot(k, query)
+    cols = {c.name: c for c in snap.variables["big"].columns or []}
+    cheap = [name for name, c in cols.items() if c.dtype != "object"]
+    assert len(cheap) == 16
+    missing = [name for name in ["s3", "i3", *cheap] if cols[name].stats is None]
+    assert not missing, f"subscripted or cheap columns without stats: {missing} ({snap.elapsed_ms:.0f} ms)"
+    for name, c in cols.items():
+        st = c.stats
+        if st is None:  # only an object column may run out of its slice of the budget: then unknown
+            assert c.dtype == "object" and snap.deadline_hit and snap.variables["big"].error == "deadline"
+            continue
+        # 5M rows > sample_rows: distinct counts and examples come from a sample and say so
+        assert st.sampled, name
+        assert st.distinct is not None and st.distinct <= 100_000, name
+        if c.dtype == "object":
+            assert st.nan_sampled and st.nan_count is not None and st.nan_count < 100_000, name
+            assert st.non_numeric_examples and "'alpha'" in st.non_numeric_examples
+        else:  # full-length NaN counts and ranges: exact, so they must be right
+            assert not st.nan_sampled, name
+            expected_nan = N_NAN_FLOAT if name.startswith("f") else 5000 if name == "d0" else 0
+            assert st.nan_count == expected_nan and st.has_nan == (expected_nan > 0), name
+    for name in ("i0", "i1", "i2", "i3"):
+        assert cols[name].stats.min == 0 and cols[name].stats.max == 99  # type: ignore[union-attr]
+    assert cols["c0"].stats.distinct == 5 and cols["c0"].stats.value_kind == "categorical"  # type: ignore[union-attr]
+    assert cols["d1"].stats.value_kind == "datetime"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("budget", [0.04, 0.08, 0.15])
+def test_tight_budget_leaves_out_object_columns_before_cheap_ones(k: TestKernel, budget: float) -> None:
+    query = {"names": ["big"], "subscripts": ["big['s3']"], "object_budget_s": budget}
+    snapshot(k, query)
+    snap = snapshot(k, query)
+    cols = snap.variables["big"].columns or []
+    with_stats = {c.name for c in cols if c.stats is not None}
+    missing = [c.name for c in cols if c.stats is None]
+    if budget < 0.05:
+        assert missing  # 20 columns at ~5-10 ms each cannot fit
+    if missing:
+        assert snap.deadline_hit and snap.variables["big"].error == "deadline"
+    # s3 is computed first; any cheap column left out means every other object column was too
+    assert "s3" in with_stats
+    if any(c.dtype != "object" and c.stats is None for c in cols):
+        assert not any(c.dtype == "object" and c.name != "s3" and c.stats is not None for c in cols)
+    assert [c.name for c in cols] == [f"f{i}" for i in range(8)] + [f"i{i}" for i in range(4)] + [
+        f"s{i}" for i in range(4)
+    ] + ["c0", "c1", "d0", "d1"]  # output order is the frame's order, whatever the work order
+
+
 def test_object_deadline_leaves_fields_unknown_and_others_summarised(k: TestKernel) -> None:
     t0 = time.monotonic()
     snap = snapshot(k, {"names": ["big", "small"], "object_budget_s": 0.03})

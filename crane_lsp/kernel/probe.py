@@ -16,9 +16,11 @@ Rules this module keeps (ARCHITECTURE, "trace-free probing"):
   code is run only where it is the object's nature (a torch ``Dataset``'s ``__len__`` and
   ``__getitem__``), under a SIGALRM guard on the main thread, with RNG states and the instance
   ``__dict__`` restored afterwards.
-* Budgets: distinct counts and examples on at most ``sample_rows`` rows (``sampled``); NaN and
-  ranges full-length where vectorised; a per-object and per-request deadline, after which fields
-  read ``None`` with ``error="deadline"``.
+* Budgets: distinct counts and examples on at most ``sample_rows`` rows (``sampled``; object-like
+  columns on ``_OBJECT_SAMPLE_ROWS``); NaN and ranges full-length where vectorised; a per-object and
+  per-request deadline, after which fields read ``None`` with ``error="deadline"``. DataFrame
+  columns are worked on subscripted first, then cheap vectorised dtypes, then object-like columns
+  (each with a slice of what is left), so a budget that runs out leaves out the costly ones.
 
 Missing attributes (``AttributeFact``): a static miss is proof only when no ``__getattr__`` can
 answer. Known library ``__getattr__`` hooks are replayed exactly (pandas column access, torch
@@ -336,6 +338,10 @@ def _jsonable_number(v):
 
 _POSITIONS: dict = {}
 
+#: object-like columns longer than ``sample_rows``: distinct counts, examples, NaN and non-numeric
+#: values are taken on this many rows (hashing and ``float()`` on Python objects cost ~10x numpy work)
+_OBJECT_SAMPLE_ROWS = 20000
+
 
 def _sample_positions(n, k):
     """Sorted random row positions (with rare repeats); cached per (n, k), a private RNG."""
@@ -344,7 +350,8 @@ def _sample_positions(n, k):
         np = _sys.modules["numpy"]
         rng = np.random.default_rng(20240601)  # a private Generator: the global RNG is untouched
         pos = np.sort(rng.integers(0, n, size=k))
-        _POSITIONS.clear()
+        if len(_POSITIONS) >= 4:  # a frame needs two sizes (numeric and object columns)
+            _POSITIONS.clear()
         _POSITIONS[(n, k)] = pos
     return pos
 
@@ -396,9 +403,9 @@ def _numpy_full(arr, st):
         nan_count = int(np.count_nonzero(nat))
         st.update(nan_count=nan_count, has_nan=nan_count > 0)
         if nan_count < arr.size:
-            big = np.iinfo(np.int64).max
-            lo = np.min(i8, where=~nat, initial=big)
-            hi = np.max(i8, where=~nat, initial=big * -1)
+            # NaT is the smallest int64: the max needs no mask, the min only when NaT is present
+            hi = i8.max()
+            lo = np.min(i8, where=~nat, initial=np.iinfo(np.int64).max) if nan_count else i8.min()
             unit = np.datetime_data(arr.dtype)[0]
             conv = np.datetime64 if kind == "M" else np.timedelta64
             st["min"] = str(
@@ -437,8 +444,9 @@ def _series_stats(s, query, clock):
     """ValueStats of a pandas Series (any dtype), sampled where it must be.
 
     Full length (vectorised): NaN count and range of numpy numeric/datetime columns, NaN of
-    categoricals. On at most ``sample_rows`` rows: distinct counts, examples, and for object
-    columns longer than the sample also NaN (``nan_sampled``; a full object scan costs ~0.3 s/5M).
+    categoricals. On at most ``sample_rows`` rows: distinct counts, examples. Object-like columns
+    longer than ``sample_rows`` use a smaller sample (``_OBJECT_SAMPLE_ROWS``) for distinct counts,
+    examples, non-numeric values and NaN (``nan_sampled``; a full object scan costs ~0.3 s/5M).
     """
     pd = _sys.modules["pandas"]
     np = _sys.modules["numpy"]
@@ -467,7 +475,8 @@ def _series_stats(s, query, clock):
     clock.check()
     sample = s
     if n > limit:
-        sample = s.iloc[_sample_positions(n, limit)]
+        k = limit if numeric or is_dt or is_cat else min(limit, _OBJECT_SAMPLE_ROWS)
+        sample = s.iloc[_sample_positions(n, k)]
         st["sampled"] = True
         if "has_nan" not in st:
             nan_count = int(sample.isna().sum())
@@ -495,9 +504,11 @@ def _series_stats(s, query, clock):
         # hashing runs __hash__/__eq__: only for values of library types, never user objects
         safe = all(_is_trusted_cls(t) for t in {type(v) for v in values.tolist()})
         uniques = None
+        clock.check()
         if safe:
             with contextlib.suppress(Exception):  # unhashable values
                 uniques = pd.unique(values.to_numpy())
+            clock.check()
         n_unique = None if uniques is None else len(uniques)
         st["distinct"] = n_unique
         if not head:
@@ -711,28 +722,54 @@ def _sum_dataframe(obj, s, query, clock, wanted=()):
     s["columns"] = cols
     s["columns_truncated"] = n_cols > len(labels)
     max_cols = query.get("max_columns", 20)
-    todo = list(range(min(max_cols, len(cols))))
+    first = []  # the columns the cell subscripts: the checks need them most
     if wanted:
         try:
             col_index = obj.columns
             for key in wanted:
                 if type(key) in (str, int, float, bool, tuple) and key in col_index:
                     loc = col_index.get_loc(key)
-                    if type(loc) is int and loc < len(cols) and loc not in todo:
-                        todo.append(loc)
+                    if type(loc) is int and loc < len(cols) and loc not in first:
+                        first.append(loc)
         except Exception:
             pass
-    for i in todo:
-        if clock.request_over() or _time.monotonic() >= clock.object_end:
+    # Work order (the output keeps the frame's order): subscripted columns, then cheap vectorised
+    # dtypes, then object-like columns, each of those with its own slice of the budget left, so one
+    # costly column cannot starve the others; a column cut short reads ``stats=None``.
+    rest = [i for i in range(min(max_cols, len(cols))) if i not in first]
+    cheap = [i for i in rest if _cheap_dtype(dtypes.iloc[i])]
+    costly = [i for i in rest if i not in cheap]
+    end = clock.object_end
+    plan = [(i, False) for i in first + cheap] + [(i, True) for i in costly]
+    for n_done, (i, sliced) in enumerate(plan):
+        now = _time.monotonic()
+        if clock.request_over() or now >= end:
             clock.hit = True
             s["error"] = "deadline"
             break
+        if sliced:  # twice a fair share of what is left: a typical column is not cut for nothing
+            clock.object_end = min(end, now + 2 * (end - now) / (len(plan) - n_done))
         sub: dict = {}
-        _field(sub, clock, "stats", lambda i=i: _series_stats(_column_values(obj, i), query, clock))
+        try:
+            _field(sub, clock, "stats", lambda i=i: _series_stats(_column_values(obj, i), query, clock))
+        finally:
+            clock.object_end = end
         if "stats" in sub:
             cols[i]["stats"] = sub["stats"]
         elif sub.get("error"):
             s["error"] = sub["error"]
+
+
+def _cheap_dtype(dtype):
+    """True for dtypes whose stats are numpy-vectorised (numeric, bool, datetime, categorical)."""
+    try:
+        name = _cls_name(type(dtype))
+        if name in ("CategoricalDtype", "DatetimeTZDtype"):
+            return True
+        kind = dtype.kind if _sys.modules["numpy"].dtype in _mro(dtype) else _lib_attr(dtype, "kind")
+        return type(kind) is str and len(kind) == 1 and kind in "biufmM"
+    except Exception:
+        return False
 
 
 def _sum_keras_iterator(obj, s, query, clock):
