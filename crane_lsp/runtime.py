@@ -95,7 +95,9 @@ class KerasIteratorInfo(_Model):
 
 class TorchDatasetInfo(_Model):
     length: int | None = None
-    samples: list[str] | None = None  # each probed sample, rendered compactly ("(Tensor[3,32,32] float32, int)")
+    samples: list[str] | None = (
+        None  # each probed sample, rendered compactly ("(Tensor[3,32,32] float32, int)")
+    )
     sample_shapes: list[list[list[int] | None]] | None = None  # per sample, per element: shape or None
     collated: str | None = None  # shape/dtype of a collated batch of the probed samples
     batch_size: int | None = None  # DataLoader
@@ -237,7 +239,12 @@ _UNKNOWN = "unknown"
 def _fmt_shape(shape: list[int | None] | None) -> str:
     if shape is None:
         return _UNKNOWN
-    return "(" + ", ".join(_UNKNOWN if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    return (
+        "("
+        + ", ".join(_UNKNOWN if d is None else str(d) for d in shape)
+        + ("," if len(shape) == 1 else "")
+        + ")"
+    )
 
 
 def _fmt_stats(stats: ValueStats | None, privacy: bool) -> str:
@@ -300,8 +307,16 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
         )
     if obj.dataset is not None:
         ds = obj.dataset
-        bits = [f"{k} {v}" for k, v in (("len", ds.length), ("batch_size", ds.batch_size),
-                                         ("dataset", ds.dataset_type), ("drop_last", ds.drop_last)) if v is not None]
+        bits = [
+            f"{k} {v}"
+            for k, v in (
+                ("len", ds.length),
+                ("batch_size", ds.batch_size),
+                ("dataset", ds.dataset_type),
+                ("drop_last", ds.drop_last),
+            )
+            if v is not None
+        ]
         if ds.samples:
             bits.append("samples " + "; ".join(ds.samples[:3]))
         if ds.collated:
@@ -315,7 +330,12 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
         if e.n_features_in is not None:
             bits.append(f"n_features_in_ {e.n_features_in}")
         if e.feature_names_in is not None:
-            bits.append("feature_names_in_ [" + ", ".join(e.feature_names_in[:max_columns]) + ("…" if len(e.feature_names_in) > max_columns else "") + "]")
+            bits.append(
+                "feature_names_in_ ["
+                + ", ".join(e.feature_names_in[:max_columns])
+                + ("…" if len(e.feature_names_in) > max_columns else "")
+                + "]"
+            )
         if e.classes is not None:
             bits.append("classes_ [" + ", ".join(e.classes[:20]) + "]")
         if e.steps:
@@ -323,11 +343,20 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
         details.append(", ".join(bits))
     if obj.nn is not None:
         m = obj.nn
-        bits = [f"{k} {v}" for k, v in (("in_features", m.in_features), ("out_features", m.out_features),
-                                         ("input_shape", m.input_shape and _fmt_shape(m.input_shape)),
-                                         ("output_shape", m.output_shape and _fmt_shape(m.output_shape)),
-                                         ("last_units", m.last_units), ("last_activation", m.last_activation),
-                                         ("loss", m.loss), ("history_keys", m.history_keys)) if v is not None]
+        bits = [
+            f"{k} {v}"
+            for k, v in (
+                ("in_features", m.in_features),
+                ("out_features", m.out_features),
+                ("input_shape", m.input_shape and _fmt_shape(m.input_shape)),
+                ("output_shape", m.output_shape and _fmt_shape(m.output_shape)),
+                ("last_units", m.last_units),
+                ("last_activation", m.last_activation),
+                ("loss", m.loss),
+                ("history_keys", m.history_keys),
+            )
+            if v is not None
+        ]
         details.append(", ".join(bits))
     if obj.repr and obj.kind in ("other", "module", "class") and not privacy:
         details.append(f"repr {obj.repr}")

@@ -1,0 +1,612 @@
+"""pandas checks: missing columns, out-of-range positions, accessors on the wrong dtype, bad int casts,
+wrong-length assignments, ambiguous truth values and overlapping joins.
+
+Each fires only on what the snapshot proves: a column is "missing" only when the probe listed every
+column label exactly (``ObjectSummary.column_labels``), a NaN or a non-integer string only when the probe
+saw one (a value seen in a sample is still a value that exists).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from crane_lsp.cellcode import CellFacts
+from crane_lsp.checks.base import Finding, check
+from crane_lsp.checks.libcommon import CellWalk, Val, has_star, kwarg, literal, run_walk, span_of
+from crane_lsp.runtime import Snapshot
+
+_INT_TARGETS = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+
+
+def _finding(
+    w: CellWalk,
+    check_id: str,
+    exc: str,
+    node: ast.AST,
+    message: str,
+    evidence: list[tuple[str, str]],
+    vals: list[Val],
+) -> list[Finding]:
+    variables = tuple(dict.fromkeys(v for val in vals for v in val.variables))
+    return [
+        Finding(
+            check_id=check_id,
+            exception=exc,
+            span=span_of(node, w.lines),
+            message=message,
+            evidence=tuple(evidence),
+            variables=variables,
+        )
+    ]
+
+
+def _keys(value: Any) -> list[Any] | None:
+    """A literal column key or list of keys; None for anything else (slices, masks, tuples)."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return [value]
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value)
+    ):
+        return value
+    return None
+
+
+def _missing(keys: list[Any], labels: tuple[Any, ...]) -> list[Any]:
+    return [k for k in keys if k not in labels]
+
+
+def _labels_evidence(val: Val) -> tuple[str, str]:
+    labels = list(val.labels or ())
+    shown = ", ".join(repr(x) for x in labels[:12]) + (", …" if len(labels) > 12 else "")
+    return f"{val.text}.columns", f"[{shown}] ({len(labels)} columns)"
+
+
+# ------------------------------------------------------------------------------------------------
+# missing columns
+# ------------------------------------------------------------------------------------------------
+
+
+def _column_keys_of_call(call: ast.Call, method: str, base: Val) -> tuple[list[Any], ast.AST, bool] | None:
+    """Keys that ``df.<method>(...)`` looks up as columns, the node holding them, and whether index
+    level names would also be accepted (then a miss needs the index names to be known)."""
+    kw = {k.arg: k.value for k in call.keywords if k.arg}
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    if method == "drop":
+        if "level" in kw:
+            return None
+        ok, errors = literal(kw.get("errors"))
+        if "errors" in kw and (not ok or errors != "raise"):
+            return None
+        if "columns" in kw:
+            node: ast.AST = kw["columns"]
+        else:
+            ok, axis = literal(kw.get("axis"))
+            if not ok or axis not in (1, "columns"):
+                return None
+            if call.args:
+                node = call.args[0]
+            elif "labels" in kw:
+                node = kw["labels"]
+            else:
+                return None
+        ok, value = literal(node)
+        keys = _keys(value) if ok else None
+        return (keys, node, False) if keys else None
+    if method in ("groupby", "sort_values"):
+        if "level" in kw or "axis" in kw:
+            return None
+        node_or = call.args[0] if call.args else kw.get("by")
+        if node_or is None:
+            return None
+        ok, value = literal(node_or)
+        keys = _keys(value) if ok else None
+        return (keys, node_or, True) if keys else None
+    if method == "set_index":
+        node_or = call.args[0] if call.args else kw.get("keys")
+        ok, value = literal(node_or)
+        keys = _keys(value) if ok else None
+        return (keys, node_or, False) if keys and node_or is not None else None
+    if method == "dropna" and "subset" in kw and "axis" not in kw:
+        ok, value = literal(kw["subset"])
+        keys = _keys(value) if ok else None
+        return (keys, kw["subset"], False) if keys else None
+    return None
+
+
+def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for node in w.evaluated(stmt):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            key_node: ast.AST = node.slice
+            frame = node.value
+            if (
+                isinstance(frame, ast.Attribute)
+                and frame.attr == "loc"
+                and isinstance(key_node, ast.Tuple)
+                and len(key_node.elts) == 2
+            ):
+                frame, key_node = frame.value, key_node.elts[1]  # df.loc[rows, 'col']
+            base = w.ev(frame)
+            if base is None or base.kind != "dataframe" or base.labels is None:
+                continue
+            if key_node is not node.slice and (base.index_names is None or len(base.index_names) != 1):
+                continue  # with MultiIndex rows, df.loc['a', 'b'] may name a row
+            ok, value = w.const(key_node)
+            keys = _keys(value) if ok else None
+            if not keys:
+                continue
+            missing = _missing(keys, base.labels)
+            if missing:
+                shown = ", ".join(repr(m) for m in missing)
+                return _finding(
+                    w,
+                    "pandas.missing-column",
+                    "KeyError",
+                    key_node,
+                    f"column {shown} does not exist in {base.text}",
+                    [_labels_evidence(base)],
+                    [base],
+                )
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            base = w.ev(node.func.value)
+            if base is None or base.kind != "dataframe" or base.labels is None:
+                continue
+            got = _column_keys_of_call(node, node.func.attr, base)
+            if got is None:
+                continue
+            keys, where, index_levels_ok = got
+            missing = _missing(keys, base.labels)
+            if index_levels_ok and missing:
+                if base.index_names is None or not all(isinstance(m, str) for m in missing):
+                    continue  # index names are reported as text: only a str key is proven absent
+                missing = [m for m in missing if m not in base.index_names]
+            if missing:
+                shown = ", ".join(repr(m) for m in missing)
+                return _finding(
+                    w,
+                    "pandas.missing-column",
+                    "KeyError",
+                    where,
+                    f"{base.text}.{node.func.attr}(): column {shown} does not exist in {base.text}",
+                    [_labels_evidence(base)],
+                    [base],
+                )
+    return []
+
+
+@check("pandas.missing-column")
+def missing_column(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """Selecting, dropping, grouping, sorting or indexing by a column the frame does not have."""
+    return run_walk(facts, snapshot, _missing_column)
+
+
+# ------------------------------------------------------------------------------------------------
+# .iloc positions out of range
+# ------------------------------------------------------------------------------------------------
+
+
+def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for node in w.evaluated(stmt):
+        if not (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "iloc"
+        ):
+            continue
+        base = w.ev(node.value.value)
+        if base is None or base.kind not in ("dataframe", "series") or base.shape is None:
+            continue
+        ok, key = w.const(node.slice)
+        if not ok:
+            continue
+        keys = key if isinstance(key, tuple) else (key,)
+        for axis, k in enumerate(keys[: len(base.shape)]):
+            n = base.shape[axis]
+            if isinstance(k, int) and not isinstance(k, bool) and n is not None and not -n <= k < n:
+                what = "row" if axis == 0 else "column"
+                return _finding(
+                    w,
+                    "pandas.iloc-range",
+                    "IndexError",
+                    node.slice,
+                    f"{what} position {k} is out of range: {base.text} has {n} {what}s",
+                    [(f"{base.text}.shape", str(tuple(base.shape)))],
+                    [base],
+                )
+    return []
+
+
+@check("pandas.iloc-range")
+def iloc_range(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """``.iloc`` with an integer position past the end of the frame or series."""
+    return run_walk(facts, snapshot, _iloc)
+
+
+# ------------------------------------------------------------------------------------------------
+# .str / .dt / .cat on the wrong dtype
+# ------------------------------------------------------------------------------------------------
+
+
+def _numeric(dtype: str) -> bool:
+    return dtype.lower().startswith(("int", "uint", "float", "bool", "complex"))
+
+
+def _accessor_fails(attr: str, dtype: str) -> bool:
+    d = dtype.lower()
+    if attr == "cat":
+        return d != "category"
+    if attr == "str":
+        return _numeric(dtype) or d.startswith(("datetime64", "timedelta64"))
+    if attr == "dt":
+        return _numeric(dtype) or d in ("string", "str")
+    return False
+
+
+def _accessor(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for node in w.evaluated(stmt):
+        if not (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("str", "dt", "cat")
+            and isinstance(node.ctx, ast.Load)
+        ):
+            continue
+        base = w.ev(node.value)
+        if base is None:
+            continue
+        reason = None
+        if base.kind == "series" and base.dtype and _accessor_fails(node.attr, base.dtype):
+            reason = f"{base.text} has dtype {base.dtype}"
+        elif base.kind == "dataframe" and base.labels is not None and node.attr not in base.labels:
+            reason = f"{base.text} is a DataFrame (accessors belong to Series)"
+        elif base.kind == "categorical":
+            reason = f"{base.text} is a pandas.Categorical, not a Series"
+        elif base.kind == "ndarray":
+            reason = f"{base.text} is a NumPy array"
+        if reason:
+            return _finding(
+                w,
+                "pandas.accessor-dtype",
+                "AttributeError",
+                node,
+                f".{node.attr} cannot be used here: {reason}",
+                [(f"type({base.text})", base.kind + (f", dtype {base.dtype}" if base.dtype else ""))],
+                [base],
+            )
+    return []
+
+
+@check("pandas.accessor-dtype")
+def accessor_dtype(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """``.str``/``.dt``/``.cat`` on a Series of another dtype, a DataFrame, an array or a Categorical."""
+    return run_walk(facts, snapshot, _accessor)
+
+
+# ------------------------------------------------------------------------------------------------
+# astype(int) on NaN or non-integer text
+# ------------------------------------------------------------------------------------------------
+
+
+def _int_target(w: CellWalk, arg: ast.AST) -> str | None:
+    ok, value = literal(arg)
+    if ok and isinstance(value, str) and value in _INT_TARGETS:
+        return value
+    if (
+        isinstance(arg, ast.Name)
+        and arg.id == "int"
+        and "int" not in w.env
+        and w.trusted("int")
+        and "int" not in w.snapshot.variables
+    ):
+        return "int"
+    if isinstance(arg, ast.Attribute) and arg.attr in _INT_TARGETS and w.module_of(arg.value) == "numpy":
+        return f"np.{arg.attr}"
+    return None
+
+
+def _bad_int_value(examples: list[str] | None) -> str | None:
+    for ex in examples or []:
+        ok, v = literal(_parse(ex))
+        if ok and isinstance(v, str):
+            try:
+                int(v)
+            except ValueError:
+                return v
+    return None
+
+
+def _parse(text: str) -> ast.AST | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
+_FLOAT_TARGETS = frozenset({"float", "float64", "float32", "float16"})
+
+
+def _float_target(w: CellWalk, arg: ast.AST) -> str | None:
+    ok, value = literal(arg)
+    if ok and isinstance(value, str) and value in _FLOAT_TARGETS:
+        return value
+    if isinstance(arg, ast.Name) and arg.id == "float" and "float" not in w.env and w.trusted("float"):
+        return "float" if "float" not in w.snapshot.variables else None
+    if isinstance(arg, ast.Attribute) and arg.attr in _FLOAT_TARGETS and w.module_of(arg.value) == "numpy":
+        return f"np.{arg.attr}"
+    return None
+
+
+def _text_value(examples: list[str] | None, *, blank_ok: bool = False) -> str | None:
+    """A string the probe saw that ``float()`` rejects (``non_numeric_examples`` holds reprs)."""
+    for ex in examples or []:
+        ok, v = literal(_parse(ex))
+        if ok and isinstance(v, str) and (blank_ok or v.strip()):
+            try:
+                float(v)
+            except ValueError:
+                return v
+    return None
+
+
+def _astype_float(w: CellWalk, node: ast.Call) -> list[Finding]:
+    target = _float_target(w, node.args[0])
+    base = w.ev(node.func.value) if target and isinstance(node.func, ast.Attribute) else None
+    if base is None or base.kind != "series" or base.dtype != "object" or base.stats is None:
+        return []
+    bad = _text_value(base.stats.non_numeric_examples, blank_ok=True)
+    if bad is None:
+        return []
+    return _finding(
+        w,
+        "pandas.astype-int",
+        "ValueError",
+        node,
+        f"{base.text} holds {bad!r}, which cannot be converted to {target}",
+        [(f"{base.text}.dtype", "object"), (f"a value of {base.text}", repr(bad))],
+        [base],
+    )
+
+
+def _to_numeric(w: CellWalk, node: ast.Call) -> list[Finding]:
+    lib = w.lib_func(node.func)
+    if lib is None or lib != ("pandas", "to_numeric") or len(node.args) != 1 or has_star(node):
+        return []
+    ok, errors = literal(kwarg(node, "errors"))
+    if kwarg(node, "errors") is not None and (not ok or errors != "raise"):
+        return []
+    base = w.ev(node.args[0])
+    if base is None or base.kind != "series" or base.dtype != "object" or base.stats is None:
+        return []
+    bad = _text_value(base.stats.non_numeric_examples)
+    if bad is None:
+        return []
+    return _finding(
+        w,
+        "pandas.astype-int",
+        "ValueError",
+        node,
+        f"pd.to_numeric: {base.text} holds {bad!r}, which is not a number",
+        [(f"{base.text}.dtype", "object"), (f"a value of {base.text}", repr(bad))],
+        [base],
+    )
+
+
+def _astype(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for node in w.evaluated(stmt):
+        if isinstance(node, ast.Call):
+            other = _to_numeric(w, node)
+            if (
+                not other
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "astype"
+                and len(node.args) == 1
+                and not node.keywords
+            ):
+                other = _astype_float(w, node)
+            if other:
+                return other
+        found = _astype_int(w, node)
+        if found:
+            return found
+    return []
+
+
+def _astype_int(w: CellWalk, node: ast.AST) -> list[Finding]:
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "astype"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return []
+    target = _int_target(w, node.args[0])
+    base = w.ev(node.func.value) if target else None
+    if base is None or base.kind != "series" or not base.dtype or base.stats is None:
+        return []
+    st, dtype = base.stats, base.dtype.lower()
+    evidence = [(f"{base.text}.dtype", base.dtype)]
+    msg, exc = None, "ValueError"
+    if st.has_nan and (dtype.startswith("float") or dtype == "object"):
+        # pandas raises its IntCastingNaNError (a ValueError) for float columns
+        exc = "IntCastingNaNError" if dtype.startswith("float") else "ValueError"
+        msg = f"{base.text} holds NaN, which cannot be cast to {target}"
+        evidence.append((f"{base.text} NaN count", str(st.nan_count) if st.nan_count is not None else "> 0"))
+    elif dtype == "object":
+        bad = _bad_int_value(st.non_numeric_examples) or _bad_int_value(st.examples)
+        if bad is not None:
+            msg = f"{base.text} holds {bad!r}, which int() rejects"
+            evidence.append((f"a value of {base.text}", repr(bad)))
+    if msg:
+        return _finding(w, "pandas.astype-int", exc, node, msg, evidence, [base])
+    return []
+
+
+@check("pandas.astype-int")
+def astype_int(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """``astype(int)``/``astype(float)``/``pd.to_numeric`` on a column where the probe saw a value the
+    conversion rejects (a NaN for int, a string that is not a number)."""
+    return run_walk(facts, snapshot, _astype)
+
+
+# ------------------------------------------------------------------------------------------------
+# wrong-length assignment
+# ------------------------------------------------------------------------------------------------
+
+
+def _length_of(w: CellWalk, node: ast.AST) -> tuple[int, Val | None] | None:
+    if isinstance(node, ast.List):
+        return len(node.elts), None
+    v = w.ev(node)
+    if v is None:
+        return None
+    if v.kind in ("list", "list_literal") and v.length is not None:
+        return v.length, v
+    if v.kind == "ndarray" and v.shape is not None and len(v.shape) == 1 and v.shape[0] is not None:
+        return v.shape[0], v
+    return None
+
+
+def _assign_length(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return []
+    target = stmt.targets[0]
+    if isinstance(target, ast.Subscript) and not isinstance(target.value, ast.Attribute):
+        ok, key = literal(target.slice)
+        base = w.ev(target.value)
+        if not ok or not isinstance(key, str) or base is None or base.kind != "dataframe" or not base.shape:
+            return []
+        n = base.shape[0]
+        got = _length_of(w, stmt.value)
+        if n and got is not None and got[0] != n:
+            vals = [base] + ([got[1]] if got[1] else [])
+            return _finding(
+                w,
+                "pandas.length-mismatch",
+                "ValueError",
+                stmt,
+                f"{got[0]} values assigned to column {key!r} of {base.text}, which has {n} rows",
+                [(f"len({base.text})", str(n)), ("len(values)", str(got[0]))],
+                vals,
+            )
+    if isinstance(target, ast.Attribute) and target.attr == "columns":
+        base = w.ev(target.value)
+        if base is None or base.kind != "dataframe" or not base.shape or len(base.shape) != 2:
+            return []
+        n = base.shape[1]
+        got = _length_of(w, stmt.value)
+        if n and got is not None and got[0] != n:
+            vals = [base] + ([got[1]] if got[1] else [])
+            return _finding(
+                w,
+                "pandas.length-mismatch",
+                "ValueError",
+                stmt,
+                f"{got[0]} column names assigned to {base.text}, which has {n} columns",
+                [(f"{base.text}.shape", str(tuple(base.shape))), ("len(names)", str(got[0]))],
+                vals,
+            )
+    return []
+
+
+@check("pandas.length-mismatch")
+def assign_length(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """``df['c'] = values`` / ``df.columns = names`` with the wrong number of values."""
+    return run_walk(facts, snapshot, _assign_length)
+
+
+# ------------------------------------------------------------------------------------------------
+# truth value of a DataFrame / Series / array
+# ------------------------------------------------------------------------------------------------
+
+
+def _truth_operands(stmt: ast.stmt, w: CellWalk) -> list[ast.AST]:
+    out: list[ast.AST] = []
+    if isinstance(stmt, (ast.If, ast.While, ast.Assert)):
+        out.append(stmt.test)
+    for node in w.evaluated(stmt):
+        if isinstance(node, ast.BoolOp):
+            out.append(node.values[0])
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            out.append(node.operand)
+        elif isinstance(node, ast.IfExp):
+            out.append(node.test)
+    return out
+
+
+def _truth(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for operand in _truth_operands(stmt, w):
+        if isinstance(operand, (ast.BoolOp, ast.UnaryOp)):
+            continue
+        v = w.ev(operand)
+        if v is None:
+            continue
+        what = None
+        if v.kind in ("dataframe", "series"):
+            what = "DataFrame" if v.kind == "dataframe" else "Series"
+        elif v.kind == "ndarray" and v.full_shape() is not None:
+            size = 1
+            for d in v.full_shape() or ():
+                size *= d
+            if size > 1:
+                what = "array with more than one element"
+        if what:
+            return _finding(
+                w,
+                "pandas.truth-value",
+                "ValueError",
+                operand,
+                f"the truth value of a {what} is ambiguous ({v.text})",
+                [(f"type({v.text})", v.kind + (f", shape {tuple(v.shape)}" if v.shape else ""))],
+                [v],
+            )
+    return []
+
+
+@check("pandas.truth-value")
+def truth_value(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """``if df:`` / ``s and x`` / ``not arr``: pandas and NumPy refuse to be truthy."""
+    return run_walk(facts, snapshot, _truth)
+
+
+# ------------------------------------------------------------------------------------------------
+# join with overlapping columns and no suffix
+# ------------------------------------------------------------------------------------------------
+
+
+def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for node in w.evaluated(stmt):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "join"
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            continue
+        left, right = w.ev(node.func.value), w.ev(node.args[0])
+        if left is None or right is None or left.kind != "dataframe" or right.kind != "dataframe":
+            continue
+        if left.labels is None or right.labels is None:
+            continue
+        overlap = [c for c in left.labels if c in right.labels]
+        if overlap:
+            return _finding(
+                w,
+                "pandas.join-overlap",
+                "ValueError",
+                node,
+                f"{left.text}.join({right.text}): columns {overlap[:5]} are in both and no suffix is given",
+                [_labels_evidence(left), _labels_evidence(right)],
+                [left, right],
+            )
+    return []
+
+
+@check("pandas.join-overlap")
+def join_overlap(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """``a.join(b)`` where both frames share a column and neither ``lsuffix`` nor ``rsuffix`` is given."""
+    return run_walk(facts, snapshot, _join)

@@ -1,0 +1,133 @@
+"""matplotlib / seaborn checks: ``imshow`` of an array that is not an image, and plotting calls whose
+arguments the function's own signature (read from the kernel) rejects.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+from crane_lsp.cellcode import CellFacts
+from crane_lsp.checks.base import Finding, check
+from crane_lsp.checks.libcommon import CellWalk, has_star, run_walk, span_of
+from crane_lsp.runtime import ParamInfo, Snapshot
+
+PLOT_LIBS = ("matplotlib", "seaborn")
+
+
+def _is_image_shape(shape: tuple[int, ...]) -> bool:
+    return len(shape) == 2 or (len(shape) == 3 and shape[-1] in (3, 4))
+
+
+def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for node in w.evaluated(stmt):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "imshow"
+            and node.args
+        ):
+            continue
+        mod = w.module_of(node.func.value)
+        if mod is None:
+            owner = w.ev(node.func.value)
+            axes = (
+                owner is not None
+                and owner.summary is not None
+                and owner.summary.type.startswith("matplotlib.axes.")
+            )
+            if not axes:
+                continue
+        elif not mod.startswith("matplotlib"):
+            continue
+        img = w.ev(node.args[0])
+        if img is None or img.kind not in ("ndarray", "tensor"):
+            continue
+        if img.kind == "tensor" and (
+            img.summary is None or img.summary.requires_grad or (img.summary.device or "cpu") != "cpu"
+        ):
+            continue
+        shape = img.full_shape()
+        if shape is None or _is_image_shape(shape):
+            continue
+        hint = (
+            " (channels first? move the channel axis last)"
+            if len(shape) == 3 and shape[0] in (1, 3, 4)
+            else ""
+        )
+        return [
+            Finding(
+                check_id="plot.imshow-shape",
+                exception="TypeError",
+                span=span_of(node.args[0], w.lines),
+                message=f"imshow needs an (M, N), (M, N, 3) or (M, N, 4) array; {img.text} has shape "
+                f"{shape}{hint}",
+                evidence=((f"{img.text}.shape", str(shape)),),
+                variables=img.variables,
+            )
+        ]
+    return []
+
+
+@check("plot.imshow-shape")
+def imshow_shape(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """``imshow`` of an array that is not a 2-D image or an RGB(A) stack with channels last."""
+    return run_walk(facts, snapshot, _imshow)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def _signature(params: list[ParamInfo]) -> inspect.Signature | None:
+    try:
+        return inspect.Signature(
+            [
+                inspect.Parameter(
+                    p.name,
+                    getattr(inspect.Parameter, p.kind),
+                    default=None if p.has_default else inspect.Parameter.empty,
+                )
+                for p in params
+            ]
+        )
+    except (ValueError, TypeError):
+        return None
+
+
+def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for node in w.evaluated(stmt):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or has_star(node):
+            continue
+        mod = w.module_of(node.func.value)
+        if mod is None or not mod.startswith(PLOT_LIBS):
+            continue
+        chain = ast.unparse(node.func)
+        fn = w.snapshot.variables.get(chain)
+        if fn is None or fn.kind != "function" or not fn.params:
+            continue
+        if fn.module is not None and not fn.module.startswith(PLOT_LIBS):
+            continue
+        sig = _signature(fn.params)
+        if sig is None:
+            continue
+        try:
+            sig.bind(*range(len(node.args)), **{kw.arg: 0 for kw in node.keywords if kw.arg})
+        except TypeError as exc:
+            reason = str(exc)
+            return [
+                Finding(
+                    check_id="plot.call-signature",
+                    exception="TypeError",
+                    span=span_of(node, w.lines),
+                    message=f"{chain}(): {reason}",
+                    evidence=((f"signature of {chain}", fn.signature or ""),),
+                    variables=(),
+                )
+            ]
+    return []
+
+
+@check("plot.call-signature")
+def plot_signature(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """A matplotlib/seaborn call whose positional and keyword arguments its signature rejects."""
+    return run_walk(facts, snapshot, _plot_signature)

@@ -1,0 +1,179 @@
+"""pandas checks: every crash case really raises in a real kernel; every near miss really runs clean."""
+
+from __future__ import annotations
+
+import pytest
+
+import crane_lsp.checks.pandas  # noqa: F401  (registers the checks)
+from tests.lib_checks_util import Case, verify
+
+DF = (
+    "import pandas as pd, numpy as np\n"
+    "df = pd.DataFrame({'a': [1, 2, 3], 'b': [1.5, np.nan, 3.0], 'name': ['x', 'y', 'z'],\n"
+    "                   'when': pd.to_datetime(['2020-01-01', '2020-02-01', '2020-03-01']),\n"
+    "                   'txt': ['1', '46.0', '3'], 'ok': ['1', '2', '3']})\n"
+    "df.index.name = 'rid'\n"
+    "other = pd.DataFrame({'a': [1, 2, 3], 'c': [4, 5, 6]})\n"
+    "other2 = pd.DataFrame({'c': [4, 5, 6]})\n"
+)
+
+CASES = [
+    # missing columns
+    Case("select-missing", "pandas.missing-column", DF, "x = df['price']\n", "KeyError"),
+    Case("select-list-missing", "pandas.missing-column", DF, "x = df[['a', 'zz']]\n", "KeyError"),
+    Case("loc-column-missing", "pandas.missing-column", DF, "x = df.loc[df['a'] > 1, 'zz']\n", "KeyError"),
+    Case(
+        "loc-column-fine",
+        "pandas.missing-column",
+        DF,
+        "x = df.loc[df['a'] > 1, 'b']\ny = df.loc[:, ['a', 'b']]\n",
+        None,
+    ),
+    Case("select-present", "pandas.missing-column", DF, "x = df['a']\ny = df[['a', 'b']]\n", None),
+    Case("select-created-earlier", "pandas.missing-column", DF, "df['new'] = 1\nx = df['new']\n", None),
+    Case("drop-columns-kw", "pandas.missing-column", DF, "df.drop(columns='zz', inplace=True)\n", "KeyError"),
+    Case("drop-axis1", "pandas.missing-column", DF, "d = df.drop(['a', 'zz'], axis=1)\n", "KeyError", 0),
+    Case("drop-reassign", "pandas.missing-column", DF, "df = df.drop(['zz'], axis='columns')\n", "KeyError"),
+    Case(
+        "drop-errors-ignore",
+        "pandas.missing-column",
+        DF,
+        "df = df.drop(['zz'], axis=1, errors='ignore')\n",
+        None,
+    ),
+    Case("drop-rows-not-columns", "pandas.missing-column", DF, "d = df.drop([0])\n", None),
+    Case(
+        "drop-twice",
+        "pandas.missing-column",
+        DF,
+        "df.drop(columns='a', inplace=True)\ndf.drop(columns='b')\n",
+        None,
+    ),
+    Case("groupby-missing", "pandas.missing-column", DF, "g = df.groupby('region').size()\n", "KeyError"),
+    Case("groupby-index-name", "pandas.missing-column", DF, "g = df.groupby('rid').size()\n", None),
+    Case("sort-missing", "pandas.missing-column", DF, "s = df.sort_values(by=['a', 'zz'])\n", "KeyError"),
+    Case("sort-present", "pandas.missing-column", DF, "s = df.sort_values(by='a')\n", None),
+    Case("set-index-missing", "pandas.missing-column", DF, "s = df.set_index('zz')\n", "KeyError"),
+    Case("dropna-subset-missing", "pandas.missing-column", DF, "s = df.dropna(subset=['zz'])\n", "KeyError"),
+    Case(
+        "after-user-function",
+        "pandas.missing-column",
+        DF + "def add(d):\n    d['zz'] = 1\n",
+        "add(df)\nx = df['zz']\n",
+        None,
+    ),
+    # aliases: a change through another name must silence the checks (these all run clean)
+    Case(
+        "alias-loop-literal",
+        "pandas.missing-column",
+        DF,
+        "for d in [df, other]:\n    d['zz'] = 1\nx = df['zz']\n",
+        None,
+    ),
+    Case(
+        "alias-kernel-list",
+        "pandas.missing-column",
+        DF + "combine = [df, other]\n",
+        "for d in combine:\n    d['zz'] = 1\nx = df['zz']\n",
+        None,
+    ),
+    Case("alias-assign", "pandas.missing-column", DF, "d2 = df\nd2['zz'] = 1\nx = df['zz']\n", None),
+    Case(
+        "alias-kernel",
+        "pandas.missing-column",
+        DF + "df_alias = df\n",
+        "df_alias['zz'] = 1\nx = df['zz']\n",
+        None,
+    ),
+    Case(
+        "alias-inplace",
+        "pandas.missing-column",
+        DF + "df_alias = df\n",
+        "df_alias.rename(columns={'a': 'zz'}, inplace=True)\nx = df['zz']\n",
+        None,
+    ),
+    Case(
+        "after-pure-calls",
+        "pandas.missing-column",
+        DF,
+        "print(len(df))\ndf.head()\nn = df['a'].value_counts().sort_index()\nx = df['zz']\n",
+        "KeyError",
+        3,
+    ),
+    # .iloc
+    Case("iloc-row-out", "pandas.iloc-range", DF, "r = df.iloc[3]\n", "IndexError"),
+    Case("iloc-col-out", "pandas.iloc-range", DF, "r = df.iloc[0, 6]\n", "IndexError"),
+    Case("iloc-last", "pandas.iloc-range", DF, "r = df.iloc[-3]\nq = df.iloc[2, 5]\n", None),
+    # accessors
+    Case("str-on-int", "pandas.accessor-dtype", DF, "u = df['a'].str.upper()\n", "AttributeError"),
+    Case("dt-on-object", "pandas.accessor-dtype", DF, "u = df['b'].dt.year\n", "AttributeError"),
+    Case("cat-on-object", "pandas.accessor-dtype", DF, "u = df['name'].cat.codes\n", "AttributeError"),
+    Case("str-on-frame", "pandas.accessor-dtype", DF, "u = df.str.upper()\n", "AttributeError"),
+    Case(
+        "cat-on-categorical",
+        "pandas.accessor-dtype",
+        DF,
+        "c = pd.Categorical(df['a'], categories=range(4))\nc.cat.rename_categories(['p', 'q', 'r', 's'])\n",
+        "AttributeError",
+        1,
+    ),
+    Case(
+        "accessors-fine",
+        "pandas.accessor-dtype",
+        DF,
+        "u = df['name'].str.upper()\ny = df['when'].dt.year\nz = df['name'].astype('category').cat.codes\n",
+        None,
+    ),
+    # astype(int)
+    Case("astype-nan", "pandas.astype-int", DF, "v = df['b'].astype(int)\n", "IntCastingNaNError"),
+    Case("astype-float-text", "pandas.astype-int", DF, "v = df['txt'].astype('int')\n", "ValueError"),
+    Case(
+        "astype-ok",
+        "pandas.astype-int",
+        DF,
+        "v = df['ok'].astype('int')\nw = df['b'].fillna(0).astype(int)\n"
+        "x = df['txt'].astype(float).astype(int)\n",
+        None,
+    ),
+    Case("astype-float-text", "pandas.astype-int", DF, "v = df['name'].astype(float)\n", "ValueError"),
+    Case("to-numeric-text", "pandas.astype-int", DF, "v = pd.to_numeric(df['name'])\n", "ValueError"),
+    Case(
+        "to-numeric-fine",
+        "pandas.astype-int",
+        DF,
+        "v = pd.to_numeric(df['txt'])\nw = pd.to_numeric(df['name'], errors='coerce')\n"
+        "x = df['txt'].astype(float)\n",
+        None,
+    ),
+    # assignment lengths
+    Case("assign-short-list", "pandas.length-mismatch", DF, "df['n'] = [1, 2]\n", "ValueError"),
+    Case("assign-columns", "pandas.length-mismatch", DF, "df.columns = ['p', 'q']\n", "ValueError"),
+    Case(
+        "assign-fine", "pandas.length-mismatch", DF, "df['n'] = [1, 2, 3]\nother.columns = ['p', 'q']\n", None
+    ),
+    # truth values
+    Case("if-frame", "pandas.truth-value", DF, "if df:\n    print(1)\n", "ValueError"),
+    Case("if-compare-series", "pandas.truth-value", DF, "if df['a'] > 1:\n    print(1)\n", "ValueError"),
+    Case("and-series", "pandas.truth-value", DF, "x = df['a'] and 1\n", "ValueError"),
+    Case(
+        "truth-fine",
+        "pandas.truth-value",
+        DF,
+        "if not df.empty and (df['a'] > 1).any():\n    print(1)\n",
+        None,
+    ),
+    # join
+    Case("join-overlap", "pandas.join-overlap", DF, "j = df.join(other)\n", "ValueError"),
+    Case(
+        "join-fine",
+        "pandas.join-overlap",
+        DF,
+        "j = df.join(other2)\nk = df.join(other, rsuffix='_o')\n",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_pandas_check(kernel, case: Case) -> None:
+    verify(kernel, case)
