@@ -125,6 +125,61 @@ async def test_history_in_execution_order_and_cell_events(fresh_kernel: TestKern
     assert cells[0].source == "a = 1" and cells[2].source == "%pwd" and cells[3].source == "c = b * 2"
 
 
+async def test_concurrent_requests_on_one_link(kernel: TestKernel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several requests in flight at once, from several callers: each gets its own reply, promptly."""
+    kernel.run("conc_x = 7")
+    # no periodic look at the sockets: replies must be routed by ZeroMQ's wake-ups alone
+    monkeypatch.setattr(KernelLink, "reader_wakeup_s", 3600.0)
+    query = ProbeQuery(names=["conc_x"])
+    for _ in range(3):
+        async with await KernelLink.connect(kernel.connection_file) as link:
+            t0 = time.monotonic()
+            # the reply to the first request arrives while the event loop is held up (a busy server),
+            # then the second request is sent: that send used to swallow the reply's wake-up, and
+            # both requests timed out with their replies queued
+            first = asyncio.ensure_future(link.history(timeout=5))
+            await asyncio.sleep(0)  # the first request is sent
+            time.sleep(0.2)
+            second = await link.history(timeout=5)
+            assert second == await first and second[-1].source == "conc_x = 7"
+            pair = await asyncio.gather(link.history(timeout=5), link.history(timeout=5))
+            assert pair[0] == pair[1] == second
+            snaps = await asyncio.gather(
+                link.snapshot(query, timeout=8), link.snapshot(query, timeout=8), link.history(timeout=5)
+            )
+            assert all(s.variables["conc_x"].kind == "int" for s in snaps[:2])
+            answers = await asyncio.gather(*(link.call("snapshot", {"names": [f"v{i}"]}) for i in range(4)))
+            assert [a["undefined"] for a in answers] == [[f"v{i}"] for i in range(4)]  # routed by msg_id
+            assert time.monotonic() - t0 < 4.0
+            assert not link._pending  # nothing left waiting
+
+
+async def test_silent_probes_are_never_cells(kernel: TestKernel) -> None:
+    """The link's own requests never produce cell events, however late their status messages come;
+    a real cell run by another client produces exactly one started / finished pair."""
+    events: list[KernelEvent] = []
+    async with await KernelLink.connect(kernel.connection_file) as link:
+        link.add_listener(events.append)
+        query = ProbeQuery(names=["silent_x"])
+        for _ in range(40):
+            await link.snapshot(query)
+        await asyncio.gather(*(link.snapshot(query) for _ in range(5)), link.history())
+        await link.call("snapshot", {})
+        await asyncio.sleep(0.5)  # let every trailing status message arrive
+        assert events == []
+        assert not link.busy
+        count = kernel.run("silent_x = 1")["execution_count"]
+        for _ in range(100):
+            if any(e.kind == "cell_finished" for e in events):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # and nothing more comes
+        assert [(e.kind, e.generation) for e in events] == [("cell_started", count), ("cell_finished", count)]
+        assert (await link.snapshot(query)).variables["silent_x"].kind == "int"
+        await asyncio.sleep(0.3)
+        assert len(events) == 2
+
+
 async def test_start_execute_reports_error_line(tmp_path: Path) -> None:
     (tmp_path / "data.txt").write_text("hello")
     async with await KernelLink.start(tmp_path, quiet=True) as link:

@@ -2,10 +2,13 @@
 
 Why it is more than ``AsyncKernelClient``: a user's kernel is often busy, restarts under us and
 must never be left waiting on us. So the link
-- reads every channel in background tasks and routes replies by ``msg_id`` (several requests may be
-  in flight: a probe on a subshell while a replay cell runs, a history request, ...);
+- reads every channel in background tasks and routes replies by ``msg_id``: any number of requests
+  may be in flight at once, from any number of callers (a probe on a subshell while a replay cell
+  runs, a history request, ...); see ``_send`` for what that takes with ZeroMQ;
 - follows IOPub ``status`` messages to know whether a cell is running, and which generation
   (execution count) the state has, and tells listeners when a cell finishes or the kernel restarts;
+  its own silent requests carry marked msg_ids, so they are never taken for cells, however late
+  their status messages come;
 - queries the probe with ``silent=True, store_history=False`` and ``user_expressions`` only, on the
   main shell when idle, on a kernel subshell (JEP 91) while a cell runs, else says ``KernelBusy``;
 - checks that the probe is installed in the same request as the query, and (re)installs it when a
@@ -19,14 +22,17 @@ import contextlib
 import json
 import logging
 import os
+import queue
 import re
 import subprocess
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import zmq
 from pydantic import ValidationError
 
 from crane_lsp.kernel import probe_install
@@ -110,6 +116,10 @@ _SUBSHELL_FEATURE = "kernel subshells"
 READ_ONLY_ENTRY_POINTS = frozenset({"snapshot"})
 _RESULT_KEY = "r"
 _INSTALLED_KEY = "ok"
+#: msg_id prefix of every request a link sends except real cells (``execute``): the kernel echoes it in
+#: the parent header of the request's status messages, so they are recognised statelessly, whenever
+#: they arrive (also those of other crane links on the same kernel)
+SILENT_ID_PREFIX = "crane-silent-"
 
 
 def strip_ansi(text: str) -> str:
@@ -134,6 +144,8 @@ class KernelLink:
     start_grace_s = 0.25
     #: while waiting for an answer, how often to check that the kernel still exists
     alive_check_s = 0.5
+    #: the channel readers look at their socket at least this often, whatever ZeroMQ signalled
+    reader_wakeup_s = 1.0
 
     def __init__(self, client: Any, manager: Any | None = None, connection_file: Path | None = None) -> None:
         self._client = client
@@ -142,7 +154,6 @@ class KernelLink:
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._collect: dict[str, list[dict[str, Any]]] = {}  # msg_id -> IOPub messages (own executes)
         self._started: set[str] = set()  # own requests the kernel has started on (status busy seen)
-        self._own: set[str] = set()  # msg_ids of requests sent by this link
         self._foreign_busy: dict[str, int | None] = {}  # running cells of others: msg_id -> count
         self._cells: set[str] = set()  # running executes that announced their input (not silent)
         self._ping: str | None = None  # unanswered shell kernel_info: the main shell is occupied
@@ -272,7 +283,11 @@ class KernelLink:
         channel = getattr(self._client, f"{name}_channel")
         while True:
             try:
-                msg = await channel.get_msg(timeout=None)
+                # a bounded wait: should a wake-up ever be lost (see ``_send``), a queued reply is
+                # found on the next look instead of never
+                msg = await channel.get_msg(timeout=self.reader_wakeup_s)
+            except queue.Empty:
+                continue
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a malformed message or a closed socket: skip, keep reading
@@ -322,8 +337,10 @@ class KernelLink:
         if state in ("starting", "restarting"):
             self._on_restart()
             return
-        if parent in self._own:
-            if state == "busy":
+        if parent.startswith(SILENT_ID_PREFIX):
+            # a silent request of this link (or of another crane link): never a cell. Its status may
+            # come after its reply was handled and forgotten; the marked msg_id still says whose it is
+            if state == "busy" and parent in self._pending:
                 self._started.add(parent)
             return
         is_main_execute = parent_header.get("msg_type") == "execute_request" and not parent_header.get(
@@ -384,25 +401,45 @@ class KernelLink:
     # ------------------------------------------------------------------ requests
 
     def _send(
-        self, channel: str, msg_type: str, content: dict[str, Any], subshell_id: str | None = None
+        self,
+        channel: str,
+        msg_type: str,
+        content: dict[str, Any],
+        subshell_id: str | None = None,
+        *,
+        user_cell: bool = False,
     ) -> tuple[str, asyncio.Future[dict[str, Any]]]:
+        """Send a request; the future gets its reply. Safe with any number of requests in flight.
+
+        ``user_cell``: a real cell (``execute``), whose status messages count like anyone's cell;
+        every other request gets a ``SILENT_ID_PREFIX`` msg_id.
+        """
         if self._closed:
             raise KernelDead("the kernel link was closed")
         msg = self._client.session.msg(msg_type, content)
+        if not user_cell:
+            msg["header"]["msg_id"] = msg["msg_id"] = f"{SILENT_ID_PREFIX}{uuid.uuid4().hex}"
         if subshell_id:
             msg["header"]["subshell_id"] = subshell_id
         msg_id: str = msg["header"]["msg_id"]
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut
-        self._own.add(msg_id)
-        getattr(self._client, f"{channel}_channel").send(msg)
+        zmq_channel = getattr(self._client, f"{channel}_channel")
+        zmq_channel.send(msg)
+        # jupyter_client's Session.send writes through a plain (synchronous) shadow of the asyncio
+        # socket, so zmq.asyncio never hears of the send. ZMQ_FD is edge-triggered, and a send lets
+        # libzmq process pending commands: when the reply to an earlier request on this socket has
+        # just arrived, its "readable" edge is consumed here and the reader's pending poll would wait
+        # forever, with both replies queued (two concurrent requests both timed out). Reading
+        # ZMQ_EVENTS through the asyncio socket makes pyzmq look again and wake the reader.
+        with contextlib.suppress(Exception):
+            zmq_channel.socket.get(zmq.EVENTS)
         return msg_id, fut
 
     def _forget(self, msg_id: str) -> None:
         self._pending.pop(msg_id, None)
         self._collect.pop(msg_id, None)
         self._started.discard(msg_id)
-        self._own.discard(msg_id)
 
     async def _request(
         self,
@@ -468,8 +505,6 @@ class KernelLink:
             await asyncio.wait_for(asyncio.shield(fut), self.start_grace_s if grace is None else grace)
         except asyncio.TimeoutError:
             return True  # the reader clears self._ping when the late answer comes
-        finally:
-            self._own.discard(msg_id)
         return False
 
     # ------------------------------------------------------------------ probe
@@ -677,8 +712,8 @@ class KernelLink:
             "allow_stdin": False,
             "stop_on_error": False,
         }
-        msg_id, fut = self._send("shell", "execute_request", content)
-        self._own.discard(msg_id)  # a real cell: its busy/idle counts like anyone's (probes go to a subshell)
+        # a real cell: its busy/idle counts like anyone's (probes meanwhile go to a subshell)
+        msg_id, fut = self._send("shell", "execute_request", content, user_cell=True)
         self._collect[msg_id] = []
         status: str
         try:

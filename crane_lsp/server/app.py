@@ -83,16 +83,12 @@ class Stats:
 
 
 class _GuardedLink:
-    """The kernel link as the server uses it: one request at a time, probes counted.
-
-    The kernel answers shell requests one after another anyway; sending them one at a time keeps
-    several cells' checks from timing out on each other, and the count feeds ``crane/status``.
-    """
+    """The kernel link as the server uses it: probes counted (the count feeds ``crane/status``) and
+    the history cached per kernel generation. The link itself takes concurrent requests."""
 
     def __init__(self, link: Any, stats: Stats) -> None:
         self._link = link
         self._stats = stats
-        self._lock = asyncio.Lock()
         self._history_key: tuple[Any, Any] | None = None
         self._history: Any = None
 
@@ -104,9 +100,8 @@ class _GuardedLink:
         return getattr(self._link, name)
 
     async def snapshot(self, *args: Any, **kwargs: Any) -> Any:
-        async with self._lock:
-            self._stats.probes += 1
-            snap = await self._link.snapshot(*args, **kwargs)
+        self._stats.probes += 1
+        snap = await self._link.snapshot(*args, **kwargs)
         self._stats.kernel_busy = bool(getattr(snap, "taken_while_busy", False))
         return snap
 
@@ -115,21 +110,15 @@ class _GuardedLink:
         key = (getattr(self._link, "generation", None), getattr(self._link, "restarts", None))
         if key[0] is not None and key == self._history_key:
             return self._history
-        async with self._lock:
-            history = await self._link.history(*args, **kwargs)
+        history = await self._link.history(*args, **kwargs)
         self._history_key, self._history = key, history
         return history
-
-    async def call(self, *args: Any, **kwargs: Any) -> Any:
-        async with self._lock:
-            return await self._link.call(*args, **kwargs)
 
     async def generation(self) -> int | None:
         """The kernel's execution count, from an empty probe (not counted as a cell's probe)."""
         from crane_lsp.runtime import ProbeQuery
 
-        async with self._lock:
-            snap = await self._link.snapshot(ProbeQuery(request_budget_s=0.5), timeout=WATCH_TIMEOUT_S)
+        snap = await self._link.snapshot(ProbeQuery(request_budget_s=0.5), timeout=WATCH_TIMEOUT_S)
         return cast("int | None", snap.generation)
 
 
@@ -350,11 +339,8 @@ class CraneServer(LanguageServer):
         if nb is None:
             return
         if event.kind == "cell_finished" and event.generation is not None:
-            seen, nb.kernel_generation = nb.kernel_generation, event.generation
-            if seen is None or event.generation == seen:
-                # a silent request (ours or another client's) leaves the user state where it was; with
-                # nothing seen yet there is no telling, and the watcher compares from here on
-                return
+            # only real cells finish (the link never reports silent requests): the state moved on
+            nb.kernel_generation = event.generation  # the watcher compares from here on
         log.debug("kernel event %s (generation %s): re-checking %s", event.kind, event.generation, nb.uri)
         self.state_changed(nb)
 
