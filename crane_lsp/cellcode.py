@@ -18,6 +18,7 @@ import ast
 import builtins
 import difflib
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -237,8 +238,36 @@ class CellFacts:
             seen.setdefault(r.name, None)
         return list(seen)
 
-    def probe_query_fields(self) -> dict[str, list[str]]:
-        """Names, chains, subscripts, paths and modules for a ``runtime.ProbeQuery``.
+    def row_labels(self) -> dict[str, list[Any]]:
+        """Literal row labels the cell looks up on a name or chain (``df``, ``data.train``): ``.loc``/``.at``
+        reads (not stores: they enlarge) and ``drop`` of rows, each kept only when it is a str, an int or a
+        finite float (bools are masks to ``.loc``). The object may not be a frame at all: the probe tells."""
+        kernel = set(self.read_names())
+        out: dict[str, dict[Any, None]] = {}
+
+        def add(target: str, value: Any) -> None:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                if _row_label(item) and len(out.setdefault(target, {})) < _MAX_ROW_LABELS:
+                    out[target].setdefault((type(item), item), None)
+
+        for sub in self.subscripts:
+            if sub.accessor not in ("loc", "at") or sub.is_store or sub.is_del or sub.base not in kernel:
+                continue
+            if "[" in sub.target:
+                continue
+            key = sub.key
+            add(sub.target, key[0] if isinstance(key, tuple) and len(key) == 2 else key)
+        for call in self.calls:
+            if call.method != "drop" or call.receiver is None or call.receiver.split(".")[0] not in kernel:
+                continue
+            for arg in (*call.positional()[:1], call.keyword("labels"), call.keyword("index")):
+                if arg is not None and arg.is_literal:
+                    add(call.receiver, arg.literal)
+        return {target: [item for _, item in labels] for target, labels in out.items() if labels}
+
+    def probe_query_fields(self) -> dict[str, Any]:
+        """Names, chains, subscripts, paths, modules and row labels for a ``runtime.ProbeQuery``.
 
         Builtin names the cell reads (``print``, ``len``) are left out unless the cell uses them as
         the root of a chain or subscript; a kernel that shadows one is rare and costs prompt tokens.
@@ -270,6 +299,7 @@ class CellFacts:
             "subscripts": list(subs),
             "paths": list(paths),
             "modules": list(modules),
+            "index_labels": self.row_labels(),
         }
 
 
@@ -437,6 +467,16 @@ def _never_suppresses(node: ast.AST) -> bool:
     func = node.func if isinstance(node, ast.Call) else node
     parts = _chain_parts(func)
     return parts is not None and parts[-1] in _PASS_THROUGH_CONTEXTS
+
+
+_MAX_ROW_LABELS = 100
+
+
+def _row_label(value: Any) -> bool:
+    """A row label the probe can look up exactly: str, int or finite float (JSON keeps each type)."""
+    if isinstance(value, float):
+        return type(value) is float and math.isfinite(value)
+    return type(value) in (str, int)
 
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:

@@ -1,4 +1,6 @@
-"""``crane-lsp``: one entry point, one module per subcommand (imported lazily: ``serve`` must start fast).
+"""``crane-lsp``: one entry point, one module per subcommand.
+
+Subcommand modules keep their heavy imports inside ``run()``, so ``serve`` and ``--help`` start fast.
 
 Each subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int``.
 Exit status: 0 ok / no crash predicted, 1 crash predicted, 2 usage or runtime error.

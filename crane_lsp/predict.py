@@ -60,6 +60,7 @@ def probe_query(facts: CellFacts, settings: Settings) -> ProbeQuery:
         subscripts=fields.get("subscripts", []),
         paths=fields.get("paths", []),
         modules=fields.get("modules", []),
+        index_labels=fields.get("index_labels", {}),
         max_columns=settings.max_columns,
         sample_rows=settings.sample_rows,
         object_budget_s=settings.object_budget_s,

@@ -156,6 +156,10 @@ class ObjectSummary(_Model):
     index_names: list[str | None] | None = None  # index level names (groupby/sort_values/merge accept them)
     index_dtype: str | None = None
     index_range: list[Any] | None = None  # [first, last] of a DataFrame/Series index when cheap
+    # queried row labels (``ProbeQuery.index_labels``), keyed by repr(label): ``label in index`` as pandas
+    # answers it, or None where that could differ from what ``.loc``/``drop`` do (non-unique, MultiIndex,
+    # datetime-like or extension-dtype index)
+    index_has: dict[str, bool | None] | None = None
     # containers and scalars
     length: int | None = None
     keys: list[str] | None = None  # dict keys as reprs (capped)
@@ -220,6 +224,9 @@ class ProbeQuery(_Model):
     subscripts: list[str] = Field(default_factory=list)  # e.g. "df['price']" with literal keys only
     paths: list[str] = Field(default_factory=list)
     modules: list[str] = Field(default_factory=list)
+    # row labels the cell looks up on a frame/series (``.loc``/``.at`` reads, ``drop`` of rows), by the
+    # object's expression ("df", "data.train"); answered in ``ObjectSummary.index_has``
+    index_labels: dict[str, list[str | int | float]] = Field(default_factory=dict)
     max_columns: int = 20
     max_list_items: int = 50
     sample_rows: int = 100_000
@@ -358,6 +365,10 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
             if v is not None
         ]
         details.append(", ".join(bits))
+    if obj.index_has and not privacy:
+        absent = [label for label, has in obj.index_has.items() if has is False]
+        if absent:
+            details.append("index lacks " + ", ".join(absent[:10]))
     if obj.repr and obj.kind in ("other", "module", "class") and not privacy:
         details.append(f"repr {obj.repr}")
     lines = [head + (" | " + " | ".join(d for d in details if d) if details else "")]

@@ -287,6 +287,18 @@ def test_probe_query_fields_validate_as_probe_query() -> None:
     assert query.modules == ["pandas"]
 
 
+def test_row_labels_for_the_probe() -> None:
+    f = analyze(
+        "df.drop([10472], inplace=True)\nx = df.loc['q']\ny = df.loc[[1, 2.0, True, 'a']]\n"
+        "z = df.at[5, 'a']\ndf.loc['new'] = 1\nd.train.drop(index=7)\nw = s.loc[1.5, 'c']\n"
+        "fresh = make()\nfresh.drop(3)\nt = df.loc[float('nan')]\nu = df['a'].loc[9]\n"
+    )
+    fields = f.probe_query_fields()
+    # stores, bools, non-literals, cell-made objects and subscripted targets are left out
+    assert fields["index_labels"] == {"df": ["q", 1, 2.0, "a", 5, 10472], "s": [1.5], "d.train": [7]}
+    assert type(ProbeQuery(**fields).index_labels["df"][2]) is float  # 2.0 stays a float
+
+
 def test_analysis_never_raises_on_odd_input() -> None:
     for src in [
         "",

@@ -17,6 +17,14 @@ DF = (
     "other2 = pd.DataFrame({'c': [4, 5, 6]})\n"
 )
 
+ROWS = DF + (
+    "rows = pd.DataFrame({'v': [1, 2, 3]}, index=[10, 11, 13])\n"
+    "named = pd.DataFrame({'v': [1, 2]}, index=['x', 'y'])\n"
+    "ser = pd.Series([1, 2], index=['x', 'y'])\n"
+    "fl = pd.DataFrame({'v': [1]}, index=[5.0])\n"
+)
+ML = "pandas.missing-label"
+
 CASES = [
     # missing columns
     Case("select-missing", "pandas.missing-column", DF, "x = df['price']\n", "KeyError"),
@@ -99,6 +107,46 @@ CASES = [
         "print(len(df))\ndf.head()\nn = df['a'].value_counts().sort_index()\nx = df['zz']\n",
         "KeyError",
         3,
+    ),
+    # row labels not in the index
+    Case("drop-missing-row", ML, ROWS, "rows.drop([12], inplace=True)\n", "KeyError", 0),
+    Case("drop-index-kw", ML, ROWS, "x = 1\nd = rows.drop(index=12)\n", "KeyError", 1),
+    Case("drop-axis-index", ML, ROWS, "d = rows.drop([10, 12], axis='index')\n", "KeyError"),
+    Case("loc-scalar-missing", ML, ROWS, "r = named.loc['q']\n", "KeyError"),
+    Case("loc-list-one-missing", ML, ROWS, "r = named.loc[['x', 'q']]\n", "KeyError"),
+    Case("loc-row-col-missing", ML, ROWS, "r = named.loc['q', 'v']\n", "KeyError"),
+    Case("at-missing", ML, ROWS, "r = named.at['q', 'v']\n", "KeyError"),
+    Case("series-loc-missing", ML, ROWS, "r = ser.loc['q']\n", "KeyError"),
+    Case("str-label-int-index", ML, ROWS, "r = rows.loc['10']\n", "KeyError"),
+    Case("range-index-loc", ML, ROWS, "r = df.loc[3]\n", "KeyError"),
+    Case("float-index-missing", ML, ROWS, "d = fl.drop([5.5])\n", "KeyError"),
+    Case("float-label-int-index", ML, ROWS, "d = rows.drop(labels=[11.5])\n", "KeyError"),
+    Case(
+        "labels-present",
+        ML,
+        ROWS,
+        "a = named.loc['x']\nb = named.loc[['x', 'y']]\nc = rows.drop([10])\nd = named.at['y', 'v']\n"
+        "e = fl.drop([5])\nf = rows.loc[11.0]\ng = ser.loc['y']\nh = df.loc[2, 'a']\n",
+        None,
+    ),
+    Case("drop-errors-ignore", ML, ROWS, "rows.drop([12], errors='ignore', inplace=True)\n", None),
+    Case("loc-store-enlarges", ML, ROWS, "named.loc['q'] = 1\nser.loc['q'] = 3\n", None),
+    Case("added-then-dropped", ML, ROWS, "named.loc['q'] = 5\nnamed.drop(['q'], inplace=True)\n", None),
+    Case("added-then-read", ML, ROWS, "named.loc['q'] = 5\nr = named.loc['q']\n", None),
+    Case(
+        "not-label-lookups",
+        ML,
+        ROWS,
+        "a = rows.reindex([12])\nb = named.get('q')\nc = rows.iloc[0]\nd = rows.drop(['v'], axis=1)\n",
+        None,
+    ),
+    Case("after-reset", ML, ROWS, "rows = rows.reset_index(drop=True)\nd = rows.drop([2])\n", None),
+    Case(
+        "after-inplace-reset",
+        ML,
+        ROWS,
+        "rows.reset_index(drop=True, inplace=True)\nrows.drop([0], inplace=True)\n",
+        None,
     ),
     # .iloc
     Case("iloc-row-out", "pandas.iloc-range", DF, "r = df.iloc[3]\n", "IndexError"),

@@ -102,6 +102,45 @@ def test_series_index_ndarray(k: TestKernel) -> None:
     )
 
 
+def test_index_membership_of_row_labels(k: TestKernel) -> None:
+    k.run(
+        "ix_int = pd.DataFrame({'v': [1, 2, 3]}, index=[10, 11, 13])\n"
+        "ix_float = pd.Series([1, 2], index=[5.0, 6.5])\n"
+        "ix_dup = pd.DataFrame({'v': [1, 2]}, index=['x', 'x'])\n"
+        "ix_multi = pd.Series([1, 2], index=pd.MultiIndex.from_tuples([('a', 1), ('b', 2)]))\n"
+        "ix_dates = pd.Series([1], index=pd.to_datetime(['2020-01-01']))\n"
+        "class Key:\n"
+        "    calls = 0\n"
+        "    def __hash__(self):\n"
+        "        Key.calls += 1\n"
+        "        return 1\n"
+        "ix_objs = pd.Series([1, 2], index=pd.Index([Key(), 'x'], dtype=object))\n"
+    )
+    labels = {
+        "ix_int": [10, 12, 10.0, "10"],
+        "ix_float": [5, 6.5, 6],
+        "df": [4, 0, "0"],  # RangeIndex 0..3
+        "ix_dup": ["x", "q"],
+        "ix_multi": ["a"],
+        "ix_dates": ["2020-01-01", "q"],
+        "ix_objs": ["x"],
+        "idx": ["x"],  # an Index itself has no .index: not answered
+    }
+    snap = snapshot(k, {"names": list(labels), "index_labels": labels})
+    v = snap.variables
+    assert v["ix_int"].index_has == {"10": True, "12": False, "10.0": True, "'10'": False}
+    assert v["ix_float"].index_has == {"5": True, "6.5": True, "6": False}  # 5 in Index([5.0]) is True
+    assert v["df"].index_has == {"4": False, "0": True, "'0'": False}
+    # non-unique, MultiIndex, datetime-like (partial string keys) and user objects: unknown
+    assert v["ix_dup"].index_has == {"'x'": None, "'q'": None}
+    assert v["ix_multi"].index_has == {"'a'": None}
+    assert v["ix_dates"].index_has == {"'2020-01-01'": None, "'q'": None}
+    assert v["ix_objs"].index_has == {"'x'": None}
+    assert v["idx"].index_has is None
+    assert k.run("assert Key.calls == 0, Key.calls")["status"] == "ok"  # no user __hash__ ran
+    assert "index lacks 12" in render_snapshot(snap)
+
+
 def test_containers_and_scalars(k: TestKernel) -> None:
     names = ["d", "dd", "lst", "tup", "st", "text", "n_int", "n_float", "flag", "nothing", "cplx", "raw"]
     v = snapshot(k, {"names": names}).variables

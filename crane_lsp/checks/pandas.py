@@ -1,14 +1,16 @@
-"""pandas checks: missing columns, out-of-range positions, accessors on the wrong dtype, bad int casts,
-wrong-length assignments, ambiguous truth values and overlapping joins.
+"""pandas checks: missing columns, row labels not in the index, out-of-range positions, accessors on the
+wrong dtype, bad int casts, wrong-length assignments, ambiguous truth values and overlapping joins.
 
 Each fires only on what the snapshot proves: a column is "missing" only when the probe listed every
 column label exactly (``ObjectSummary.column_labels``), a NaN or a non-integer string only when the probe
-saw one (a value seen in a sample is still a value that exists).
+saw one (a value seen in a sample is still a value that exists), a row label only when the probe's
+``label in index`` lookup on a unique plain index said False (``ObjectSummary.index_has``).
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from crane_lsp.cellcode import CellFacts
@@ -181,6 +183,127 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 def missing_column(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
     """Selecting, dropping, grouping, sorting or indexing by a column the frame does not have."""
     return run_walk(facts, snapshot, _missing_column)
+
+
+# ------------------------------------------------------------------------------------------------
+# row labels not in the index
+# ------------------------------------------------------------------------------------------------
+
+
+def _row_labels(value: Any) -> list[Any] | None:
+    """A literal row label or non-empty list of them (str, int, finite float; bools are masks)."""
+    items = value if isinstance(value, list) else [value]
+    ok = all(type(v) in (str, int) or (type(v) is float and math.isfinite(v)) for v in items)
+    return items if items and ok else None
+
+
+def _full_slice(node: ast.AST) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None and node.step is None
+
+
+def _loc_rows(w: CellWalk, node: ast.Subscript, base: Val) -> tuple[list[Any], ast.AST] | None:
+    """Row labels that ``base.loc[...]`` / ``base.at[...]`` (a read) looks up, and the node holding them."""
+    assert isinstance(node.value, ast.Attribute)
+    accessor, key_node = node.value.attr, node.slice
+    if isinstance(key_node, ast.Tuple):
+        # df.loc[row, col]: a column part that is a label, a list of labels or ``:``; columns known exactly
+        # (single level), so the tuple cannot be one MultiIndex row label
+        if base.kind != "dataframe" or len(key_node.elts) != 2 or base.labels is None:
+            return None
+        col = key_node.elts[1]
+        ok, col_value = literal(col)
+        col_keys = _keys(col_value) if ok else None
+        if accessor == "at":
+            if col_keys is None or isinstance(col_value, list):
+                return None
+        elif not (_full_slice(col) or col_keys):
+            return None
+        key_node = key_node.elts[0]
+    elif accessor == "at" and base.kind != "series":
+        return None  # df.at needs a (row, column) pair
+    ok, value = literal(key_node)
+    labels = _row_labels(value) if ok else None
+    if labels is None or (accessor == "at" and isinstance(value, list)):
+        return None
+    return labels, key_node
+
+
+def _drop_rows(node: ast.Call) -> tuple[list[Any], ast.AST] | None:
+    """Row labels that ``x.drop(...)`` removes with ``errors='raise'``, and the node holding them."""
+    if has_star(node) or len(node.args) > 1:
+        return None
+    kw = {k.arg: k.value for k in node.keywords if k.arg}
+    if "level" in kw or "columns" in kw:
+        return None
+    if "errors" in kw:
+        ok, errors = literal(kw["errors"])
+        if not ok or errors != "raise":
+            return None
+    key_node: ast.AST | None
+    if "index" in kw:
+        if node.args or "labels" in kw or "axis" in kw:
+            return None
+        key_node = kw["index"]
+    else:
+        if "axis" in kw:
+            ok, axis = literal(kw["axis"])
+            if not ok or not ((type(axis) is int and axis == 0) or axis == "index"):
+                return None
+        key_node = node.args[0] if node.args else kw.get("labels")
+    if key_node is None:
+        return None
+    ok, value = literal(key_node)
+    labels = _row_labels(value) if ok else None
+    return (labels, key_node) if labels else None
+
+
+def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    for node in w.evaluated(stmt):
+        got: tuple[list[Any], ast.AST] | None = None
+        base: Val | None = None
+        what = ""
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr in ("loc", "at")
+        ):
+            base = w.ev(node.value.value)
+            if base is not None and base.kind in ("dataframe", "series"):
+                got = _loc_rows(w, node, base)
+                what = f".{node.value.attr}[]"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "drop":
+            base = w.ev(node.func.value)
+            if base is not None and base.kind in ("dataframe", "series"):
+                got = _drop_rows(node)
+                what = ".drop()"
+        if got is None or base is None or base.summary is None or not base.summary.index_has:
+            continue
+        labels, key_node = got
+        has = base.summary.index_has
+        missing = [label for label in labels if has.get(repr(label)) is False]
+        if not missing:
+            continue
+        shown = ", ".join(repr(m) for m in missing[:5]) + (", …" if len(missing) > 5 else "")
+        evidence = [(f"{m!r} in {base.text}.index", "False") for m in missing[:3]]
+        if base.summary.index_dtype:
+            evidence.append((f"{base.text}.index.dtype", base.summary.index_dtype))
+        return _finding(
+            w,
+            "pandas.missing-label",
+            "KeyError",
+            key_node,
+            f"{base.text}{what}: row label {shown} is not in the index of {base.text}",
+            evidence,
+            [base],
+        )
+    return []
+
+
+@check("pandas.missing-label")
+def missing_label(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """``.loc``/``.at`` reads and row ``drop`` with a label the probe proved absent from a unique index."""
+    return run_walk(facts, snapshot, _missing_label)
 
 
 # ------------------------------------------------------------------------------------------------
