@@ -13,7 +13,16 @@ import math
 
 from crane_lsp.cellcode import CellFacts
 from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import CellWalk, Val, first_layer_linear, kwarg, literal, run_walk, span_of
+from crane_lsp.checks.libcommon import (
+    CellWalk,
+    Val,
+    finding_at,
+    first_layer_linear,
+    kwarg,
+    literal,
+    run_walk,
+    span_of,
+)
 from crane_lsp.runtime import Snapshot
 
 Shape = tuple[int, ...]
@@ -48,18 +57,9 @@ _REDUCTIONS = frozenset(
 def _finding(
     w: CellWalk, check_id: str, exc: str, node: ast.AST, message: str, vals: list[Val]
 ) -> list[Finding]:
+    """A finding whose evidence is the shapes of the arrays involved."""
     evidence = tuple((f"{v.text}.shape", str(v.full_shape())) for v in vals if v.full_shape() is not None)
-    variables = tuple(dict.fromkeys(n for v in vals for n in v.variables))
-    return [
-        Finding(
-            check_id=check_id,
-            exception=exc,
-            span=span_of(node, w.lines),
-            message=message,
-            evidence=evidence,
-            variables=variables,
-        )
-    ]
+    return finding_at(w, check_id, exc, node, message, evidence, vals)
 
 
 def _array(w: CellWalk, node: ast.AST) -> tuple[Val, Shape] | None:

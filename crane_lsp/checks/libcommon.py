@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crane_lsp.cellcode import CellFacts, Span
+from crane_lsp.checks.base import Finding
 from crane_lsp.runtime import ObjectSummary, Snapshot, ValueStats
 
 #: Library modules whose functions do not mutate (or reshape) their arguments.
@@ -1204,3 +1205,26 @@ def run_walk(facts: CellFacts, snapshot: Snapshot, hook: CheckHook) -> list[Any]
         if found:
             return found
     return []
+
+
+def finding_at(
+    w: CellWalk,
+    check_id: str,
+    exc: str,
+    node: ast.AST,
+    message: str,
+    evidence: list[tuple[str, str]] | tuple[tuple[str, str], ...],
+    vals: list[Val],
+) -> list[Finding]:
+    """One finding on ``node``'s span, naming the kernel variables behind ``vals`` (for origins)."""
+    variables = tuple(dict.fromkeys(n for v in vals for n in v.variables))
+    return [
+        Finding(
+            check_id=check_id,
+            exception=exc,
+            span=span_of(node, w.lines),
+            message=message,
+            evidence=tuple(evidence),
+            variables=variables,
+        )
+    ]

@@ -15,32 +15,10 @@ from typing import Any
 
 from crane_lsp.cellcode import CellFacts
 from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import CellWalk, Val, has_star, kwarg, literal, run_walk, span_of
+from crane_lsp.checks.libcommon import CellWalk, Val, finding_at, has_star, kwarg, literal, run_walk
 from crane_lsp.runtime import Snapshot
 
 _INT_TARGETS = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
-
-
-def _finding(
-    w: CellWalk,
-    check_id: str,
-    exc: str,
-    node: ast.AST,
-    message: str,
-    evidence: list[tuple[str, str]],
-    vals: list[Val],
-) -> list[Finding]:
-    variables = tuple(dict.fromkeys(v for val in vals for v in val.variables))
-    return [
-        Finding(
-            check_id=check_id,
-            exception=exc,
-            span=span_of(node, w.lines),
-            message=message,
-            evidence=tuple(evidence),
-            variables=variables,
-        )
-    ]
 
 
 def _keys(value: Any) -> list[Any] | None:
@@ -143,7 +121,7 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             missing = _missing(keys, base.labels)
             if missing:
                 shown = ", ".join(repr(m) for m in missing)
-                return _finding(
+                return finding_at(
                     w,
                     "pandas.missing-column",
                     "KeyError",
@@ -167,7 +145,7 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 missing = [m for m in missing if m not in base.index_names]
             if missing:
                 shown = ", ".join(repr(m) for m in missing)
-                return _finding(
+                return finding_at(
                     w,
                     "pandas.missing-column",
                     "KeyError",
@@ -288,7 +266,7 @@ def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         evidence = [(f"{m!r} in {base.text}.index", "False") for m in missing[:3]]
         if base.summary.index_dtype:
             evidence.append((f"{base.text}.index.dtype", base.summary.index_dtype))
-        return _finding(
+        return finding_at(
             w,
             "pandas.missing-label",
             "KeyError",
@@ -331,7 +309,7 @@ def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             n = base.shape[axis]
             if isinstance(k, int) and not isinstance(k, bool) and n is not None and not -n <= k < n:
                 what = "row" if axis == 0 else "column"
-                return _finding(
+                return finding_at(
                     w,
                     "pandas.iloc-range",
                     "IndexError",
@@ -390,7 +368,7 @@ def _accessor(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         elif base.kind == "ndarray":
             reason = f"{base.text} is a NumPy array"
         if reason:
-            return _finding(
+            return finding_at(
                 w,
                 "pandas.accessor-dtype",
                 "AttributeError",
@@ -482,7 +460,7 @@ def _astype_float(w: CellWalk, node: ast.Call) -> list[Finding]:
     bad = _text_value(base.stats.non_numeric_examples, blank_ok=True)
     if bad is None:
         return []
-    return _finding(
+    return finding_at(
         w,
         "pandas.astype-int",
         "ValueError",
@@ -506,7 +484,7 @@ def _to_numeric(w: CellWalk, node: ast.Call) -> list[Finding]:
     bad = _text_value(base.stats.non_numeric_examples)
     if bad is None:
         return []
-    return _finding(
+    return finding_at(
         w,
         "pandas.astype-int",
         "ValueError",
@@ -564,7 +542,7 @@ def _astype_int(w: CellWalk, node: ast.AST) -> list[Finding]:
             msg = f"{base.text} holds {bad!r}, which int() rejects"
             evidence.append((f"a value of {base.text}", repr(bad)))
     if msg:
-        return _finding(w, "pandas.astype-int", exc, node, msg, evidence, [base])
+        return finding_at(w, "pandas.astype-int", exc, node, msg, evidence, [base])
     return []
 
 
@@ -606,7 +584,7 @@ def _assign_length(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         got = _length_of(w, stmt.value)
         if n and got is not None and got[0] != n:
             vals = [base] + ([got[1]] if got[1] else [])
-            return _finding(
+            return finding_at(
                 w,
                 "pandas.length-mismatch",
                 "ValueError",
@@ -623,7 +601,7 @@ def _assign_length(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         got = _length_of(w, stmt.value)
         if n and got is not None and got[0] != n:
             vals = [base] + ([got[1]] if got[1] else [])
-            return _finding(
+            return finding_at(
                 w,
                 "pandas.length-mismatch",
                 "ValueError",
@@ -677,7 +655,7 @@ def _truth(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             if size > 1:
                 what = "array with more than one element"
         if what:
-            return _finding(
+            return finding_at(
                 w,
                 "pandas.truth-value",
                 "ValueError",
@@ -717,7 +695,7 @@ def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             continue
         overlap = [c for c in left.labels if c in right.labels]
         if overlap:
-            return _finding(
+            return finding_at(
                 w,
                 "pandas.join-overlap",
                 "ValueError",

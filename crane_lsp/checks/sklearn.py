@@ -14,7 +14,7 @@ import math
 
 from crane_lsp.cellcode import CellFacts
 from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import CellWalk, Est, Val, has_star, literal, run_walk, span_of
+from crane_lsp.checks.libcommon import CellWalk, Est, Val, finding_at, has_star, literal, run_walk
 from crane_lsp.runtime import Snapshot
 
 #: Estimators whose methods work without fit (``requires_fit`` tag False in scikit-learn 1.x).
@@ -181,28 +181,6 @@ def _est_call(w: CellWalk, node: ast.AST) -> tuple[ast.Call, Val, Est, str] | No
     return node, base, base.est, node.func.attr
 
 
-def _finding(
-    w: CellWalk,
-    check_id: str,
-    exc: str,
-    node: ast.AST,
-    message: str,
-    evidence: list[tuple[str, str]],
-    vals: list[Val],
-) -> list[Finding]:
-    variables = tuple(dict.fromkeys(n for v in vals for n in v.variables))
-    return [
-        Finding(
-            check_id=check_id,
-            exception=exc,
-            span=span_of(node, w.lines),
-            message=message,
-            evidence=tuple(evidence),
-            variables=variables,
-        )
-    ]
-
-
 def _n_samples(v: Val) -> int | None:
     if v.kind in ("dataframe", "series", "ndarray", "tensor") and v.shape:
         return v.shape[0]
@@ -226,7 +204,7 @@ def _not_fitted(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 if final is None or final in STATELESS:
                     continue
             where = "in this cell" if not est.from_kernel else "in the kernel"
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.not-fitted",
                 "NotFittedError",
@@ -262,7 +240,7 @@ def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             continue
         ev = [(f"{base.text}.n_features_in_", str(est.n_features)), (f"{x.text}.shape", str(tuple(x.shape)))]
         if len(x.shape) == 1:
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.features",
                 "ValueError",
@@ -274,7 +252,7 @@ def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if len(x.shape) != 2 or x.shape[1] is None:
             continue
         if x.shape[1] != est.n_features:
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.features",
                 "ValueError",
@@ -291,7 +269,7 @@ def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             and tuple(x.labels) != est.feature_names
         ):
             diff = [c for c in x.labels if c not in est.feature_names][:5] or ["(same names, another order)"]
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.features",
                 "ValueError",
@@ -334,7 +312,7 @@ def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         sizes = [n for _, n in known]
         ev = [(f"len({v.text})", str(n)) for v, n in known]
         if what == "train_test_split" and sizes and sizes[0] == 0:
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.lengths",
                 "ValueError",
@@ -344,7 +322,7 @@ def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 [v for v, _ in known],
             )
         if len(set(sizes)) > 1:
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.lengths",
                 "ValueError",
@@ -403,7 +381,7 @@ def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             continue
         proof = _continuous_evidence(y)
         if proof:
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.continuous-target",
                 "ValueError",
@@ -458,7 +436,7 @@ def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if x is None or x.shape is None or x.kind not in ("dataframe", "series", "ndarray"):
             continue
         if len(x.shape) == 1:
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.input-values",
                 "ValueError",
@@ -469,7 +447,7 @@ def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             )
         bad = _bad_values(x, est.cls in REJECTS_NAN)
         if bad:
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.input-values",
                 "ValueError",
@@ -528,7 +506,7 @@ def _params(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             continue
         problem = _logreg_problem(est, base)
         if problem:
-            return _finding(
+            return finding_at(
                 w,
                 "sklearn.invalid-params",
                 "ValueError",
@@ -585,7 +563,7 @@ def _metric(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 continue
             proof = _continuous_evidence(y)
             if proof:
-                return _finding(
+                return finding_at(
                     w,
                     "sklearn.metric-continuous",
                     "ValueError",
