@@ -203,3 +203,30 @@ def test_check_observes_every_bundled_example(notebook: Path, capsys: pytest.Cap
 
 def test_examples_are_found() -> None:
     assert len(_examples()) >= 5
+
+
+async def test_llm_explains_an_observed_crash_without_overriding_it(
+    prepared: TestKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an LLM configured, the observed exception and line stay; the model is told what was seen."""
+    from crane_lsp.llm.predictor import LLMPredictor
+    from tests.fake_llm_servers import Answer, FakeLLMServer, crash_answer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with FakeLLMServer() as server:
+        explanation = "layer_df has a 'units' column; 'Units' differs only in case."
+        server.push(Answer(crash_answer(line=1, exception="TypeError", reasoning=explanation)))
+        settings = Settings.model_validate(
+            {"provider": "openai", "model": "gpt-4o-mini", "base_url": server.openai_url, "dry_run": "on"}
+        )
+        async with await KernelLink.connect(prepared.connection_file) as link:
+            pipeline = Pipeline(
+                settings, link=link, llm=LLMPredictor(settings), dryrun=DryRunner(link, settings)
+            )
+            prediction = await pipeline.predict(FAILING, layers={"dryrun", "llm"})
+        sent = json.dumps(server.requests[-1].json)
+    assert prediction.certainty == "observed"
+    assert prediction.exception == "KeyError"  # the model's guess (TypeError, line 1) never replaces it
+    assert prediction.line == 2
+    assert explanation in prediction.diagnosis
+    assert "KeyError" in sent  # the observed exception reached the prompt as a fact
