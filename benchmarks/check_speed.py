@@ -50,7 +50,7 @@ async def measure(path: Path, repeats: int) -> dict[str, object]:
     for _ in range(repeats):
         started = time.perf_counter()
         findings = run_checks(analyze(source), snapshot)
-        prediction = finding_to_prediction(findings[0], executed) if findings else None
+        prediction = finding_to_prediction(findings[0], executed, source) if findings else None
         timings.append((time.perf_counter() - started) * 1000)
         if prediction is not None:
             verdict = f"{prediction.exception} line {(prediction.line or 0) + 1}"

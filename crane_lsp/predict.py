@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from crane_lsp.cellcode import CellFacts, Span, analyze
 from crane_lsp.checks.base import Finding
-from crane_lsp.prediction import Evidence, Origin, Prediction, Source
+from crane_lsp.prediction import Evidence, Fix, Origin, Prediction, Source
 from crane_lsp.runtime import ProbeQuery, Snapshot
 from crane_lsp.settings import Settings
 
@@ -83,7 +83,22 @@ def origins(variables: Iterable[str], executed: Sequence[str]) -> list[Origin]:
     return found
 
 
-def finding_to_prediction(finding: Finding, executed: Sequence[str]) -> Prediction:
+def replacement_fix(finding: Finding, target: str) -> Fix | None:
+    """A finding's replacement as a whole-line edit of the target cell (what editors apply)."""
+    if finding.replacement is None:
+        return None
+    span, text, description = finding.replacement
+    lines = target.split("\n")
+    if span.line != span.end_line or not 0 <= span.line < len(lines):
+        return None
+    line = lines[span.line]
+    if span.end_col > len(line):
+        return None
+    new_line = line[: span.col] + text + line[span.end_col :]
+    return Fix(description=description, start_line=span.line, end_line=span.line + 1, new_text=new_line)
+
+
+def finding_to_prediction(finding: Finding, executed: Sequence[str], target: str = "") -> Prediction:
     return Prediction(
         crash=True,
         certainty="certain",
@@ -96,6 +111,7 @@ def finding_to_prediction(finding: Finding, executed: Sequence[str]) -> Predicti
         diagnosis=finding.diagnosis or finding.message,
         evidence=[Evidence(fact=f, value=v) for f, v in finding.evidence],
         origin=origins(finding.variables, executed),
+        fix=replacement_fix(finding, target),
         source=Source(layer="checks", check_id=finding.check_id),
     )
 
@@ -174,7 +190,7 @@ class Pipeline:
 
             findings = run_checks(facts, snapshot)
             if findings:
-                prediction = finding_to_prediction(findings[0], executed)
+                prediction = finding_to_prediction(findings[0], executed, target)
                 prediction.source.latency_ms = (time.perf_counter() - started) * 1000
                 if self.settings.explain_certain and self.llm is not None and "llm" in wanted:
                     prediction = await self._explain(prediction, executed, target, snapshot, findings)

@@ -164,6 +164,9 @@ class ObjectSummary(_Model):
     length: int | None = None
     keys: list[str] | None = None  # dict keys as reprs (capped)
     element_types: list[str] | None = None  # list/tuple/set: distinct element type names (capped)
+    # list/tuple of at most ``max_list_items`` plain str/int/finite float items: the items, exactly (what a
+    # ``for`` loop over it binds); omitted in privacy mode, so loops over kernel lists are not walked there
+    values: list[str | int | float] | None = None
     value: str | None = None  # str/int/float/bool value (str truncated; None in privacy mode)
     # callables and classes
     signature: str | None = None

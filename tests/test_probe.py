@@ -158,6 +158,23 @@ def test_containers_and_scalars(k: TestKernel) -> None:
     assert v["nothing"].kind == "none" and v["cplx"].kind == "complex" and v["raw"].length == 3
 
 
+def test_short_list_values(k: TestKernel) -> None:
+    """A short list/tuple of plain str/int/float items is reported item by item (what a ``for`` loop over it
+    binds); anything else, a longer one, or privacy mode: no ``values``."""
+    k.run(
+        "lv_cols = ['Age', 'Fare', 7, 2.5]\nlv_tup = ('a',)\nlv_long = ['x'] * 51\n"
+        "lv_mixed = ['a', True]\nlv_nan = [float('nan')]\nlv_obj = ['a', object()]"
+    )
+    names = ["lv_cols", "lv_tup", "lv_long", "lv_mixed", "lv_nan", "lv_obj"]
+    v = snapshot(k, {"names": names}).variables
+    assert v["lv_cols"].values == ["Age", "Fare", 7, 2.5]
+    assert [type(x) for x in v["lv_cols"].values] == [str, str, int, float]
+    assert v["lv_tup"].values == ["a"]
+    assert all(v[n].values is None for n in ("lv_long", "lv_mixed", "lv_nan", "lv_obj"))
+    private = snapshot(k, {"names": names, "privacy": True}).variables
+    assert all(private[n].values is None for n in names)
+
+
 def test_privacy_omits_values(k: TestKernel) -> None:
     v = snapshot(k, {"names": ["text", "df"], "privacy": True}).variables
     assert v["text"].value is None

@@ -24,6 +24,9 @@ class Finding:
     evidence: tuple[tuple[str, str], ...] = ()  # (fact, value), e.g. ("df.columns", "['a', 'b']")
     variables: tuple[str, ...] = ()  # kernel variables involved (for origin lookup)
     diagnosis: str = ""  # longer explanation; defaults to the message
+    # a certain repair, e.g. the existing column a misspelt literal was meant to name:
+    # (span of the text to replace, the replacement source text, a short description)
+    replacement: tuple[Span, str, str] | None = None
 
 
 CheckFn = Callable[[CellFacts, Snapshot], list[Finding]]

@@ -7,21 +7,30 @@ a name is read from the snapshot until the cell (or code the analysis cannot fol
 ``facts.untrusted_from``) may have changed it; names the cell binds by simple assignment get the value
 of their right-hand side when that is known (a new estimator, a ``.T`` of a known array), and become
 unknown otherwise. Anything uncertain is ``None``, and checks stay silent on ``None``.
+
+``for`` loops over known items (literal lists/tuples of int/str, ``range`` with known bounds, a kernel
+list/tuple whose items the probe reported, ``df.columns`` of a frame with exact labels) are walked pass by
+pass with the loop name bound to each item (see ``CellWalk._passes``); a finding in a pass names the item.
+The probe omits list items in privacy mode, so loops over kernel lists are not walked there.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from crane_lsp.cellcode import CellFacts, Span
+from crane_lsp.cellcode import UNTRUSTED_ALL, CellFacts, Span
 from crane_lsp.checks.base import Finding
 from crane_lsp.runtime import ObjectSummary, Snapshot, ValueStats
 
+#: Passes of one ``for`` loop the walk follows, and loop-body statements it visits in all.
+MAX_LOOP_PASSES = 50
+MAX_LOOP_STEPS = 2000
 #: Library modules whose functions do not mutate (or reshape) their arguments.
 PURE_LIBS = (
     "numpy",
@@ -311,7 +320,9 @@ class Val:
     est: Est | None = None
     length: int | None = None
     stats: ValueStats | None = None  # a Series/column's value statistics
-    value: Any = None  # kind "int"/"str": the exact value (a loop variable on its first iteration)
+    # the exact value: kind "int"/"str" (a literal, a loop variable on one pass), "list_literal" (its items),
+    # "index"/"ndarray" from ``df.columns(.values)`` (the labels)
+    value: Any = None
     fresh: bool = False  # a new object the cell built from literals only: no one else can hold it
     qualname: str | None = None  # classes and functions: "sklearn.linear_model.LogisticRegression"
     variables: tuple[str, ...] = ()  # kernel variables it derives from (for origins)
@@ -498,6 +509,10 @@ class CellWalk:
         self.opaque = False
         self._shared_line = False  # another statement ends on the line this one starts on
         self._guard = False
+        # names a loop body may have changed on an earlier pass: on later passes their kernel value is stale
+        self._dirty: frozenset[str] = frozenset()
+        self.loop_note = ""  # "loop item 3 of 3: col = 'Cabin'" while walking a pass of a loop
+        self._pass_budget = MAX_LOOP_STEPS  # loop-body statements the walk may still visit
 
     # ---- resolving names and expressions ------------------------------------------------------
     def trusted(self, name: str) -> bool:
@@ -509,6 +524,8 @@ class CellWalk:
         (passed to code that may mutate it, or the receiver of a method plus another use), or another
         statement shares the line.
         """
+        if name in self._dirty:
+            return False
         first = self.facts.untrusted_from.get(name)
         if first is None or first > self.line:
             return True
@@ -581,7 +598,7 @@ class CellWalk:
             return ok, value
         if isinstance(node, ast.Name) and node.id in self.env:
             v = self.env[node.id]
-            if v is not None and v.kind in ("int", "str"):
+            if v is not None and v.kind in ("int", "str") and type(v.value) in (int, str):
                 return True, v.value
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
             (ok_l, left), (ok_r, right) = self.const(node.left), self.const(node.right)
@@ -632,6 +649,28 @@ class CellWalk:
                 return replace(base, text=text, shape=tuple(reversed(base.shape)), summary=None)
             if node.attr == "values" and base.kind in ("dataframe", "series"):
                 return Val(kind="ndarray", text=text, shape=base.shape, variables=base.variables)
+            # ``df.columns`` / ``df.columns.values``: the labels, exactly, when the frame's are known
+            labels = (
+                base.labels
+                if node.attr == "columns" and base.kind == "dataframe"
+                else base.value
+                if node.attr == "values" and base.kind == "index" and isinstance(base.value, tuple)
+                else None
+            )
+            known = self.snapshot.variables.get(text) if root is not None and root not in self.env else None
+            if labels is not None and known is not None:
+                v = val_from_summary(text, known, base.variables)
+                if v is not None and v.length == len(labels):
+                    return replace(v, value=tuple(labels))
+            if labels is not None:
+                return Val(
+                    kind="index" if node.attr == "columns" else "ndarray",
+                    text=text,
+                    shape=(len(labels),),
+                    length=len(labels),
+                    value=tuple(labels),
+                    variables=base.variables,
+                )
             if root is not None and root not in self.env:
                 s = self.snapshot.variables.get(text)
                 if s is not None:
@@ -668,16 +707,27 @@ class CellWalk:
                     kind=left.kind, text=text, shape=left.shape, dtype="bool", variables=left.variables
                 )
             return None
+        if isinstance(node, ast.Constant) and type(node.value) in (int, str):
+            return Val(kind=type(node.value).__name__, text=text, value=node.value)
         if isinstance(node, (ast.List, ast.Tuple)):
             ok, value = literal(node)
             if ok:
-                return Val(kind="list_literal", text=text, length=len(value), summary=None, fresh=True)
+                return Val(
+                    kind="list_literal", text=text, length=len(value), summary=None, fresh=True, value=value
+                )
         return None
 
     def _ev_subscript(self, node: ast.Subscript, text: str) -> Val | None:
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "loc":
+            frame = self.ev(node.value.value)
+            return self._row_mask(frame, node.slice, text) if frame is not None else None
         base = self.ev(node.value)
         if base is None:
             return None
+        if base.kind == "dataframe" and not isinstance(node.slice, (ast.Constant, ast.List, ast.Tuple)):
+            got = self._row_mask(base, node.slice, text)
+            if got is not None:
+                return got
         ok, key = self.const(node.slice)
         if base.kind == "dataframe" and ok and isinstance(key, str):
             root = root_name(node)
@@ -702,6 +752,28 @@ class CellWalk:
             if new is not None:
                 return Val(kind="ndarray", text=text, shape=new, dtype=base.dtype, variables=base.variables)
         return None
+
+    def _row_mask(self, frame: Val, mask: ast.expr, text: str) -> Val | None:
+        """``df[mask]`` / ``df.loc[mask]`` with a boolean Series: the same columns, fewer rows (what is known
+        of the columns' values no longer holds for the subset)."""
+        m = self.ev(mask)
+        if (
+            frame.kind != "dataframe"
+            or frame.labels is None
+            or m is None
+            or m.kind != "series"
+            or m.dtype != "bool"
+            or frame.summary is None
+            or frame.summary.type != "pandas.core.frame.DataFrame"
+        ):
+            return None
+        return Val(
+            kind="dataframe",
+            text=text,
+            shape=(None, len(frame.labels)),
+            labels=frame.labels,
+            variables=frame.variables,
+        )
 
     def _ev_call(self, node: ast.Call, text: str) -> Val | None:
         func = node.func
@@ -768,42 +840,95 @@ class CellWalk:
             if isinstance(stmt, ast.With):
                 yield from self._block(stmt.body)
             elif isinstance(stmt, ast.For):
-                yield from self._first_pass(stmt)
+                yield from self._passes(stmt)
             self._line_of(stmt)
             self._after(stmt)
 
     def _line_of(self, stmt: ast.stmt) -> None:
         self.line, self._stmt, self._shared_line = stmt.lineno - 1, stmt, False
 
-    def _first_pass(self, loop: ast.For) -> Iterator[ast.stmt]:
-        """The body of a ``for`` loop on its first pass, when that pass certainly runs all of it: the iterable
-        is a non-empty ``range`` or literal, the target a plain name, and nothing can leave the body early."""
-        if loop.orelse or not isinstance(loop.target, ast.Name) or _leaves_early(loop.body):
+    def _passes(self, loop: ast.For) -> Iterator[ast.stmt]:
+        """The passes of a ``for`` loop over KNOWN items (a literal list/tuple of int/str, a ``range`` with
+        known bounds, a kernel list/tuple whose exact int/str values the probe reported), binding the target
+        name to each item in turn, up to ``MAX_LOOP_PASSES``.
+
+        Every pass runs its whole body only when nothing in it can leave early (break/continue/return/raise/
+        try/yield); otherwise only the first pass is walked, up to the first statement that could leave.
+        From the second pass on, kernel values of names the body may change are stale (``_dirty``); values
+        the cell binds follow the walk's own tracking. A pass after which the walk went opaque (a kernel
+        object may have changed) ends the walk of the loop: the items of a kernel list may have changed too.
+        """
+        if loop.orelse or not isinstance(loop.target, ast.Name):
             return
-        first = self._first_item(loop.iter)
-        if first is None:
+        got = self._loop_items(loop.iter)
+        if got is None:
             return
-        saved = dict(self.env)
-        self.env[loop.target.id] = first
-        self._ver += 1
-        yield from self._block(loop.body)
-        self.env = saved  # what later passes do is unknown; ``_after`` on the loop marks it all changed
-        self._ver += 1
+        items, from_kernel, n = got
+        target = loop.target.id
+        body = loop.body
+        if _leaves_early(body):
+            body = list(itertools.takewhile(lambda st: not _leaves_early([st]), body))
+            items = items[:1]
+        if not body:
+            return
+        start, end = loop.lineno - 1, (loop.end_lineno or loop.lineno) - 1
+        changed = frozenset(name for name, ln in self.facts.untrusted_from.items() if start <= ln <= end)
+        saved, saved_dirty, saved_note = dict(self.env), self._dirty, self.loop_note
+        for k, item in enumerate(items[:MAX_LOOP_PASSES]):
+            if k > 0 and (
+                UNTRUSTED_ALL in changed or (from_kernel and self.opaque) or self._pass_budget < len(body)
+            ):
+                break
+            self._pass_budget -= len(body)
+            if k > 0:
+                self._dirty = saved_dirty | changed
+            note = f"loop item {k + 1} of {n}: {target} = {item!r}"
+            self.loop_note = f"{saved_note}; {note}" if saved_note else note
+            self.env[target] = Val(kind=type(item).__name__, text=repr(item), value=item)
+            self._ver += 1
+            yield from self._block(body)
+        self.env, self._dirty, self.loop_note = saved, saved_dirty, saved_note
+        self._ver += 1  # what the loop left is unknown; ``_after`` on the loop marks it all changed
         if self.opaque:
             self._go_opaque()
 
-    def _first_item(self, node: ast.expr) -> Val | None:
+    def _loop_items(self, node: ast.expr) -> tuple[list[int | str], bool, int] | None:
+        """The exact items a ``for`` loop over ``node`` takes (int/str only; the first ``MAX_LOOP_PASSES``),
+        whether they come from a kernel object, and how many there are; None when not proven."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             if "range" in self.env or not self.trusted("range") or "range" in self.snapshot.variables:
+                return None
+            if node.keywords:
                 return None
             got = [self.const(a) for a in node.args]
             if not got or len(got) > 3 or not all(ok and type(v) is int for ok, v in got):
                 return None
-            r = range(*[v for _, v in got])
-            return Val(kind="int", text=f"{r[0]}", value=r[0]) if len(r) else None
+            try:
+                r = range(*[v for _, v in got])
+            except ValueError:
+                return None
+            return (list(r[:MAX_LOOP_PASSES]), False, len(r)) if len(r) else None
         ok, value = self.const(node)
-        if ok and isinstance(value, (list, tuple)) and value and type(value[0]) in (int, str):
-            return Val(kind=type(value[0]).__name__, text=repr(value[0]), value=value[0])
+        if not ok:
+            v = self.ev(node)
+            if v is None:
+                return None
+            if v.kind == "list_literal" and isinstance(v.value, (list, tuple)):
+                value = v.value
+            elif v.kind in ("index", "ndarray") and isinstance(v.value, tuple):  # ``df.columns``
+                items = [x for x in v.value if type(x) in (int, str)]
+                return (items, True, len(items)) if items and len(items) == len(v.value) else None
+            elif v.kind in ("list", "tuple") and v.summary is not None and v.summary.values is not None:
+                if v.summary.length != len(v.summary.values):
+                    return None
+                items = [x for x in v.summary.values if type(x) in (int, str)]
+                if items and len(items) == len(v.summary.values):
+                    return [x for x in items if not isinstance(x, float)], True, len(items)
+                return None
+            else:
+                return None
+        if isinstance(value, (list, tuple)) and value and all(type(x) in (int, str) for x in value):
+            return list(value), False, len(value)
         return None
 
     def _go_opaque(self) -> None:
@@ -848,6 +973,11 @@ class CellWalk:
                 replace(value, text=stmt.targets[0].id) if value is not None else None
             )
             return
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            ok, value = self.const(ast.BinOp(left=stmt.target, op=stmt.op, right=stmt.value))
+            if ok and type(value) is int and isinstance(stmt.op, (ast.Add, ast.Sub, ast.Mult)):
+                self.env[stmt.target.id] = Val(kind="int", text=stmt.target.id, value=value)  # ``i += 1``
+                return
         self._changes(stmt, skip_targets=False)
 
     def _fresh(self, name: str | None) -> bool:
@@ -944,6 +1074,17 @@ class CellWalk:
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
             and isinstance(n.func.value, ast.Name)
+        }
+        # a frame a column is read from (``t0[c].sum()``) does not escape: anything done to the column that
+        # could write back into the frame makes the walk opaque
+        receivers |= {
+            id(n.value)
+            for n in ast.walk(stmt)
+            if isinstance(n, ast.Subscript)
+            and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name)
+            and (v := self.env.get(n.value.id)) is not None
+            and v.kind == "dataframe"
         }
         for n in ast.walk(stmt):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in receivers:
@@ -1166,7 +1307,9 @@ class _Trace:
     facts: CellFacts
     snapshot: Snapshot
     walk: CellWalk
-    states: list[tuple[ast.stmt, dict[str, Val | None], int, ast.stmt | None, bool, bool, int]]
+    states: list[
+        tuple[ast.stmt, dict[str, Val | None], int, ast.stmt | None, bool, bool, int, frozenset[str], str]
+    ]
 
 
 _TRACES: OrderedDict[tuple[int, int], _Trace] = OrderedDict()
@@ -1178,7 +1321,10 @@ def _trace(facts: CellFacts, snapshot: Snapshot) -> _Trace:
     if got is not None and got.facts is facts and got.snapshot is snapshot:
         return got
     w = CellWalk(facts, snapshot)
-    states = [(stmt, dict(w.env), w.line, w._stmt, w._shared_line, w.opaque, w._ver) for stmt in w.steps()]
+    states = [
+        (stmt, dict(w.env), w.line, w._stmt, w._shared_line, w.opaque, w._ver, w._dirty, w.loop_note)
+        for stmt in w.steps()
+    ]
     got = _TRACES[key] = _Trace(facts, snapshot, w, states)
     while len(_TRACES) > 8:
         _TRACES.popitem(last=False)
@@ -1192,17 +1338,24 @@ def run_walk(facts: CellFacts, snapshot: Snapshot, hook: CheckHook) -> list[Any]
         return []
     trace = _trace(facts, snapshot)
     w = trace.walk
-    for stmt, env, line, current, shared, opaque, ver in trace.states:
-        w.env, w.line, w._stmt, w._shared_line, w.opaque, w._ver = (
+    for stmt, env, line, current, shared, opaque, ver, dirty, note in trace.states:
+        w.env, w.line, w._stmt, w._shared_line, w.opaque, w._ver, w._dirty, w.loop_note = (
             dict(env),
             line,
             current,
             shared,
             opaque,
             ver,
+            dirty,
+            note,
         )
         found = hook(w, stmt)
         if found:
+            if note:
+                found = [
+                    replace(f, message=f"{f.message} ({note})") if isinstance(f, Finding) else f
+                    for f in found
+                ]
             return found
     return []
 

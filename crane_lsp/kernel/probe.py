@@ -1205,9 +1205,28 @@ def _sum_sequence(obj, s, query, clock, base):
             types.append(tn)
     s["element_types"] = types
     if base in (list, tuple) and not query.get("privacy") and n <= cap:
+        vals = _exact_values(items)
+        if vals is not None:
+            s["values"] = vals
         r = _safe_repr(base(items))
         if "object>" not in r:
             s["repr"] = r
+
+
+def _exact_values(items):
+    """The items themselves when every one is a plain str (<= 200 chars), int (< 2**62) or finite float."""
+    out = []
+    for v in items:
+        t = type(v)
+        ok = (
+            (t is str and str.__len__(v) <= 200)
+            or (t is int and -(2**62) < v < 2**62)
+            or (t is float and float.__abs__(v) < float("inf"))  # False for NaN
+        )
+        if not ok:
+            return None
+        out.append(v)
+    return out
 
 
 def _sum_scalar(obj, s, query, clock):
