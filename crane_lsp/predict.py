@@ -9,7 +9,9 @@ dry run and the LLM. One ``Prediction`` comes out; nothing here knows which door
 
 from __future__ import annotations
 
+import ast
 import functools
+import json
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -94,8 +96,20 @@ def replacement_fix(finding: Finding, target: str) -> Fix | None:
     line = lines[span.line]
     if span.end_col > len(line):
         return None
+    text = _same_quotes(line[span.col : span.end_col], text)
     new_line = line[: span.col] + text + line[span.end_col :]
     return Fix(description=description, start_line=span.line, end_line=span.line + 1, new_text=new_line)
+
+
+def _same_quotes(original: str, text: str) -> str:
+    """Write a replacement string literal with the quotes the user wrote (``"a"`` stays ``"b"``)."""
+    if not original.startswith('"') or not text.startswith("'"):
+        return text
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return json.dumps(value) if isinstance(value, str) and value.isprintable() else text
 
 
 def finding_to_prediction(finding: Finding, executed: Sequence[str], target: str = "") -> Prediction:

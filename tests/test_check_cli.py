@@ -93,3 +93,23 @@ def test_missing_api_key_is_a_message_not_a_traceback(
 def test_unknown_predictor_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(EXAMPLES / "pandas_sales/sales.ipynb"), "--predictors", "checks,oracle"]) == 2
     assert "oracle" in capsys.readouterr().err
+
+
+def test_missing_column_fix_names_the_real_column_and_the_fixed_cell_runs(tmp_path: Path) -> None:
+    sales = EXAMPLES / "pandas_sales/sales.ipynb"
+    code, [result] = _check_json(str(sales), "--cell", "3", "--predictors", "checks")
+    assert code == 1
+    assert "did you mean 'region'?" in result["message"]
+    fix = result["fix"]
+    assert fix["new_text"] == 'by_region = df.groupby("region")["revenue"].sum()'  # the user's quotes kept
+    # apply the fix to a copy of the notebook: walking it, every cell now really runs clean
+    nb = nbformat.read(sales, as_version=4)
+    target = [c for c in nb.cells if c.cell_type == "code"][2]
+    lines = target.source.split("\n")
+    lines[fix["start_line"] : fix["end_line"]] = [fix["new_text"]]
+    target.source = "\n".join(lines)
+    (tmp_path / "sales.csv").write_bytes((EXAMPLES / "pandas_sales/sales.csv").read_bytes())
+    nbformat.write(nb, tmp_path / "sales.ipynb")
+    code, results = _check_json(str(tmp_path / "sales.ipynb"), "--predictors", "checks")
+    assert code == 0
+    assert [r["actual"] for r in results] == [None, None, None]

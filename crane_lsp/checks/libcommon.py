@@ -1368,16 +1368,21 @@ def finding_at(
     message: str,
     evidence: list[tuple[str, str]] | tuple[tuple[str, str], ...],
     vals: list[Val],
+    replacement: tuple[str, str] | None = None,
 ) -> list[Finding]:
-    """One finding on ``node``'s span, naming the kernel variables behind ``vals`` (for origins)."""
+    """One finding on ``node``'s span, naming the kernel variables behind ``vals`` (for origins).
+
+    ``replacement`` is (new source text for ``node``, description): a certain repair of that span."""
     variables = tuple(dict.fromkeys(n for v in vals for n in v.variables))
+    span = span_of(node, w.lines)
     return [
         Finding(
             check_id=check_id,
             exception=exc,
-            span=span_of(node, w.lines),
+            span=span,
             message=message,
             evidence=tuple(evidence),
             variables=variables,
+            replacement=(span, *replacement) if replacement else None,
         )
     ]

@@ -10,6 +10,7 @@ saw one (a value seen in a sample is still a value that exists), a row label onl
 from __future__ import annotations
 
 import ast
+import difflib
 import math
 from typing import Any
 
@@ -97,6 +98,26 @@ def _column_keys_of_call(call: ast.Call, method: str, base: Val) -> tuple[list[A
     return None
 
 
+def _did_you_mean(node: ast.AST, missing: list[Any], labels: Any) -> tuple[str, str] | None:
+    """For a single misspelt string literal, the existing column it most likely meant.
+
+    Only a bare string constant is rewritten (never a list or an expression), and only when one
+    column matches case-insensitively or is clearly the closest (difflib ratio >= 0.8)."""
+    if len(missing) != 1 or not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        return None
+    wrong = node.value
+    names = [label for label in labels if isinstance(label, str)]
+    same_case = [name for name in names if name.lower() == wrong.lower()]
+    if len(same_case) == 1:
+        match = same_case[0]
+    else:
+        close = difflib.get_close_matches(wrong, names, n=2, cutoff=0.8)
+        if len(close) != 1:
+            return None
+        match = close[0]
+    return repr(match), f"did you mean {match!r}?"
+
+
 def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     for node in w.evaluated(stmt):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
@@ -121,14 +142,16 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             missing = _missing(keys, base.labels)
             if missing:
                 shown = ", ".join(repr(m) for m in missing)
+                fix = _did_you_mean(key_node, missing, base.labels)
                 return finding_at(
                     w,
                     "pandas.missing-column",
                     "KeyError",
                     key_node,
-                    f"column {shown} does not exist in {base.text}",
+                    f"column {shown} does not exist in {base.text}" + (f"; {fix[1]}" if fix else ""),
                     [_labels_evidence(base)],
                     [base],
+                    fix,
                 )
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             base = w.ev(node.func.value)
@@ -145,14 +168,17 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 missing = [m for m in missing if m not in base.index_names]
             if missing:
                 shown = ", ".join(repr(m) for m in missing)
+                fix = _did_you_mean(where, missing, base.labels)
                 return finding_at(
                     w,
                     "pandas.missing-column",
                     "KeyError",
                     where,
-                    f"{base.text}.{node.func.attr}(): column {shown} does not exist in {base.text}",
+                    f"{base.text}.{node.func.attr}(): column {shown} does not exist in {base.text}"
+                    + (f"; {fix[1]}" if fix else ""),
                     [_labels_evidence(base)],
                     [base],
+                    fix,
                 )
     return []
 
