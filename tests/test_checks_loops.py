@@ -95,6 +95,22 @@ CASES = [
         "for c in ['Cabin', 'Cabin']:\n    df[c] = 'U'\n    x = df[c]\n",
         None,
     ),
+    # a name bound to a new object (an aggregate) is the cell's own: pure calls on it keep df trusted
+    Case(
+        "after-aggregate-of-aggregate",
+        MC,
+        DF,
+        "by_sex = df.groupby('Sex')['Age'].sum()\ntotal = by_sex.sum()\nx = df['Cabin']\n",
+        "KeyError",
+        2,
+    ),
+    Case(
+        "aggregate-mutated-in-place",
+        MC,
+        DF,
+        "by_sex = df.groupby('Sex')['Age'].sum()\nby_sex.drop('m', inplace=True)\nx = df['Age']\n",
+        None,
+    ),
     Case(
         "list-mutated-in-body",
         MC,

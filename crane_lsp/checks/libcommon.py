@@ -240,10 +240,20 @@ _TENSOR_METHODS = _ARRAY_METHODS | frozenset(
         "type",
     }
 )
+#: Library methods whose result is always a NEW object (an aggregate or a copy, never a view), so a name
+#: the cell binds to such a result is nobody else's: calling pure methods on it changes no kernel value.
+_NEW_OBJECT_METHODS = frozenset(
+    {
+        "sum", "mean", "median", "min", "max", "count", "std", "var", "nunique", "value_counts",
+        "describe", "agg", "aggregate", "size", "copy", "corr", "cov", "quantile", "prod", "cumsum",
+        "round", "abs", "idxmax", "idxmin", "unique", "to_list", "tolist", "mode", "first", "last",
+    }
+)  # fmt: skip
 #: Methods that leave their receiver unchanged (pandas ones only without ``inplace=True``).
 PURE_METHODS: dict[str, frozenset[str]] = {
     "dataframe": _FRAME_METHODS,
     "series": _FRAME_METHODS,
+    "derived": _FRAME_METHODS | _ARRAY_METHODS,  # a new object from ``_NEW_OBJECT_METHODS``
     "ndarray": _ARRAY_METHODS,
     "tensor": _TENSOR_METHODS,
     "estimator": frozenset(
@@ -967,11 +977,15 @@ class CellWalk:
                 )
             return
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
             value = self.ev(stmt.value)
             self._changes(stmt, skip_targets=True)
-            self.env[stmt.targets[0].id] = (
-                replace(value, text=stmt.targets[0].id) if value is not None else None
-            )
+            if value is not None:
+                self.env[name] = replace(value, text=name)
+            elif self._new_object(stmt.value):
+                self.env[name] = Val(kind="derived", text=name)  # value unknown, but nobody else holds it
+            else:
+                self.env[name] = None
             return
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             ok, value = self.const(ast.BinOp(left=stmt.target, op=stmt.op, right=stmt.value))
@@ -979,6 +993,15 @@ class CellWalk:
                 self.env[stmt.target.id] = Val(kind="int", text=stmt.target.id, value=value)  # ``i += 1``
                 return
         self._changes(stmt, skip_targets=False)
+
+    def _new_object(self, node: ast.expr) -> bool:
+        """``df.groupby("a")["b"].sum()``: a pure library chain ending in a method making a new object."""
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _NEW_OBJECT_METHODS
+            and self._pure_chain(node)
+        )
 
     def _fresh(self, name: str | None) -> bool:
         v = self.env.get(name) if name is not None else None
