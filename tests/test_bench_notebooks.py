@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,10 +12,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from crane_lsp.bench import cli as bench_cli
 from crane_lsp.bench.cases import load_notebook_folder
-
-needs_checks = pytest.mark.skipif(
-    importlib.util.find_spec("crane_lsp.checks.runner") is None, reason="built-in checks not available yet"
-)
 
 SETUP = "import pandas as pd\ndf = pd.DataFrame({'price': [1.0, 2.0], 'qty': [3, 4]})"
 
@@ -55,7 +50,6 @@ def test_cases_pick_the_target_and_the_cells_before_it(folder: Path) -> None:
     assert cases["tagged"].target == "df['qty'] * 2" and cases["sales/buggy"].category == "sales"
 
 
-@needs_checks
 def test_bench_checks_on_a_notebook_folder(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,7 +78,6 @@ def test_bench_checks_on_a_notebook_folder(
     assert not (tmp_path / ".crane-cache").exists()  # checks send no request: no answer cache
 
 
-@needs_checks
 def test_bench_llm_provider_on_a_notebook_folder_uses_the_cache(tmp_path: Path) -> None:
     from fake_llm_servers import Answer, FakeLLMServer, crash_answer
 
@@ -107,3 +100,18 @@ def test_bench_llm_provider_on_a_notebook_folder_uses_the_cache(tmp_path: Path) 
         assert bench_cli.run(parser.parse_args(argv)) == 0  # a fresh kernel, the same state: all cached
         assert len(server.requests) == 3
         assert json.loads(js.read_text())["results"][0]["cached"] is True
+
+
+def test_bench_dry_run_on_a_notebook_folder(folder: Path, tmp_path: Path) -> None:
+    """The dry-run layer measured the same way: observed in a forked copy, the truth from the real run."""
+    parser = argparse.ArgumentParser()
+    bench_cli.add_arguments(parser)
+    js = tmp_path / "dry.json"
+    rc = bench_cli.run(parser.parse_args([str(folder), "--provider", "dryrun", "--quiet", "--json", str(js)]))
+    assert rc == 0
+    data = json.loads(js.read_text())
+    rows = {r["instance"]: r for r in data["results"]}
+    assert rows["sales/buggy"]["predicted"] is True and rows["sales/buggy"]["exception"] == "KeyError"
+    assert rows["sales/fixed"]["predicted"] is False and rows["tagged"]["predicted"] is False
+    scores = data["settings"][0]["scores"]
+    assert (scores["tp"], scores["fp"], scores["fn"], scores["tn"]) == (1, 0, 0, 3)

@@ -3,8 +3,9 @@ precision, recall, F1, the exact McNemar test between -RT and +RT, breakdowns an
 
 CASES is a JunoBench folder (labels.csv, cases/, prompts/, recorded/) or a folder of notebooks (the
 last code cell, or one tagged crane-target / replay-target, is the target; running it gives the truth).
-Providers: recorded:<model> (the paper's answers), checks (built-in checks, notebooks only),
-openai, openai-compatible, gemini. Write the setting as --setting=-RT (argparse reads -RT as an option).
+Providers: recorded:<model> (the paper's answers); for notebooks only, checks (built-in checks),
+dryrun (the sandboxed dry run), checks+dryrun; openai, openai-compatible, gemini.
+Write the setting as --setting=-RT (argparse reads -RT as an option).
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ _SETTING_ALIASES = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cases", help="a JunoBench folder or a folder of notebooks")
-    parser.add_argument("--provider", help="recorded:<model> | checks | openai | openai-compatible | gemini")
+    parser.add_argument(
+        "--provider",
+        help="recorded:<model> | checks | dryrun | checks+dryrun | openai | openai-compatible | gemini",
+    )
     parser.add_argument("--model", help="model name for an LLM provider")
     parser.add_argument("--base-url", help="OpenAI-compatible server URL")
     parser.add_argument("--api-key-env", help="name of the environment variable that holds the key")
@@ -185,12 +189,12 @@ def make_predictor(
         if kind != "junobench":
             raise BenchError("recorded:<model> replays JunoBench's recorded answers: give a JunoBench folder")
         return RecordedPredictor(folder, provider.split(":", 1)[1], votes=args.votes or 5)
-    if provider == "checks":
+    if provider in ("checks", "dryrun", "checks+dryrun"):
         if kind != "notebooks":
-            raise BenchError("--provider checks needs a live kernel: give a folder of notebooks")
+            raise BenchError(f"--provider {provider} needs a live kernel: give a folder of notebooks")
         from crane_lsp.bench.notebooks import NotebookPredictor
 
-        return NotebookPredictor(timeout_s=args.timeout)
+        return NotebookPredictor(timeout_s=args.timeout, layers=provider)
     if provider in LLM_PROVIDERS:
         from crane_lsp.bench.live import CachedVotes, JunoLLMPredictor, llm_settings
         from crane_lsp.bench.runner import RateLimiter
@@ -208,5 +212,6 @@ def make_predictor(
 
         return NotebookPredictor(llm=llm, timeout_s=args.timeout)
     raise BenchError(
-        f"unknown provider {provider!r}: use recorded:<model>, checks, {', '.join(LLM_PROVIDERS)}"
+        f"unknown provider {provider!r}: use recorded:<model>, checks, dryrun, checks+dryrun, "
+        f"{', '.join(LLM_PROVIDERS)}"
     )

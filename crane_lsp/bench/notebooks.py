@@ -17,15 +17,28 @@ if TYPE_CHECKING:
     from crane_lsp.kernel.link import KernelLink
 
 
-class NotebookPredictor:
-    """``checks``: the built-in checks alone; an LLM provider: checks first, then the (cached) LLM."""
+#: Offline layer combinations a notebook folder can be measured with (``--provider``).
+OFFLINE_LAYERS: dict[str, frozenset[str]] = {
+    "checks": frozenset({"checks"}),
+    "dryrun": frozenset({"dryrun"}),
+    "checks+dryrun": frozenset({"checks", "dryrun"}),
+}
 
-    def __init__(self, *, llm: CachedVotes | None = None, timeout_s: float = 300.0) -> None:
+
+class NotebookPredictor:
+    """Offline layers (``checks``, ``dryrun``, ``checks+dryrun``), or checks first then the (cached) LLM."""
+
+    def __init__(
+        self, *, llm: CachedVotes | None = None, timeout_s: float = 300.0, layers: str = "checks"
+    ) -> None:
         self.llm = llm
-        self.settings = llm.settings if llm is not None else Settings()
+        self.layers = OFFLINE_LAYERS[layers]
+        base = llm.settings if llm is not None else Settings()
+        # measuring the dry run means running every target in a copy (``on``), not only screened ones
+        self.settings = base.model_copy(update={"dry_run": "on" if "dryrun" in self.layers else "off"})
         self.timeout_s = timeout_s
         self.votes = llm.votes if llm is not None else None
-        self.label = "checks" if llm is None else f"checks+{llm.settings.provider}/{llm.inner.provider.model}"
+        self.label = layers if llm is None else f"checks+{llm.settings.provider}/{llm.inner.provider.model}"
 
     async def predict(self, case: BenchCase, setting: Setting) -> Answer:
         from crane_lsp.kernel.replay import sanitize, start_and_replay
@@ -43,7 +56,7 @@ class NotebookPredictor:
                 return Answer(
                     predicted=None, error=f"replay stopped: {replayed.failures[-1].describe_failure()}"
                 )
-            executed = [nb.code_cells[i].source for i in replayed.order]
+            executed = [nb.code_cells[run.index].source for run in replayed.runs if run.result.ok]
             started = time.perf_counter()
             prediction = await self._predict(link, source, executed, setting)
             latency = (time.perf_counter() - started) * 1000
@@ -66,8 +79,11 @@ class NotebookPredictor:
         from crane_lsp.predict import Pipeline
 
         if self.llm is None:
-            return await Pipeline(self.settings, link=link).predict(
-                source, executed=executed, layers={"checks"}
+            from crane_lsp.dryrun import DryRunner
+
+            dryrun = DryRunner(link, self.settings) if "dryrun" in self.layers else None
+            return await Pipeline(self.settings, link=link, dryrun=dryrun).predict(
+                source, executed=executed, layers=self.layers
             )
         if setting == "-RT":  # the paper's -RT: the LLM sees the code alone, no kernel, no checks
             return await Pipeline(self.settings, link=None, llm=self.llm).predict(
