@@ -194,7 +194,8 @@ class Pipeline:
         if facts.syntax_error:
             return syntax_error_prediction(facts)
         notes: list[str] = []
-        if snapshot is None:
+        needs_runtime = "checks" in wanted or ("llm" in wanted and self.settings.runtime_info)
+        if snapshot is None and needs_runtime:  # no kernel round trip for a -RT question
             snapshot, why = await self.snapshot_for(facts)
             if why:
                 notes.append(why)
