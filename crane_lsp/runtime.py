@@ -246,7 +246,8 @@ class ProbeQuery(_Model):
 _UNKNOWN = "unknown"
 
 
-def _fmt_shape(shape: list[int | None] | None) -> str:
+def format_shape(shape: list[int | None] | None) -> str:
+    """``(3, 224, 224)``; an unknown dimension reads ``unknown``."""
     if shape is None:
         return _UNKNOWN
     return (
@@ -287,7 +288,7 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
     if obj.error:
         details.append(f"summary incomplete ({obj.error})")
     if obj.shape is not None:
-        details.append(f"shape {_fmt_shape(obj.shape)}")
+        details.append(f"shape {format_shape(obj.shape)}")
     if obj.dtype:
         details.append(f"dtype {obj.dtype}")
     if obj.device and obj.device != "cpu":
@@ -312,7 +313,7 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
         it = obj.iterator
         details.append(
             f"samples {it.samples}, num_classes {it.num_classes}, batch_size {it.batch_size}, "
-            f"image_shape {_fmt_shape(it.image_shape)}, class_mode {it.class_mode}"
+            f"image_shape {format_shape(it.image_shape)}, class_mode {it.class_mode}"
             + (f", class_indices {it.class_indices}" if it.class_indices and not privacy else "")
         )
     if obj.dataset is not None:
@@ -358,8 +359,8 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
             for k, v in (
                 ("in_features", m.in_features),
                 ("out_features", m.out_features),
-                ("input_shape", m.input_shape and _fmt_shape(m.input_shape)),
-                ("output_shape", m.output_shape and _fmt_shape(m.output_shape)),
+                ("input_shape", m.input_shape and format_shape(m.input_shape)),
+                ("output_shape", m.output_shape and format_shape(m.output_shape)),
                 ("last_units", m.last_units),
                 ("last_activation", m.last_activation),
                 ("loss", m.loss),

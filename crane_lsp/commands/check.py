@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,7 +252,3 @@ def _pipeline(settings: Settings, link: Any, llm: Any) -> Any:
 
         dryrun = DryRunner(link, settings)
     return Pipeline(settings, link=link, llm=llm, dryrun=dryrun)
-
-
-if __name__ == "__main__":
-    sys.exit(run(argparse.Namespace()))

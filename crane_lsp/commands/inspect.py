@@ -119,9 +119,10 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
 
 
 def _shape(obj: ObjectSummary) -> str:
+    from crane_lsp.runtime import format_shape
+
     if obj.shape is not None:
-        dims = ["?" if d is None else str(d) for d in obj.shape]
-        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+        return format_shape(obj.shape)
     return "" if obj.length is None else f"len {obj.length}"
 
 

@@ -366,7 +366,9 @@ class KernelLink:
         self._subshell_id = None
         self._foreign_busy.clear()
         self._cells.clear()
-        self._ping = None
+        if self._ping is not None:  # a restarted kernel never answers the old ping
+            self._forget(self._ping)
+            self._ping = None
         self.generation = 0
         self.restarts += 1
         self._update_idle()
