@@ -190,7 +190,7 @@ class Pipeline:
     ) -> Prediction:
         started = time.perf_counter()
         wanted = set(layers) if layers is not None else set(LAYERS)
-        facts = analyze(target)
+        facts = analyze_cached(target)  # the same text is predicted twice: checks, then dry run + LLM
         if facts.syntax_error:
             return syntax_error_prediction(facts)
         notes: list[str] = []

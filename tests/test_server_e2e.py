@@ -6,7 +6,6 @@ kernel's connection file); the server runs as its own process over stdio.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import subprocess
@@ -32,11 +31,6 @@ from tests.server_client import (
 )
 
 pytestmark = pytest.mark.timeout(120)
-
-CHECKS = importlib.util.find_spec("crane_lsp.checks.runner") is not None
-needs_checks = pytest.mark.skipif(
-    not CHECKS, reason="built-in checks (crane_lsp.checks.runner) not available yet"
-)
 
 
 @pytest_lsp.fixture(config=CONFIG)
@@ -64,7 +58,6 @@ async def test_syntax_error_lands_on_its_cell_and_line(client: LanguageClient) -
     await wait_for(client, nb.cell_uris[1], lambda ds: len(ds) == 0)
 
 
-@needs_checks
 async def test_attach_notification_then_crash_diagnostic_hover_actions(
     client: LanguageClient, kernel: TestKernel
 ) -> None:
@@ -134,7 +127,6 @@ async def test_attach_notification_then_crash_diagnostic_hover_actions(
     await wait_for(client, nb.cell_uris[1], lambda ds: len(ds) == 0)
 
 
-@needs_checks
 async def test_execution_refreshes_predictions(client: LanguageClient, kernel: TestKernel) -> None:
     nb = Notebook(client, [("srv_late = 5", None), ("print(srv_late + 1)", None)])
     nb.open()
@@ -146,7 +138,6 @@ async def test_execution_refreshes_predictions(client: LanguageClient, kernel: T
     await wait_for(client, nb.cell_uris[1], lambda ds: len(ds) == 0)
 
 
-@needs_checks
 async def test_twenty_rapid_edits_make_one_probe_and_one_prediction(
     client: LanguageClient, kernel: TestKernel
 ) -> None:
@@ -168,7 +159,6 @@ async def test_twenty_rapid_edits_make_one_probe_and_one_prediction(
     assert after["probes"] - before["probes"] == 1
 
 
-@needs_checks
 async def test_percent_script(client: LanguageClient, kernel: TestKernel) -> None:
     kernel.run("srv_pct = 3")
     uri = "file:///tmp/crane-tests/script.py"

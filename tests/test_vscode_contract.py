@@ -9,7 +9,6 @@ command arguments. If either side drifts, one of the two suites fails.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -29,10 +28,6 @@ pytestmark = pytest.mark.timeout(120)
 REPO = Path(__file__).resolve().parents[1]
 CONTRACT: dict[str, Any] = json.loads((REPO / "vscode-client/test/fixtures/contract.json").read_text())
 CONFIG = ClientServerConfig(server_command=[sys.executable, *CONTRACT["serverArgs"]], server_env=SERVER_ENV)
-
-needs_checks = pytest.mark.skipif(
-    importlib.util.find_spec("crane_lsp.checks.runner") is None, reason="built-in checks not available yet"
-)
 
 
 @pytest_lsp.fixture(config=CONFIG)
@@ -88,7 +83,6 @@ def test_the_extension_code_finds_the_connection_file_and_leaves_no_names(kernel
     assert kernel.eval(names) == before
 
 
-@needs_checks
 async def test_attach_kernel_as_the_extension_does_then_diagnostics(
     client: LanguageClient, kernel: TestKernel
 ) -> None:

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -35,6 +35,9 @@ from crane_lsp.server.documents import (
 from crane_lsp.server.kernels import Kernels
 from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
 from crane_lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from crane_lsp.kernel.link import KernelLink
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +94,6 @@ class _GuardedLink:
         self._stats = stats
         self._history_key: tuple[Any, Any] | None = None
         self._history: Any = None
-
-    @property
-    def raw(self) -> Any:
-        return self._link
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._link, name)
@@ -357,30 +356,20 @@ class CraneServer(LanguageServer):
 
     async def pipeline(self, nb: NotebookState) -> Any:
         """The notebook's pipeline, rebuilt when its kernel link or the settings changed."""
+        from crane_lsp.dryrun import DryRunner
         from crane_lsp.predict import Pipeline
 
         link = await self.kernels.link_for(nb.uri)
         cached = self._pipelines.get(nb.uri)
         if cached and cached[1] is link and cached[2] == self.settings_rev:
             return cached[0]
-        guarded = _GuardedLink(link, self.stats) if link is not None else None
-        dryrun = self._make_dryrun(guarded)
-        pipeline = Pipeline(self.settings, link=guarded, llm=self._llm, dryrun=dryrun)  # type: ignore[arg-type]
+        guarded = cast("KernelLink", _GuardedLink(link, self.stats)) if link is not None else None
+        dryrun = None
+        if guarded is not None and self.settings.dry_run != "off":
+            dryrun = DryRunner(guarded, self.settings)
+        pipeline = Pipeline(self.settings, link=guarded, llm=self._llm, dryrun=dryrun)
         self._pipelines[nb.uri] = (pipeline, link, self.settings_rev)
         return pipeline
-
-    def _make_dryrun(self, link: Any) -> Any:
-        if link is None or self.settings.dry_run == "off":
-            return None
-        try:
-            from crane_lsp.dryrun import DryRunner  # type: ignore[import-not-found]
-        except ImportError:
-            return None
-        try:
-            return DryRunner(link, self.settings)
-        except Exception as exc:
-            log.info("dry run unavailable: %s", exc)
-            return None
 
     async def _executed(self, nb: NotebookState, link: Any) -> tuple[list[str], list[CellView | None]]:
         """The executed sources in order (the kernel's history when attached) and their view cells."""
@@ -491,8 +480,9 @@ class CraneServer(LanguageServer):
                 self._progress_end(token)
 
     async def _notice_lost_kernel(self, nb: NotebookState, prediction: Prediction) -> None:
-        if any(note.startswith("no kernel:") for note in prediction.notes):
-            await self.kernels.lost(nb.uri, next(n for n in prediction.notes if n.startswith("no kernel:")))
+        why = next((note for note in prediction.notes if note.startswith("no kernel:")), None)
+        if why is not None:
+            await self.kernels.lost(nb.uri, why)
             self._pipelines.pop(nb.uri, None)
 
     async def _progress_begin(self, title: str) -> str | None:

@@ -37,12 +37,10 @@ def section(options: Any) -> dict[str, Any]:
     return data
 
 
-def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings, str | None]:
+def parse_settings(options: Any) -> tuple[Settings, str | None]:
     """``(settings, None)`` when valid; ``(defaults, why)`` when not, ``why`` naming the bad fields."""
-    data = section(options)
-    merged = {**(base.model_dump(by_alias=True) if base else {}), **data}
     try:
-        return Settings.model_validate(merged), None
+        return Settings.model_validate(section(options)), None
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()

@@ -41,8 +41,6 @@ def register(ls: CraneServer) -> None:
     async def did_change_configuration(
         server: CraneServer, params: types.DidChangeConfigurationParams
     ) -> None:
-        from crane_lsp.server.config import section
-
         pushed = plain(params.settings)
         if isinstance(pushed, dict) and isinstance(pushed.get("crane"), dict):
             server.apply_settings(pushed["crane"])

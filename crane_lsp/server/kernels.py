@@ -61,7 +61,6 @@ class Kernels:
         self._on_event = on_event
         self._attachments: dict[str, Attachment] = {}
         self.default_connection_file: str | None = None
-        self.discovery = True
 
     def attachment(self, notebook_uri: str) -> Attachment:
         return self._attachments.setdefault(notebook_uri, Attachment())
@@ -106,18 +105,6 @@ class Kernels:
             att.last_try = time.monotonic() if backoff else 0.0
             att.failures = 1 if backoff else 0
 
-    async def check_alive(self, notebook_uri: str) -> bool:
-        att = self._attachments.get(notebook_uri)
-        if att is None or att.link is None:
-            return False
-        try:
-            alive = await att.link.is_alive()
-        except Exception:
-            alive = False
-        if not alive:
-            await self.lost(notebook_uri, "the kernel is not running any more")
-        return alive
-
     async def forget(self, notebook_uri: str) -> None:
         att = self._attachments.pop(notebook_uri, None)
         if att is not None:
@@ -133,9 +120,6 @@ class Kernels:
 
         att.last_try = time.monotonic()
         explicit = att.explicit or self.default_connection_file
-        if not explicit and not self.discovery:
-            att.error = "no kernel attached"
-            return None
         try:
             # discovery reads files and may ask a Jupyter server over HTTP: keep it off the event loop
             found = await asyncio.to_thread(discover, explicit, notebook=uri_to_path(notebook_uri))

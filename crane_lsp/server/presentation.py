@@ -20,7 +20,6 @@ RECHECK = "crane.recheckCell"
 ATTACH = "crane.attachKernel"
 SHOW_PROMPT = "crane.showPrompt"
 IGNORE = "crane.ignoreFinding"
-COMMANDS = (RECHECK, ATTACH, SHOW_PROMPT, IGNORE)
 
 _VERDICT = {
     "certain": "will crash (certain: the kernel state proves it)",

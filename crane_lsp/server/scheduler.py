@@ -50,10 +50,6 @@ class Debouncer:
         for key in list(self._tasks if keys is None else keys):
             self.cancel(key)
 
-    def pending(self, key: str) -> bool:
-        task = self._tasks.get(key)
-        return task is not None and not task.done()
-
     def waiting(self, key: str) -> bool:
         """Scheduled and still in its quiet period (the job itself has not started)."""
         return self._tasks.get(key) in self._waiting
