@@ -144,3 +144,19 @@ async def test_show_prompt_gets_the_prompt_and_the_raw_answers() -> None:
     assert "# Target Cell:\n1 b = np.ones((4, 5))\n2 c = a @ b" in prompt
     assert '"reasoning": "fine"' in answer
     assert llm.last_exchange("some other cell") is None
+
+
+async def test_concurrent_calls_each_get_their_own_exchange() -> None:
+    def answer(messages: object, n: int) -> str:
+        return f'{{"reasoning": "call {n}", "crash": {"true" if n % 2 else "false"}}}'
+
+    llm = LLMPredictor(Settings(provider="openai", votes=1), provider=ScriptedProvider(answer))
+    pairs = await asyncio.gather(
+        *(llm.predict_exchange(executed=EXECUTED, target=TARGET, bypass_cache=True) for _ in range(4))
+    )
+    seen = set()
+    for prediction, exchange in pairs:
+        (raw,) = exchange.raw_answers
+        assert ('"crash": true' in raw) == prediction.crash and prediction.diagnosis in raw
+        seen.add(raw)
+    assert len(seen) == 4

@@ -80,12 +80,12 @@ class CachedVotes:
             return Prediction.model_validate(hit["prediction"]), True
         await self.limiter.wait()
         self.requests += 1
-        prediction = await self.inner.predict(**kwargs, bypass_cache=True, raise_errors=True)
-        exchange = self.inner.last_exchange()  # set before predict returned: this vote's exchange
+        prediction, exchange = await self.inner.predict_exchange(
+            **kwargs, bypass_cache=True, raise_errors=True
+        )
         if not prediction.source.votes:  # no valid answer: report it, never cache it
             raise RuntimeError(prediction.message or "no valid answer")
-        raw = exchange.raw_answers if exchange is not None else []
-        self.cache.put(key, {"raw": raw, "prediction": prediction.model_dump(mode="json")})
+        self.cache.put(key, {"raw": exchange.raw_answers, "prediction": prediction.model_dump(mode="json")})
         return prediction, False
 
     async def predict(

@@ -70,8 +70,8 @@ def build_report(
             SettingReport(
                 setting=s,
                 scores=score(outcomes),
-                by_category=breakdown(outcomes, lambda i, m=category: m[i]),  # type: ignore[misc]
-                by_root_cause=breakdown(outcomes, lambda i, m=root: m[i]),  # type: ignore[misc]
+                by_category=breakdown(outcomes, category.__getitem__),
+                by_root_cause=breakdown(outcomes, root.__getitem__),
                 cost=cost(
                     [r.prompt_tokens for r in rows if r.error is None],
                     [r.completion_tokens for r in rows if r.error is None],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -107,25 +107,12 @@ class RateLimiter:
 
 
 def _result(case: BenchCase, setting: Setting, answer: Answer) -> CaseResult:
-    truth = case.crash if case.crash is not None else answer.truth
+    row = asdict(answer)
+    row["truth"] = case.crash if case.crash is not None else answer.truth
+    if answer.error is not None:
+        row["predicted"] = None
     return CaseResult(
-        instance=case.instance,
-        setting=setting,
-        category=case.category,
-        root_cause=case.root_cause,
-        truth=truth,
-        predicted=answer.predicted if answer.error is None else None,
-        votes=answer.votes,
-        exception=answer.exception,
-        line=answer.line,
-        message=answer.message,
-        actual_exception=answer.actual_exception,
-        prompt_tokens=answer.prompt_tokens,
-        completion_tokens=answer.completion_tokens,
-        latency_ms=answer.latency_ms,
-        cached=answer.cached,
-        error=answer.error,
-        setup_errors=answer.setup_errors,
+        instance=case.instance, setting=setting, category=case.category, root_cause=case.root_cause, **row
     )
 
 

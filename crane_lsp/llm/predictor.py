@@ -178,6 +178,29 @@ class LLMPredictor:
         bypass_cache: bool = False,
         raise_errors: bool = False,
     ) -> Prediction:
+        prediction, _ = await self.predict_exchange(
+            executed=executed,
+            target=target,
+            snapshot=snapshot,
+            runtime_text=runtime_text,
+            findings=findings,
+            bypass_cache=bypass_cache,
+            raise_errors=raise_errors,
+        )
+        return prediction
+
+    async def predict_exchange(
+        self,
+        *,
+        executed: Sequence[str],
+        target: str,
+        snapshot: Snapshot | None = None,
+        runtime_text: str | None = None,
+        findings: Sequence[Finding] = (),
+        bypass_cache: bool = False,
+        raise_errors: bool = False,
+    ) -> tuple[Prediction, Exchange]:
+        """``predict``, also returning this call's own exchange (concurrent callers each get theirs)."""
         started = time.perf_counter()
         messages = self.messages(
             executed=executed, target=target, snapshot=snapshot, runtime_text=runtime_text, findings=findings
@@ -208,7 +231,7 @@ class LLMPredictor:
                 raise ProviderError("; ".join(dict.fromkeys(errors)) or "no valid answer")
         self._exchanges[target] = exchange
         self._last = exchange
-        return result
+        return result, exchange
 
     def last_exchange(self, target: str | None = None) -> Exchange | None:
         """The latest exchange for ``target`` (its source text), or the latest of all."""

@@ -313,19 +313,19 @@ class OpenAICompatibleProvider(_OpenAIBase):
 def _gemini_schema() -> Any:
     from google.genai import types
 
-    def nullable(kind: str) -> types.Schema:
-        return types.Schema(type=kind, nullable=True)  # type: ignore[arg-type]
+    def nullable(kind: types.Type) -> types.Schema:
+        return types.Schema(type=kind, nullable=True)
 
     order = list(ANSWER_SCHEMA["properties"])
     return types.Schema(
-        type="OBJECT",  # type: ignore[arg-type]
+        type=types.Type.OBJECT,
         properties={
-            "reasoning": types.Schema(type="STRING"),  # type: ignore[arg-type]
-            "crash": types.Schema(type="BOOLEAN"),  # type: ignore[arg-type]
-            "line": nullable("INTEGER"),
-            "exception": nullable("STRING"),
-            "evidence": types.Schema(type="ARRAY", items=types.Schema(type="STRING")),  # type: ignore[arg-type]
-            "fix": nullable("STRING"),
+            "reasoning": types.Schema(type=types.Type.STRING),
+            "crash": types.Schema(type=types.Type.BOOLEAN),
+            "line": nullable(types.Type.INTEGER),
+            "exception": nullable(types.Type.STRING),
+            "evidence": types.Schema(type=types.Type.ARRAY, items=types.Schema(type=types.Type.STRING)),
+            "fix": nullable(types.Type.STRING),
         },
         required=order,
         property_ordering=order,  # reasoning before the verdict
