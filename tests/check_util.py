@@ -55,9 +55,14 @@ def run_cell(kernel: Any, cell: str) -> tuple[str | None, int | None]:
     error = content if content["status"] == "error" else (errors[0] if errors else None)
     if error is None:
         return None, None
+    return error["ename"], crash_line(error)
+
+
+def crash_line(error: dict[str, Any]) -> int | None:
+    """0-based line of the executed cell where an error reply's exception was raised (from its traceback)."""
     text = _ANSI.sub("", "\n".join(error.get("traceback", [])))
     match = _CELL_LINE.search(text)
-    return error["ename"], (int(match.group(1)) - 1 if match else None)
+    return int(match.group(1)) - 1 if match else None
 
 
 def assert_predicts(

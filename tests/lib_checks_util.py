@@ -7,16 +7,14 @@ raises; a near miss must run clean with the check silent.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import Any
 
 from crane_lsp.cellcode import analyze
 from crane_lsp.checks.base import REGISTRY, Finding
 from crane_lsp.runtime import ProbeQuery
+from tests.check_util import crash_line
 from tests.probe_util import snapshot
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_CELL_LINE = re.compile(r"Cell In\[\d+\], line (\d+)")
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,7 @@ class Case:
         return self.id
 
 
-def predict(kernel: object, check_id: str, cell: str) -> list[Finding]:
+def predict(kernel: Any, check_id: str, cell: str) -> list[Finding]:
     facts = analyze(cell)
     # generous budgets: on a loaded test machine a deadline would make a crash case flaky (silent)
     query = ProbeQuery(**facts.probe_query_fields(), object_budget_s=10, request_budget_s=30)
@@ -40,21 +38,14 @@ def predict(kernel: object, check_id: str, cell: str) -> list[Finding]:
     return REGISTRY.checks[check_id](facts, snap)
 
 
-def _crash_line(reply: dict) -> int | None:
-    """0-based line of the target cell where the exception was raised, from the traceback."""
-    text = _ANSI.sub("", "\n".join(reply.get("traceback", [])))
-    match = _CELL_LINE.search(text)
-    return int(match.group(1)) - 1 if match else None
-
-
-def verify(kernel: object, case: Case) -> None:
-    kernel.run("%reset -f")  # type: ignore[attr-defined]
-    kernel.run(case.setup)  # type: ignore[attr-defined]
+def verify(kernel: Any, case: Case) -> None:
+    kernel.run("%reset -f")
+    kernel.run(case.setup)
     findings = predict(kernel, case.check, case.cell)
-    reply = kernel.run(case.cell, allow_error=True)  # type: ignore[attr-defined]
+    reply = kernel.run(case.cell, allow_error=True)
     raised = reply.get("ename") if reply["status"] == "error" else None
     if raised is not None and findings:
-        real_line = _crash_line(reply)
+        real_line = crash_line(reply)
         assert real_line is None or findings[0].span.line <= real_line <= findings[0].span.end_line, (
             f"finding on line {findings[0].span.line}, the cell really raised on line {real_line}"
         )

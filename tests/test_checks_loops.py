@@ -139,7 +139,9 @@ def test_long_kernel_list_stays_silent(kernel) -> None:
     does crash, on its last item)."""
     kernel.run("%reset -f")
     kernel.run(DF)
-    assert predict(kernel, MC, "for c in many:\n    x = df[c]\n") == []
+    cell = "for c in many:\n    x = df[c]\n"
+    assert predict(kernel, MC, cell) == []
+    assert kernel.run(cell, allow_error=True).get("ename") == "KeyError"  # silent, not because it runs
 
 
 def test_privacy_mode_hides_kernel_list_values(kernel) -> None:
@@ -152,6 +154,9 @@ def test_privacy_mode_hides_kernel_list_values(kernel) -> None:
     snap = snapshot(kernel, query)
     assert snap.variables["cols"].values is None
     assert REGISTRY.checks[MC](facts, snap) == []
+    # control: without privacy mode the same loop is walked and the missing column caught
+    query = ProbeQuery(**facts.probe_query_fields(), object_budget_s=10, request_budget_s=30)
+    assert REGISTRY.checks[MC](facts, snapshot(kernel, query))
 
 
 COLS = (

@@ -424,14 +424,15 @@ def exact_labels(s: ObjectSummary) -> tuple[Any, ...] | None:
         if c.label_repr is None:
             out.append(c.name)
             continue
-        ok, v = literal(_parse_expr(c.label_repr))
+        ok, v = literal(parse_expr(c.label_repr))
         if not ok or not _json_label(v):
             return None  # a tuple (MultiIndex), a numpy scalar repr, a Timestamp: not provable here
         out.append(v)
     return tuple(out)
 
 
-def _parse_expr(text: str) -> ast.AST | None:
+def parse_expr(text: str) -> ast.AST | None:
+    """The expression a kernel repr spells (``'a'``, ``3``), or None when it does not parse."""
     try:
         return ast.parse(text, mode="eval").body
     except (SyntaxError, ValueError):

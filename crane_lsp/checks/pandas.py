@@ -16,7 +16,16 @@ from typing import Any
 
 from crane_lsp.cellcode import CellFacts
 from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import CellWalk, Val, finding_at, has_star, kwarg, literal, run_walk
+from crane_lsp.checks.libcommon import (
+    CellWalk,
+    Val,
+    finding_at,
+    has_star,
+    kwarg,
+    literal,
+    parse_expr,
+    run_walk,
+)
 from crane_lsp.runtime import Snapshot
 
 _INT_TARGETS = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
@@ -436,20 +445,13 @@ def _int_target(w: CellWalk, arg: ast.AST) -> str | None:
 
 def _bad_int_value(examples: list[str] | None) -> str | None:
     for ex in examples or []:
-        ok, v = literal(_parse(ex))
+        ok, v = literal(parse_expr(ex))
         if ok and isinstance(v, str):
             try:
                 int(v)
             except ValueError:
                 return v
     return None
-
-
-def _parse(text: str) -> ast.AST | None:
-    try:
-        return ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError):
-        return None
 
 
 _FLOAT_TARGETS = frozenset({"float", "float64", "float32", "float16"})
@@ -469,7 +471,7 @@ def _float_target(w: CellWalk, arg: ast.AST) -> str | None:
 def _text_value(examples: list[str] | None, *, blank_ok: bool = False) -> str | None:
     """A string the probe saw that ``float()`` rejects (``non_numeric_examples`` holds reprs)."""
     for ex in examples or []:
-        ok, v = literal(_parse(ex))
+        ok, v = literal(parse_expr(ex))
         if ok and isinstance(v, str) and (blank_ok or v.strip()):
             try:
                 float(v)

@@ -14,7 +14,16 @@ import math
 
 from crane_lsp.cellcode import CellFacts
 from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import CellWalk, Est, Val, finding_at, has_star, literal, run_walk
+from crane_lsp.checks.libcommon import (
+    CellWalk,
+    Est,
+    Val,
+    finding_at,
+    has_star,
+    literal,
+    parse_expr,
+    run_walk,
+)
 from crane_lsp.runtime import Snapshot
 
 #: Estimators whose methods work without fit (``requires_fit`` tag False in scikit-learn 1.x).
@@ -355,17 +364,10 @@ def _continuous_evidence(y: Val) -> str | None:
         if _non_integral(value):
             return f"{name} {value}"
     for ex in st.examples or []:
-        ok, v = literal(_expr(ex))
+        ok, v = literal(parse_expr(ex))
         if ok and _non_integral(v):
             return f"value {v}"
     return None
-
-
-def _expr(text: str) -> ast.AST | None:
-    try:
-        return ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError):
-        return None
 
 
 def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
@@ -476,7 +478,7 @@ def _param(est: Est, val: Val, name: str) -> tuple[bool, object]:
     if est.from_kernel and val.summary is not None and val.summary.estimator and val.summary.estimator.params:
         text = val.summary.estimator.params.get(name)
         if text is not None:
-            return literal(_expr(text))
+            return literal(parse_expr(text))
     return False, None
 
 
