@@ -22,6 +22,7 @@ from crane_lsp.runtime import ProbeQuery, Snapshot
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _CELL_LINE = re.compile(r"Cell In\[\d+\], line (\d+)")
+_TIMED_LINE = re.compile(r"File <timed (?:exec|eval)>:(\d+)")
 
 
 def prepare(kernel: Any, setup: str = "") -> None:
@@ -62,7 +63,13 @@ def crash_line(error: dict[str, Any]) -> int | None:
     """0-based line of the executed cell where an error reply's exception was raised (from its traceback)."""
     text = _ANSI.sub("", "\n".join(error.get("traceback", [])))
     match = _CELL_LINE.search(text)
-    return int(match.group(1)) - 1 if match else None
+    if match is None:
+        return None
+    # IPython 9 shows a cell magic's call (line 1) and then its body's frame: the body says the line
+    timed = _TIMED_LINE.search(text, match.end())
+    if timed is not None and "run_cell_magic(" in text[match.end() : timed.start()]:
+        return int(timed.group(1))
+    return int(match.group(1)) - 1
 
 
 def assert_predicts(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -242,7 +243,8 @@ def test_subscripts_only_where_pure(k: TestKernel) -> None:
     v = snap.variables
     assert v["d['a']"].value == "1"
     assert v["lst[-1]"].kind == "float"
-    assert v["df['qty']"].kind == "series" and v["df['qty']"].dtype == "object"
+    # a text column: object under pandas 2, str (the new default string dtype) under pandas 3
+    assert v["df['qty']"].kind == "series" and v["df['qty']"].dtype in ("object", "str")
     for absent in ("d['missing']", "lst[9]", "df['nope']"):
         assert absent not in v
 
@@ -414,5 +416,7 @@ def test_probe_leaves_no_trace_and_imports_nothing(k: TestKernel) -> None:
     )
     assert k.eval(TRACE_STATE) == before
     text = render_snapshot(snap)  # every kind renders
-    assert "df: pandas.core.frame.DataFrame | shape (4, 5)" in text and "gen2: generator" in text
+    # pandas 2 names the class pandas.core.frame.DataFrame, pandas 3 pandas.DataFrame
+    assert re.search(r"df: pandas(\.core\.frame)?\.DataFrame \| shape \(4, 5\)", text), text
+    assert "gen2: generator" in text
     assert k.eval("next(gen2), next(it)") == "(1, 2)"

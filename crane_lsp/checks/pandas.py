@@ -480,10 +480,14 @@ def _text_value(examples: list[str] | None, *, blank_ok: bool = False) -> str | 
     return None
 
 
+#: dtypes of text columns: object (pandas 2's default), str (pandas 3's default) and the string extension.
+_TEXT_DTYPES = frozenset({"object", "str", "string"})
+
+
 def _astype_float(w: CellWalk, node: ast.Call) -> list[Finding]:
     target = _float_target(w, node.args[0])
     base = w.ev(node.func.value) if target and isinstance(node.func, ast.Attribute) else None
-    if base is None or base.kind != "series" or base.dtype != "object" or base.stats is None:
+    if base is None or base.kind != "series" or base.dtype not in _TEXT_DTYPES or base.stats is None:
         return []
     bad = _text_value(base.stats.non_numeric_examples, blank_ok=True)
     if bad is None:
@@ -494,7 +498,7 @@ def _astype_float(w: CellWalk, node: ast.Call) -> list[Finding]:
         "ValueError",
         node,
         f"{base.text} holds {bad!r}, which cannot be converted to {target}",
-        [(f"{base.text}.dtype", "object"), (f"a value of {base.text}", repr(bad))],
+        [(f"{base.text}.dtype", base.dtype), (f"a value of {base.text}", repr(bad))],
         [base],
     )
 
@@ -507,7 +511,7 @@ def _to_numeric(w: CellWalk, node: ast.Call) -> list[Finding]:
     if kwarg(node, "errors") is not None and (not ok or errors != "raise"):
         return []
     base = w.ev(node.args[0])
-    if base is None or base.kind != "series" or base.dtype != "object" or base.stats is None:
+    if base is None or base.kind != "series" or base.dtype not in _TEXT_DTYPES or base.stats is None:
         return []
     bad = _text_value(base.stats.non_numeric_examples)
     if bad is None:
@@ -518,7 +522,7 @@ def _to_numeric(w: CellWalk, node: ast.Call) -> list[Finding]:
         "ValueError",
         node,
         f"pd.to_numeric: {base.text} holds {bad!r}, which is not a number",
-        [(f"{base.text}.dtype", "object"), (f"a value of {base.text}", repr(bad))],
+        [(f"{base.text}.dtype", base.dtype), (f"a value of {base.text}", repr(bad))],
         [base],
     )
 
@@ -559,12 +563,13 @@ def _astype_int(w: CellWalk, node: ast.AST) -> list[Finding]:
     st, dtype = base.stats, base.dtype.lower()
     evidence = [(f"{base.text}.dtype", base.dtype)]
     msg, exc = None, "ValueError"
-    if st.has_nan and (dtype.startswith("float") or dtype == "object"):
+    # a NaN in a str column raises ValueError too; the string extension's NA raises TypeError
+    if st.has_nan and (dtype.startswith("float") or dtype in ("object", "str")):
         # pandas raises its IntCastingNaNError (a ValueError) for float columns
         exc = "IntCastingNaNError" if dtype.startswith("float") else "ValueError"
         msg = f"{base.text} holds NaN, which cannot be cast to {target}"
         evidence.append((f"{base.text} NaN count", str(st.nan_count) if st.nan_count is not None else "> 0"))
-    elif dtype == "object":
+    elif dtype in _TEXT_DTYPES:
         bad = _bad_int_value(st.non_numeric_examples) or _bad_int_value(st.examples)
         if bad is not None:
             msg = f"{base.text} holds {bad!r}, which int() rejects"

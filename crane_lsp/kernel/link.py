@@ -111,6 +111,8 @@ Listener = Callable[[KernelEvent], None]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_FRAME = re.compile(r"(?:Cell In\s*\[(\d+)\], line (\d+))|(?:Input In \[(\d+)\].*?<cell line: (\d+)>)")
+#: a ``%%time``/``%%timeit`` cell's body, compiled by the magic (IPython 9 also shows the magic's call)
+_TIMED_FRAME = re.compile(r"File <timed (?:exec|eval)>:(\d+)")
 _SUBSHELL_FEATURE = "kernel subshells"
 #: probe entry points that only read: safe on a subshell beside a running cell
 READ_ONLY_ENTRY_POINTS = frozenset({"snapshot"})
@@ -122,18 +124,31 @@ _INSTALLED_KEY = "ok"
 SILENT_ID_PREFIX = "crane-silent-"
 
 
+def _read_and_check(path: Path) -> tuple[dict[str, Any], bool | None]:
+    """The connection info and whether its kernel is alive (blocking: run in a thread)."""
+    info = read_connection_info(path)
+    return info, kernel_alive(info)
+
+
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
 def failing_line(traceback: list[str], execution_count: int | None) -> int | None:
-    """0-based line of the cell (``In[execution_count]``) from which the exception came, if shown."""
-    for entry in traceback:
-        for m in _CELL_FRAME.finditer(strip_ansi(entry)):
-            count = int(m.group(1) or m.group(3))
-            line = int(m.group(2) or m.group(4))
-            if execution_count is None or count == execution_count:
-                return max(line - 1, 0)
+    """0-based line of the cell (``In[execution_count]``) from which the exception came, if shown.
+
+    Under a cell magic the cell's frame is the magic's call on line 1; the body's own frame
+    (``<timed exec>:K``, the body starting on the cell's second line) says the line: 0-based K.
+    """
+    text = "\n".join(strip_ansi(entry) for entry in traceback)
+    for m in _CELL_FRAME.finditer(text):
+        count = int(m.group(1) or m.group(3))
+        line = int(m.group(2) or m.group(4))
+        if execution_count is None or count == execution_count:
+            timed = _TIMED_FRAME.search(text, m.end())
+            if timed is not None and "run_cell_magic(" in text[m.end() : timed.start()]:
+                return int(timed.group(1))
+            return max(line - 1, 0)
     return None
 
 
@@ -156,7 +171,7 @@ class KernelLink:
         self._started: set[str] = set()  # own requests the kernel has started on (status busy seen)
         self._foreign_busy: dict[str, int | None] = {}  # running cells of others: msg_id -> count
         self._cells: set[str] = set()  # running executes that announced their input (not silent)
-        self._ping: str | None = None  # unanswered shell kernel_info: the main shell is occupied
+        self._ping: str | None = None  # unanswered shell ping (comm_info): the main shell is occupied
         self._tasks: list[asyncio.Task[None]] = []
         self._listeners: list[Listener] = []
         self._idle = asyncio.Event()
@@ -164,7 +179,7 @@ class KernelLink:
         self._probe_ready = False
         self._subshell_id: str | None = None
         self.features: set[str] = set()
-        self.kernel_info: dict[str, Any] = {}
+        self.kernel_info: dict[str, Any] = {}  # never asked for: kernel_info moves the RNG (see _handshake)
         self.generation: int | None = None
         self.restarts = 0
         self._closed = False
@@ -178,10 +193,13 @@ class KernelLink:
 
         path = Path(connection_file)
         try:
-            info = read_connection_info(path)
+            # off the event loop: reading a file (refused when it is a FIFO) and a TCP connect
+            info, alive = await asyncio.wait_for(asyncio.to_thread(_read_and_check, path), timeout)
         except ConnectionNotFound as exc:
             raise KernelDead(str(exc)) from exc
-        if kernel_alive(info) is False:
+        except asyncio.TimeoutError as exc:
+            raise KernelDead(f"reading the connection file {path} took longer than {timeout:g} s") from exc
+        if alive is False:
             raise KernelDead(f"the kernel of {path.name} is not running (nothing listens on its ports)")
         client = AsyncKernelClient()
         client.load_connection_info(info)  # type: ignore[arg-type]
@@ -479,28 +497,52 @@ class KernelLink:
         if self.connection_file is None:
             return True
         try:
-            return kernel_alive(read_connection_info(self.connection_file)) is not False
+            _info, alive = await asyncio.wait_for(
+                asyncio.to_thread(_read_and_check, self.connection_file), self.alive_check_s * 4
+            )
         except ConnectionNotFound:
             return False
+        except asyncio.TimeoutError:
+            return True  # a slow file system proves nothing about the kernel
+        return alive is not False
 
     async def _handshake(self, timeout: float) -> None:
-        """kernel_info on the control channel (answers even mid-cell), then a ping of the main shell."""
+        """Prove the kernel answers (control channel: even mid-cell), learn whether it has subshells,
+        then ping the main shell.
+
+        Never ``kernel_info_request``: IPython 9 builds its banner for every kernel_info and picks a
+        random tip with the global ``random`` module, so each one would move the user's seeded RNG.
+        ``comm_info_request`` and ``list_subshell_request`` touch nothing of the user's.
+        """
         try:
-            reply = await self._request("control", "kernel_info_request", {}, timeout)
+            await self._request("control", "comm_info_request", {}, timeout)
         except KernelTimeout as exc:
             raise KernelDead(
                 f"no kernel answers at {self.connection_file} (it may have exited; its file is stale)"
             ) from exc
-        self.kernel_info = reply.get("content", {})
-        self.features = set(self.kernel_info.get("supported_features") or ())
+        with contextlib.suppress(KernelLinkError):  # kernels without subshells do not answer at all
+            reply = await self._request("control", "list_subshell_request", {}, min(timeout, 1.0))
+            if reply.get("content", {}).get("status") == "ok":
+                self.features.add(_SUBSHELL_FEATURE)
         await self.refresh_busy()
 
+    async def responsive(self, timeout: float = 2.0) -> bool:
+        """The heartbeat: does the kernel answer on its control channel within ``timeout``?
+
+        A stopped (SIGSTOP) or wedged kernel still exists and still accepts connections; only an
+        answer proves it works."""
+        try:
+            await self._request("control", "comm_info_request", {}, timeout)
+        except KernelTimeout:
+            return False
+        return True
+
     async def refresh_busy(self, grace: float | None = None) -> bool:
-        """Ask the main shell whether it is free (a kernel_info it answers at once), for a kernel we did
+        """Ask the main shell whether it is free (a request it answers at once), for a kernel we did
         not watch from the start; a late answer clears the busy mark when the cell ends."""
         if self._ping is not None:
             return True
-        msg_id, fut = self._send("shell", "kernel_info_request", {})
+        msg_id, fut = self._send("shell", "comm_info_request", {})
         self._ping = msg_id
         self._update_idle()
         try:

@@ -226,6 +226,66 @@ def _instance_dict(obj):
         return None
 
 
+#: Library classes recognised by identity: ``key -> ((module, attribute), ...)``, the first found wins.
+#: Read from modules already in ``sys.modules`` (a class the user has not imported cannot be in an
+#: object's MRO), so no import runs and a library's choice of ``__module__`` (pandas 3 reports
+#: ``pandas.DataFrame``, pandas 2 ``pandas.core.frame.DataFrame``) does not matter.
+_KNOWN_CLASSES = {
+    "ndarray": (("numpy", "ndarray"),),
+    "np_generic": (("numpy", "generic"),),
+    "np_bool": (("numpy", "bool_"), ("numpy", "bool")),
+    "np_integer": (("numpy", "integer"),),
+    "np_floating": (("numpy", "floating"),),
+    "np_generator": (("numpy.random", "Generator"), ("numpy.random._generator", "Generator")),
+    "np_random_state": (("numpy.random", "RandomState"), ("numpy.random.mtrand", "RandomState")),
+    "tensor": (("torch", "Tensor"),),
+    "torch_generator": (("torch", "Generator"), ("torch._C", "Generator")),
+    "dataframe": (("pandas", "DataFrame"), ("pandas.core.frame", "DataFrame")),
+    "series": (("pandas", "Series"), ("pandas.core.series", "Series")),
+    "index": (("pandas", "Index"), ("pandas.core.indexes.base", "Index")),
+    "ndframe": (("pandas.core.generic", "NDFrame"),),
+    "dataloader": (("torch.utils.data", "DataLoader"), ("torch.utils.data.dataloader", "DataLoader")),
+    "torch_dataset": (("torch.utils.data", "Dataset"), ("torch.utils.data.dataset", "Dataset")),
+    "torch_iterable_dataset": (
+        ("torch.utils.data", "IterableDataset"),
+        ("torch.utils.data.dataset", "IterableDataset"),
+    ),
+    "torch_module": (("torch.nn", "Module"), ("torch.nn.modules.module", "Module")),
+    "torch_linear": (("torch.nn", "Linear"), ("torch.nn.modules.linear", "Linear")),
+    "estimator": (("sklearn.base", "BaseEstimator"),),
+    "pd_string_dtype": (("pandas", "StringDtype"),),
+}
+
+
+def _known_class(key):
+    """The library class ``key`` names, from a module already imported, or None; never imports.
+
+    Reads the module's ``__dict__`` directly, so a module-level ``__getattr__`` (lazy submodules)
+    never runs.
+    """
+    for module, name in _KNOWN_CLASSES[key]:
+        mod = _sys.modules.get(module)
+        if mod is None:
+            continue
+        d = _instance_dict(mod)
+        cls = d.get(name) if d is not None else None
+        if cls is not None and type in type.__dict__["__mro__"].__get__(type(cls)):
+            return cls
+    return None
+
+
+def _isa(obj, key):
+    """Whether ``obj`` is an instance of the library class ``key`` (MRO identity, no ``isinstance``)."""
+    cls = _known_class(key)
+    return cls is not None and cls in _mro(obj)
+
+
+def _kinds_of(obj):
+    """The ``_KNOWN_CLASSES`` keys whose class is in ``obj``'s MRO."""
+    mro = _mro(obj)
+    return {key for key in _KNOWN_CLASSES if (cls := _known_class(key)) is not None and cls in mro}
+
+
 def _static(obj, name, default=None):
     """``obj.name`` when it is a plain stored value (instance dict or plain class attribute), else default."""
     d = _instance_dict(obj)
@@ -709,12 +769,14 @@ def _index_has(obj, labels, clock):
         return answers
     if _cls_name(t) == "Index":
         dtype = index.dtype
-        if _cls_module(type(dtype)).split(".")[0] != "numpy" or dtype.kind not in "iufO":
+        # pandas 3 holds text labels in its str dtype (a StringDtype): a plain hash lookup too
+        text = _isa(dtype, "pd_string_dtype")
+        if not text and (_cls_module(type(dtype)).split(".")[0] != "numpy" or dtype.kind not in "iufO"):
             return answers
-        if len(index) > (_INDEX_OBJECT_MAX if dtype.kind == "O" else _INDEX_NUMERIC_MAX):
+        if len(index) > (_INDEX_OBJECT_MAX if text or dtype.kind == "O" else _INDEX_NUMERIC_MAX):
             return answers
         clock.check()
-        if dtype.kind == "O" and index.inferred_type not in _PLAIN_INFERRED:
+        if (text or dtype.kind == "O") and index.inferred_type not in _PLAIN_INFERRED:
             return answers
         clock.check()
         if not index.is_unique:
@@ -855,11 +917,10 @@ def _describe_item(item, depth=0):
     if t is dict and depth == 0:
         parts = [(str(k), _describe_item(v, 1)) for k, v in list(item.items())[:10]]
         return "{" + ", ".join(k + ": " + p[0] for k, p in parts) + "}", [p[1] for _, p in parts]
-    names = _mro_names(item)
-    if "torch.Tensor" in names:
+    if _isa(item, "tensor"):
         shape = [int(d) for d in item.shape]
         return "Tensor[" + ",".join(map(str, shape)) + "] " + str(item.dtype).replace("torch.", ""), shape
-    if "numpy.ndarray" in names:
+    if _isa(item, "ndarray"):
         shape = [int(d) for d in item.shape]
         return "ndarray[" + ",".join(map(str, shape)) + "] " + str(item.dtype), shape
     if t in (int, float, bool, str):
@@ -873,14 +934,14 @@ def _own_generator_state(v, states):
     if "random.Random" in names:
         st = v.getstate()
         states.append(lambda: v.setstate(st))
-    elif "numpy.random._generator.Generator" in names:
+    elif _isa(v, "np_generator"):
         bit = v.bit_generator
         bst = bit.state
         states.append(lambda: setattr(bit, "state", bst))
-    elif "numpy.random.mtrand.RandomState" in names:
+    elif _isa(v, "np_random_state"):
         rst = v.get_state(legacy=False)
         states.append(lambda: v.set_state(rst))
-    elif "torch._C.Generator" in names or "torch.Generator" in names:
+    elif _isa(v, "torch_generator"):
         gst = v.get_state()
         states.append(lambda: v.set_state(gst))
 
@@ -997,8 +1058,7 @@ def _sum_dataloader(obj, s, query, clock):
     ds = _static(obj, "dataset")
     if ds is not None:
         info["dataset_type"] = _qualname(type(ds))
-        names = _mro_names(ds)
-        if "torch.utils.data.dataset.IterableDataset" not in names:
+        if not _isa(ds, "torch_iterable_dataset"):
             try:
                 n = _guarded(clock, type(obj).__len__, obj)
                 if type(n) is int:
@@ -1027,7 +1087,7 @@ def _sum_torch_module(obj, s, query, clock):
     mods: list = []
     _walk_torch(obj, mods)
     info: dict = {}
-    linear = [m for m in mods if "torch.nn.modules.linear.Linear" in _mro_names(m)]
+    linear = [m for m in mods if _isa(m, "torch_linear")]
     if linear:
         v = _static(linear[0], "in_features")
         info["in_features"] = v if type(v) is int else None
@@ -1360,27 +1420,28 @@ def _classify(obj):
         return "function", _sum_callable
     names = _mro_names(obj)
     nameset = set(names)
+    known = _kinds_of(obj)
     if trusted:
-        if "numpy.ndarray" in nameset:
+        if "ndarray" in known:
             return "ndarray", _sum_ndarray
-        if "numpy.generic" in nameset:
-            np_kind = "bool" if "numpy.bool" in nameset or "numpy.bool_" in nameset else None
+        if "np_generic" in known:
+            np_kind = "bool" if "np_bool" in known else None
             if np_kind is None:
                 np_kind = (
                     "int"
-                    if "numpy.integer" in nameset
+                    if "np_integer" in known
                     else "float"
-                    if "numpy.floating" in nameset
+                    if "np_floating" in known
                     else "other"
                 )
             return np_kind, _sum_scalar if np_kind != "other" else _sum_other
-        if "torch.Tensor" in nameset:
+        if "tensor" in known:
             return "tensor", _sum_tensor
-        if "pandas.core.frame.DataFrame" in nameset:
+        if "dataframe" in known:
             return "dataframe", _sum_dataframe
-        if "pandas.core.series.Series" in nameset:
+        if "series" in known:
             return "series", _sum_series
-        if "pandas.core.indexes.base.Index" in nameset:
+        if "index" in known:
             return "index", _sum_index
         top = _cls_module(t).split(".")[0]
         if top == "tensorflow" and (
@@ -1391,15 +1452,15 @@ def _classify(obj):
         if any(n.endswith("data.ops.dataset_ops.DatasetV2") for n in names):
             return "tf_dataset", _sum_tf_dataset
     # Library bases that user classes legitimately extend: read through safe accessors only.
-    if "torch.utils.data.dataloader.DataLoader" in nameset:
+    if "dataloader" in known:
         return "dataloader", _sum_dataloader
-    if "torch.utils.data.dataset.IterableDataset" in nameset:
+    if "torch_iterable_dataset" in known:
         return "torch_iterable_dataset", _sum_iterable_dataset
-    if "torch.utils.data.dataset.Dataset" in nameset:
+    if "torch_dataset" in known:
         return "torch_dataset", _sum_torch_dataset
-    if "torch.nn.modules.module.Module" in nameset:
+    if "torch_module" in known:
         return "torch_module", _sum_torch_module
-    if "sklearn.base.BaseEstimator" in nameset:
+    if "estimator" in known:
         return "estimator", _sum_estimator
     if _has_base_prefix(obj, "Model", ("keras", "tf_keras", "tensorflow")):
         return "keras_model", _sum_keras_model
@@ -1470,6 +1531,8 @@ def _module_miss(mod, attr):
     """AttributeFact for a static miss on a module (see the module docstring for the rule)."""
     d = _instance_dict(mod) or {}
     name = d.get("__name__")
+    if _dynamic_class(mod) is not None:  # a lazy loader module (TF's ``keras``, importlib's _LazyModule)
+        return {"exists": None, "dynamic": True}
     if "__getattr__" not in d:
         return {"exists": False}
     full = f"{name}.{attr}"
@@ -1494,12 +1557,30 @@ def _module_miss(mod, attr):
     return {"exists": None, "dynamic": True}
 
 
+#: Classes whose ``__getattribute__`` only reads what ``getattr_static`` sees (plus ``None``: none at all).
+_STATIC_GETATTRIBUTE = (object, None, type, _types.ModuleType)
+
+
+def _dynamic_class(obj):
+    """The first class of ``type(obj)`` beyond the static ones defining ``__getattr__``/``__getattribute__``."""
+    for cls in _mro(obj):
+        if cls in _STATIC_GETATTRIBUTE:
+            continue
+        try:
+            cd = cls.__dict__
+        except Exception:
+            return cls
+        if "__getattr__" in cd or "__getattribute__" in cd:
+            return cls
+    return None
+
+
 def _instance_miss(owner, attr):
     """AttributeFact for a static miss on an instance or class."""
-    names = _mro_names(owner)
-    if _defining_class(owner, "__getattribute__") not in (object, None, type) and _trusted(owner) is False:
+    if _defining_class(owner, "__getattribute__") not in _STATIC_GETATTRIBUTE:
+        # statsmodels results wrappers, numpy recarray/record fields: answered by code, not stored
         return {"exists": None, "dynamic": True}
-    if "pandas.core.generic.NDFrame" in names and _trusted(owner):
+    if _isa(owner, "ndframe") and _trusted(owner):
         if attr.startswith("_"):
             return {"exists": False, "dynamic": True}
         try:
@@ -1507,7 +1588,7 @@ def _instance_miss(owner, attr):
         except Exception:
             return {"exists": None, "dynamic": True}
         return {"exists": holds, "dynamic": True}
-    if "torch.nn.modules.module.Module" in names:
+    if _isa(owner, "torch_module"):
         d = _instance_dict(owner) or {}
         for key in ("_parameters", "_buffers", "_modules"):
             sub = d.get(key)
@@ -1533,7 +1614,7 @@ def _instance_miss(owner, attr):
 
 def _torch_member(owner, attr):
     """A torch ``nn.Module`` parameter, buffer or submodule: the plain entries its ``__getattr__`` returns."""
-    if "torch.nn.modules.module.Module" not in _mro_names(owner):
+    if not _isa(owner, "torch_module"):
         return _MISSING
     d = _instance_dict(owner) or {}
     for key in ("_parameters", "_buffers", "_modules"):
@@ -1656,7 +1737,7 @@ def _subscript_value(obj, accessor, key):
         return _MISSING
     if (
         _trusted(obj)
-        and "pandas.core.frame.DataFrame" in _mro_names(obj)
+        and _isa(obj, "dataframe")
         and type(key) in (str, int, float, bool, tuple)
     ):
         cols = obj.columns
@@ -1761,13 +1842,28 @@ def snapshot(query_json):
         )
 
 
+def _generation(shell):
+    """The shell's execution count; beside a running cell (a subshell thread), that cell's own count.
+
+    IPython 9 counts a cell before running it, IPython 8 after, so a probe beside cell N reads N+1
+    under 9: report N under both, as the cell's ``execute_input`` said.
+    """
+    count = getattr(shell, "execution_count", None) if shell is not None else None
+    if type(count) is not int or _threading.current_thread() is _threading.main_thread():
+        return count
+    version = getattr(_sys.modules.get("IPython"), "version_info", None)
+    if type(version) is tuple and version and type(version[0]) is int and version[0] >= 9:
+        return count - 1
+    return count
+
+
 def _snapshot(query):
     clock = _Clock(float(query.get("request_budget_s", 2.0)), float(query.get("object_budget_s", 0.5)))
     shell = _shell()
     ns = shell.user_ns if shell is not None else _sys.modules["__main__"].__dict__
     out: dict = {
         "ok": True,
-        "generation": getattr(shell, "execution_count", None) if shell is not None else None,
+        "generation": _generation(shell),
         "variables": {},
         "attributes": {},
         "paths": {},
