@@ -14,9 +14,10 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.cellcode import CellFacts, Span, analyze
 from crane_lsp.checks.base import Finding
 from crane_lsp.prediction import Evidence, Fix, Origin, Prediction, Source
@@ -42,6 +43,16 @@ class LLMLayer(Protocol):
         findings: Sequence[Finding] = (),
         bypass_cache: bool = False,
     ) -> Prediction: ...
+
+
+class Offloader(Protocol):
+    """Runs CPU-bound work somewhere (a worker thread in the server) and returns its result."""
+
+    def __call__(self, fn: Callable[..., Any], /, *args: Any) -> Awaitable[Any]: ...
+
+
+async def _inline(fn: Callable[..., Any], /, *args: Any) -> Any:
+    return fn(*args)
 
 
 class DryRunLayer(Protocol):
@@ -130,6 +141,14 @@ def finding_to_prediction(finding: Finding, executed: Sequence[str], target: str
     )
 
 
+def if_reached(prediction: Prediction) -> Prediction:
+    """A check's finding whose line may not be reached (an earlier line may raise): a Warning."""
+    line = (prediction.line or 0) + 1
+    prediction.certainty = "predicted"
+    prediction.message = f"{prediction.message} (raises at line {line} if reached)"
+    return prediction
+
+
 def syntax_error_prediction(facts: CellFacts) -> Prediction:
     span = facts.syntax_error_span
     return Prediction(
@@ -155,11 +174,13 @@ class Pipeline:
         link: KernelLink | None = None,
         llm: LLMLayer | None = None,
         dryrun: DryRunLayer | None = None,
+        offload: Offloader | None = None,
     ) -> None:
         self.settings = settings
         self.link = link
         self.llm = llm
         self.dryrun = dryrun
+        self.offload: Offloader = offload or _inline  # the server passes a worker thread
         self.last_snapshot: Snapshot | None = None
 
     async def snapshot_for(self, facts: CellFacts) -> tuple[Snapshot | None, str | None]:
@@ -190,7 +211,8 @@ class Pipeline:
     ) -> Prediction:
         started = time.perf_counter()
         wanted = set(layers) if layers is not None else set(LAYERS)
-        facts = analyze_cached(target)  # the same text is predicted twice: checks, then dry run + LLM
+        # the same text is predicted twice: checks, then dry run + LLM (CPU work off the server's loop)
+        facts = await self.offload(analyze_cached, target)
         if facts.syntax_error:
             return syntax_error_prediction(facts)
         notes: list[str] = []
@@ -203,9 +225,13 @@ class Pipeline:
         if "checks" in wanted and snapshot is not None:
             from crane_lsp.checks.runner import run_checks
 
-            findings = run_checks(facts, snapshot)
-            if findings:
-                prediction = finding_to_prediction(findings[0], executed, target)
+            findings = await self.offload(run_checks, facts, snapshot)
+            first = findings[0].span if findings else None
+            risky = first_risky_line(facts, snapshot, first.line, first.col) if first else None
+            if findings and risky is not None:  # an earlier line may raise first: the dry run decides
+                notes.append(f"line {risky + 1} may raise before line {findings[0].span.line + 1} is reached")
+            elif findings:
+                prediction = await self.offload(finding_to_prediction, findings[0], executed, target)
                 prediction.source.latency_ms = (time.perf_counter() - started) * 1000
                 if self.settings.explain_certain and self.llm is not None and "llm" in wanted:
                     prediction = await self._explain(prediction, executed, target, snapshot, findings)
@@ -220,6 +246,11 @@ class Pipeline:
                 return observed
             if observed is not None:
                 notes.extend(observed.notes)
+        if findings:  # neither certain nor observed: a Warning "raises at line k if reached"
+            result = if_reached(finding_to_prediction(findings[0], executed, target))
+            result.source.latency_ms = (time.perf_counter() - started) * 1000
+            result.notes.extend(notes)
+            return result
         if "llm" in wanted and self.llm is not None:
             prediction = await self.llm.predict(
                 executed=executed,

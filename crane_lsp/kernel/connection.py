@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import socket
+import stat
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -62,14 +63,39 @@ def runtime_dirs() -> list[Path]:
     return seen
 
 
+#: a kernel connection file is a few hundred bytes; anything much larger is not one
+MAX_CONNECTION_FILE_BYTES = 1 << 20
+
+
+def read_small_file(path: str | Path, limit: int = MAX_CONNECTION_FILE_BYTES) -> bytes:
+    """The bytes of a small regular file, without ever blocking: opened non-blocking, and a FIFO, a
+    device or a directory is refused (``OSError``) instead of waited on; at most ``limit + 1`` bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+
+
 def read_connection_info(path: str | Path) -> dict[str, Any]:
-    """The JSON of a connection file; ``ConnectionNotFound`` with a clear message otherwise."""
+    """The JSON of a connection file; ``ConnectionNotFound`` with a clear message otherwise.
+
+    Never blocks (``read_small_file``): a FIFO named as connection file is refused, not waited on.
+    """
     p = Path(path)
     try:
-        info = json.loads(p.read_text(encoding="utf-8"))
+        raw = read_small_file(p)
     except FileNotFoundError as exc:
         raise ConnectionNotFound(f"connection file {p} does not exist") from exc
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise ConnectionNotFound(f"connection file {p} cannot be read ({exc})") from exc
+    if len(raw) > MAX_CONNECTION_FILE_BYTES:
+        raise ConnectionNotFound(f"{p} is too large to be a kernel connection file")
+    try:
+        info = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise ConnectionNotFound(f"connection file {p} is not readable JSON ({exc})") from exc
     if not isinstance(info, dict) or "shell_port" not in info:
         raise ConnectionNotFound(f"{p} is not a kernel connection file (no shell_port)")
@@ -145,7 +171,7 @@ def list_servers(dirs: list[Path] | None = None) -> list[JupyterServer]:
     for d in dirs if dirs is not None else runtime_dirs():
         for f in sorted(d.glob("jpserver-*.json")):
             try:
-                info = json.loads(f.read_text(encoding="utf-8"))
+                info = json.loads(read_small_file(f).decode("utf-8"))
             except (OSError, ValueError):
                 continue
             pid = info.get("pid")

@@ -29,10 +29,11 @@ from crane_lsp.server.documents import (
     CellView,
     NotebookView,
     from_lsp_notebook,
-    from_percent,
     notebook_sync_options,
 )
+from crane_lsp.server.jupyter_documents import view_for_text
 from crane_lsp.server.kernels import Kernels
+from crane_lsp.server.offload import Offload
 from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
 from crane_lsp.settings import Settings
 
@@ -72,6 +73,7 @@ class NotebookState:
     ignored: dict[str, str] = field(default_factory=dict)  # cell key -> text it was ignored for
     executed_texts: set[str] = field(default_factory=set)  # percent scripts: what the kernel ran
     anchor: int | None = None  # the cell edited or run last: checking starts near it
+    backlog: list[str] = field(default_factory=list)  # cells to re-check after the ones in flight
     kernel_generation: int | None = None  # the kernel's execution count when last looked at
 
 
@@ -138,6 +140,7 @@ class CraneServer(LanguageServer):
         self.cells = Debouncer(self._check_job)
         self.states = Debouncer(self._state_job)
         self.stats = Stats()
+        self.offload = Offload()  # checks run in a worker thread, interrupted when superseded
         self._bypass: set[str] = set()
         self._pipelines: dict[str, tuple[Any, Any, int]] = {}  # notebook -> (pipeline, link, rev)
         self._llm: Any = None
@@ -225,7 +228,7 @@ class CraneServer(LanguageServer):
         if nb.view.percent:
             old = nb.view
             doc = self.workspace.get_text_document(nb.uri)
-            nb.view = from_percent(nb.uri, doc.source)
+            nb.view = view_for_text(nb.uri, doc.source)  # a `# %%` script or jupyter-lsp's notebook
             _follow_text(nb, old)
         else:
             notebook = self.workspace.get_notebook_document(notebook_uri=nb.uri)
@@ -308,17 +311,33 @@ class CraneServer(LanguageServer):
             return
         if nb.view.percent:
             await self._refresh_percent_pending(nb)
-        chosen = cells_to_check(nb.view.cells, nb.pending, nb.anchor, self.settings.max_pending_cells)
+        # every pending cell, nearest first: ``maxPendingCells`` at once, the rest one by one after
+        # them (``_next_from_backlog``); until its turn an outdated squiggle stays, marked stale
+        chosen = cells_to_check(nb.view.cells, nb.pending, nb.anchor, len(nb.view.cells))
         keys = {c.key for c in chosen}
+        # cells that ran since: their outcome is known, a prediction about them has nothing to say
         withdrawn = [k for k, r in nb.results.items() if k not in keys and not self._current(nb, k, r.stamp)]
         for k in withdrawn:
             del nb.results[k]
-        if withdrawn:
-            self.publish(nb)
-        for cell in chosen:
-            if not self.cells.waiting(cell.key):  # a cell being typed in keeps its debounce
-                self.cells.schedule(cell.key, 0)
+        now = [c for c in chosen if not self.cells.waiting(c.key)]  # a cell being typed in keeps its debounce
+        limit = max(self.settings.max_pending_cells, 1)
+        nb.backlog = [c.key for c in now[limit:]]
+        self.publish(nb)  # outdated results are shown as stale from here on
+        for cell in now[:limit]:
+            self.cells.schedule(cell.key, 0)
         self.send_status(nb.uri)
+
+    def _next_from_backlog(self, nb: NotebookState) -> None:
+        """One check finished: start the next waiting re-check of the notebook, if any."""
+        while nb.backlog:
+            key = nb.backlog.pop(0)
+            if key in nb.pending and nb.view.cell(key) is not None and not self.cells.active(key):
+                self.cells.schedule(key, 0)
+                return
+
+    def is_due(self, nb: NotebookState, key: str) -> bool:
+        """A new result for the cell is on its way (typed in, queued or being checked)."""
+        return self.cells.active(key) or key in nb.backlog
 
     async def _refresh_percent_pending(self, nb: NotebookState) -> None:
         """A script has no execution summaries: a cell ran when the kernel's history holds its text."""
@@ -367,7 +386,7 @@ class CraneServer(LanguageServer):
         dryrun = None
         if guarded is not None and self.settings.dry_run != "off":
             dryrun = DryRunner(guarded, self.settings)
-        pipeline = Pipeline(self.settings, link=guarded, llm=self._llm, dryrun=dryrun)
+        pipeline = Pipeline(self.settings, link=guarded, llm=self._llm, dryrun=dryrun, offload=self.offload)
         self._pipelines[nb.uri] = (pipeline, link, self.settings_rev)
         return pipeline
 
@@ -451,6 +470,8 @@ class CraneServer(LanguageServer):
         finally:
             self.stats.checking -= 1
             self.send_status(nb.uri)
+            if self.notebooks.get(nb.uri) is nb:
+                self._next_from_backlog(nb)
 
     async def _second_phase(
         self, pipeline: Any, cell: CellView, executed: list[str], snapshot: Any, bypass: bool
@@ -560,13 +581,20 @@ class CraneServer(LanguageServer):
             if cell.uri != uri:
                 continue
             result = nb.results.get(cell.key)
-            if result is None or result.stamp.text != cell.text:
+            if result is None:
+                continue
+            # an outdated result stays on screen, marked stale, while its replacement is on its way
+            # (no flicker while typing, nothing withdrawn silently after a kernel event)
+            stale = not self._current(nb, cell.key, result.stamp)
+            if stale and result.stamp.text != cell.text and not self.is_due(nb, cell.key):
                 continue
             if nb.ignored.get(cell.key) is not None:
-                if nb.ignored[cell.key] == cell.text:
+                if nb.ignored[cell.key] in (cell.text, result.stamp.text):
                     continue
                 del nb.ignored[cell.key]
-            diag = presentation.diagnostic(result.prediction, cell, result.executed, self.encoding)
+            diag = presentation.diagnostic(
+                result.prediction, cell, result.executed, self.encoding, stale=stale
+            )
             if diag is not None:
                 out.append(diag)
         return out
@@ -604,9 +632,13 @@ def _follow_text(nb: NotebookState, old: NotebookView) -> None:
     by_text: dict[str, str] = {}
     for cell in old.cells:
         by_text.setdefault(cell.text, cell.key)
+    matched = {by_text[c.text] for c in nb.view.cells if c.text in by_text}
+    old_keys = {c.key for c in old.cells}
     results, ignored, pending = {}, {}, set()
     for cell in nb.view.cells:
         was = by_text.get(cell.text)
+        if was is None and cell.key in old_keys and cell.key not in matched:
+            was = cell.key  # the cell edited in place: its old result stays (stale) until re-checked
         if was is None:
             continue
         if was in nb.results:

@@ -13,7 +13,9 @@ from crane_lsp.server.app import (
     lsp_view,
 )
 from crane_lsp.server.config import plain, section
-from crane_lsp.server.documents import from_percent, wants_percent
+from crane_lsp.server.documents import wants_percent
+from crane_lsp.server.jupyter_documents import is_virtual_notebook, view_for_text
+from crane_lsp.server.jupyter_sessions import with_connection_file
 
 
 def _args(arguments: tuple[Any, ...], *names: str) -> dict[str, Any]:
@@ -112,9 +114,10 @@ def register(ls: CraneServer) -> None:
     def doc_open(server: CraneServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         uri = doc.uri
-        if server.notebook_of(uri) is not None or not wants_percent(uri, doc.language_id, doc.text):
+        followed = wants_percent(uri, doc.language_id, doc.text) or is_virtual_notebook(uri, doc.language_id)
+        if server.notebook_of(uri) is not None or not followed:
             return
-        nb = server.open_notebook(from_percent(uri, doc.text), set())
+        nb = server.open_notebook(view_for_text(uri, doc.text), set())
         server.state_changed(nb, bump=False)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -142,6 +145,7 @@ def register(ls: CraneServer) -> None:
         await attach(server, args)
 
     async def attach(server: CraneServer, args: dict[str, Any]) -> dict[str, Any]:
+        args = with_connection_file(args)  # JupyterLab names kernels by id
         uri, path = args.get("notebookUri"), args.get("connectionFile")
         if not isinstance(uri, str) or not isinstance(path, str) or not path:
             return {"attached": False, "error": "crane.attachKernel needs {notebookUri, connectionFile}"}

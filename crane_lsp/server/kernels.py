@@ -73,16 +73,33 @@ class Kernels:
         """Attach ``connection_file`` to the notebook now; the error message, or None on success."""
         att = self.attachment(notebook_uri)
         async with att.lock:
+            from crane_lsp.kernel.link import KernelLink
+
+            try:  # the new kernel first: a failed attach keeps the kernel that was working
+                link = await KernelLink.connect(connection_file)
+            except Exception as exc:  # KernelDead and anything a broken file causes
+                error = str(exc) or type(exc).__name__
+                kept = " (the kernel attached before stays attached)" if att.link is not None else ""
+                log.warning("could not attach %s to %s: %s%s", connection_file, notebook_uri, error, kept)
+                if att.link is None:
+                    att.error = error
+                return error
             att.explicit = connection_file
             await self._drop(att)
             att.failures = 0
-            return await self._connect(notebook_uri, att, connection_file)
+            self._adopt(notebook_uri, att, link, connection_file)
+            return None
 
     async def link_for(self, notebook_uri: str) -> KernelLink | None:
         """The notebook's live link, attaching (with back-off) when there is none."""
         att = self.attachment(notebook_uri)
         if att.link is not None:
             return att.link
+        if att.lock.locked():
+            # an attach (the editor's, or another check's) is in progress: its outcome is the answer;
+            # checking without the kernel meanwhile would publish crashing cells as clean
+            async with att.lock:
+                return att.link
         wait = min(RETRY_S * 2 ** max(att.failures - 1, 0), RETRY_MAX_S)
         if att.last_try and time.monotonic() - att.last_try < wait:
             return None
@@ -93,6 +110,7 @@ class Kernels:
             if path is not None:
                 await self._connect(notebook_uri, att, path)
             att.failures = 0 if att.link is not None else att.failures + 1
+            att.last_try = time.monotonic()  # the back-off runs from the end of the failed attempt
             return att.link
 
     async def lost(self, notebook_uri: str, why: str, *, backoff: bool = True) -> None:
@@ -116,13 +134,14 @@ class Kernels:
 
     async def _choose(self, notebook_uri: str, att: Attachment) -> str | None:
         """The connection file to try: explicit, setting, else discovery; None (and why) if none."""
-        from crane_lsp.kernel.connection import ConnectionNotFound, discover
+        from crane_lsp.kernel.connection import ConnectionNotFound
+        from crane_lsp.server.jupyter_sessions import discover_for_notebook  # a notebook's own session
 
         att.last_try = time.monotonic()
         explicit = att.explicit or self.default_connection_file
         try:
             # discovery reads files and may ask a Jupyter server over HTTP: keep it off the event loop
-            found = await asyncio.to_thread(discover, explicit, notebook=uri_to_path(notebook_uri))
+            found = await asyncio.to_thread(discover_for_notebook, explicit, uri_to_path(notebook_uri))
             return str(found)
         except ConnectionNotFound as exc:
             att.error = str(exc)
@@ -140,10 +159,13 @@ class Kernels:
             att.error = str(exc) or type(exc).__name__
             log.info("could not attach %s to %s: %s", path, notebook_uri, att.error)
             return att.error
+        self._adopt(notebook_uri, att, link, path)
+        return None
+
+    def _adopt(self, notebook_uri: str, att: Attachment, link: KernelLink, path: str) -> None:
         att.link, att.connection_file, att.error = link, path, None
         att.unsubscribe = link.add_listener(lambda event: self._on_event(notebook_uri, event))
         log.info("attached %s to %s", path, notebook_uri)
-        return None
 
     @staticmethod
     async def _drop(att: Attachment) -> None:

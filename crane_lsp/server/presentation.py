@@ -20,6 +20,7 @@ RECHECK = "crane.recheckCell"
 ATTACH = "crane.attachKernel"
 SHOW_PROMPT = "crane.showPrompt"
 IGNORE = "crane.ignoreFinding"
+STALE_PREFIX = "(stale) "  # a squiggle kept while its cell is re-checked for a newer text or state
 
 _VERDICT = {
     "certain": "will crash (certain: the kernel state proves it)",
@@ -58,8 +59,14 @@ def diagnostic(
     cell: CellView,
     executed: Sequence[CellView | None],
     encoding: str = types.PositionEncodingKind.Utf16,
+    *,
+    stale: bool = False,
 ) -> types.Diagnostic | None:
     """The squiggle for a crashing prediction (None when it predicts no crash).
+
+    ``stale``: the prediction was made for an earlier text of the cell or an earlier kernel state,
+    and its re-check is on its way: the message starts with ``STALE_PREFIX`` (same severity, so the
+    squiggle does not change colour while the user types) and ``data.stale`` is true.
 
     ``executed`` are the view cells (or None when unknown) of the executed sources the prediction was
     made from, in the same order, so an ``Origin.cell`` index resolves to a document location.
@@ -83,12 +90,12 @@ def diagnostic(
         )
     return types.Diagnostic(
         range=prediction_range(prediction, cell, encoding),
-        message=message(prediction),
+        message=(STALE_PREFIX if stale else "") + message(prediction),
         severity=severity(prediction),
         source=SOURCE,
         code=prediction.exception or "crash",
         related_information=related or None,
-        data={"predictionId": prediction.id, "cell": cell.key},
+        data={"predictionId": prediction.id, "cell": cell.key, **({"stale": True} if stale else {})},
     )
 
 

@@ -50,6 +50,11 @@ class Debouncer:
         for key in list(self._tasks if keys is None else keys):
             self.cancel(key)
 
+    def active(self, key: str) -> bool:
+        """Scheduled or running: a new result for ``key`` is on its way."""
+        task = self._tasks.get(key)
+        return task is not None and not task.done()
+
     def waiting(self, key: str) -> bool:
         """Scheduled and still in its quiet period (the job itself has not started)."""
         return self._tasks.get(key) in self._waiting
