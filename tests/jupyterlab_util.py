@@ -1,0 +1,142 @@
+"""A real Jupyter server (``jupyter server`` or ``jupyter lab``) for the JupyterLab tests.
+
+Every Jupyter directory is private (config, data, runtime), the server listens on 127.0.0.1 with a
+token, and the runtime directory can be shared with a crane-lsp process under test, which then finds
+the server's ``jpserver-*.json`` and its kernels' ``kernel-<id>.json`` exactly as in real use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_notebook(path: Path, sources: list[str]) -> None:
+    cells = [
+        {"cell_type": "code", "id": f"c{i}", "metadata": {}, "outputs": [], "source": src}
+        for i, src in enumerate(sources)
+    ]
+    for cell in cells:
+        cell["execution_count"] = None
+    nb = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(nb), encoding="utf-8")
+
+
+@dataclass
+class JupyterProc:
+    root: Path
+    dirs: Path
+    app: str = "server"  # "server" | "lab" | "notebook"
+    port: int = field(default_factory=free_port)
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    proc: subprocess.Popen[bytes] | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    @property
+    def runtime_dir(self) -> Path:
+        return self.dirs / "runtime"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
+        env.update(
+            JUPYTER_CONFIG_DIR=str(self.dirs / "config"),
+            JUPYTER_DATA_DIR=str(self.dirs / "data"),
+            JUPYTER_RUNTIME_DIR=str(self.runtime_dir),
+            JUPYTER_PLATFORM_DIRS="1",
+            IPYTHONDIR=str(self.dirs / "ipython"),
+            XDG_RUNTIME_DIR=str(self.dirs / "xdg"),
+            PYDEVD_DISABLE_FILE_VALIDATION="1",
+        )
+        env.update(self.extra_env)
+        return env
+
+    def start(self, timeout: float = 90.0) -> None:
+        for sub in ("config", "data", "runtime", "ipython", "xdg"):
+            (self.dirs / sub).mkdir(parents=True, exist_ok=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            {"server": "jupyter_server", "lab": "jupyterlab", "notebook": "notebook"}[self.app],
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.allow_remote_access=False",
+        ]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        if self.app != "server":
+            cmd.append("--LabApp.news_url=")  # no network
+        log = open(self.dirs / f"{self.app}.log", "wb")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(cmd, env=self.env(), cwd=self.root, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter {self.app} exited: {self.log_text()[-3000:]}")
+            try:
+                self.api("GET", "api/status")
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"jupyter {self.app} did not start: {self.log_text()[-3000:]}")
+
+    def log_text(self) -> str:
+        try:
+            return (self.dirs / f"{self.app}.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def api(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Authorization", f"token {self.token}")
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read()
+        return json.loads(raw) if raw else None
+
+    def start_session(self, notebook: str) -> dict[str, Any]:
+        body = {"path": notebook, "type": "notebook", "kernel": {"name": "python3"}}
+        return dict(self.api("POST", "api/sessions", body))
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            for session in self.api("GET", "api/sessions", timeout=5):
+                self.api("DELETE", f"api/sessions/{session['id']}", timeout=10)
+        except OSError:
+            pass
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None

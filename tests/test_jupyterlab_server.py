@@ -1,0 +1,146 @@
+"""crane-lsp under jupyter-lsp without crane's extension: the virtual notebook document of
+jupyterlab-lsp, and the notebook's own kernel found through a real Jupyter server's sessions.
+
+Two notebooks run a kernel each on a real ``jupyter server``; the second kernel is the newer one,
+so a server that took the newest kernel would read the wrong variables.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from jupyter_client.blocking.client import BlockingKernelClient
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from crane_lsp.kernel.connection import ConnectionNotFound
+from crane_lsp.server.jupyter_sessions import discover_for_notebook
+from crane_lsp.server.jupyter_spec import spec
+from tests.jupyterlab_util import JupyterProc, write_notebook
+from tests.server_client import SERVER_COMMAND, SERVER_ENV, has, start, wait_for, wait_status
+
+pytestmark = pytest.mark.timeout(180)
+
+_DIRS = Path(tempfile.mkdtemp(prefix="crane-jl-server-"))
+ROOT = _DIRS / "root"
+CONFIG = ClientServerConfig(
+    server_command=SERVER_COMMAND,
+    server_env={**SERVER_ENV, "JUPYTER_RUNTIME_DIR": str(_DIRS / "runtime"), "XDG_RUNTIME_DIR": str(_DIRS)},
+)
+
+
+def _run(connection_file: str, code: str) -> None:
+    kc = BlockingKernelClient(connection_file=connection_file)
+    kc.load_connection_file()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        reply = kc.execute_interactive(code, timeout=60, output_hook=lambda msg: None)
+        assert reply["content"]["status"] == "ok"
+    finally:
+        kc.stop_channels()
+
+
+@pytest.fixture(scope="module")
+def jupyter() -> Iterator[dict[str, Any]]:
+    ROOT.mkdir(parents=True, exist_ok=True)
+    write_notebook(ROOT / "a.ipynb", ["only_in_a = 1"])
+    write_notebook(ROOT / "b.ipynb", ["only_in_b = 2"])
+    write_notebook(ROOT / "c.ipynb", ["x = 1"])
+    proc = JupyterProc(root=ROOT, dirs=_DIRS)
+    proc.start()
+    try:
+        files = {}
+        for name in ("a", "b"):
+            session = proc.start_session(f"{name}.ipynb")
+            files[name] = str(proc.runtime_dir / f"kernel-{session['kernel']['id']}.json")
+            _run(files[name], f"only_in_{name} = {1 if name == 'a' else 2}")
+        yield {"proc": proc, "files": files}
+    finally:
+        proc.stop()
+
+
+def test_spec_offers_crane_lsp_to_jupyter_lsp() -> None:
+    from jupyter_lsp.schema import LANGUAGE_SERVER_SPEC_MAP
+
+    specs = spec()
+    assert not list(LANGUAGE_SERVER_SPEC_MAP.iter_errors(specs))
+    argv = specs["crane-lsp"]["argv"]
+    assert argv[-2:] == ["crane_lsp", "serve"] and os.path.exists(argv[0])
+
+
+def test_entry_point_is_registered() -> None:
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.value for ep in entry_points(group="jupyter_lsp_spec_v1")}
+    assert found.get("crane-lsp") == "crane_lsp.server.jupyter_spec:spec"
+
+
+def test_each_notebook_gets_its_own_session_kernel(jupyter: dict[str, Any]) -> None:
+    runtime = [jupyter["proc"].runtime_dir]
+    virtual = ROOT / ".virtual_documents"
+    assert str(discover_for_notebook(None, virtual / "a.ipynb", runtime)) == jupyter["files"]["a"]
+    assert str(discover_for_notebook(None, ROOT / "b.ipynb", runtime)) == jupyter["files"]["b"]
+    with pytest.raises(ConnectionNotFound, match=r"no kernel yet for c\.ipynb"):
+        discover_for_notebook(None, virtual / "c.ipynb", runtime)
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient) -> Any:
+    lsp_client.statuses = await start(lsp_client, {"debounce": 150})  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _open(client: LanguageClient, uri: str, text: str) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
+    )
+
+
+def _change(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def test_virtual_notebook_squiggle_lands_on_its_cell_with_the_notebooks_kernel(
+    client: LanguageClient, jupyter: dict[str, Any]
+) -> None:
+    uri = (ROOT / ".virtual_documents" / "a.ipynb").as_uri()
+    # cell 1 ran in a's kernel; cell 2 uses a's variable (fine) and b's (NameError in a's kernel)
+    _open(client, uri, "only_in_a = 1\n\n\nprint(only_in_a)\nprint(only_in_b)\n")
+    diags = await wait_for(client, uri, has("NameError"), timeout=60)
+    (diag,) = [d for d in diags if d.code == "NameError"]
+    assert diag.range.start.line == 4 and diag.range.start.character == 6
+    assert diag.range.end.character == 6 + len("only_in_b")
+    statuses = client.statuses  # type: ignore[attr-defined]
+    status = await wait_status(statuses, lambda s: s.get("connectionFile") is not None)
+    assert status["connectionFile"] == jupyter["files"]["a"]
+
+    # jupyterlab-lsp sends the whole text again: a new cell above moves the squiggle with its cell
+    _change(client, uri, 2, "only_in_a = 1\n\n\nimport math\n\n\nprint(only_in_a)\nprint(only_in_b)\n")
+    await wait_for(client, uri, lambda ds: [d.range.start.line for d in ds if d.code == "NameError"] == [7])
+    _change(client, uri, 3, "only_in_a = 1\n\n\nimport math\n\n\nprint(only_in_a)\nprint(math.pi)\n")
+    await wait_for(client, uri, lambda ds: not ds)
+
+
+async def test_a_notebook_without_a_session_says_no_kernel(
+    client: LanguageClient, jupyter: dict[str, Any]
+) -> None:
+    uri = (ROOT / "c.ipynb").as_uri()
+    _open(client, uri, "x = 1\n\n\nprint(x)\n")
+    statuses = client.statuses  # type: ignore[attr-defined]
+    status = await wait_status(statuses, lambda s: "no kernel yet" in (s.get("message") or ""), timeout=30)
+    assert status["kernel"] == "none" and status["connectionFile"] is None
