@@ -128,6 +128,15 @@ async def test_virtual_notebook_squiggle_lands_on_its_cell_with_the_notebooks_ke
     statuses = client.statuses  # type: ignore[attr-defined]
     status = await wait_status(statuses, lambda s: s.get("connectionFile") is not None)
     assert status["connectionFile"] == jupyter["files"]["a"]
+    verdict = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="crane.cellVerdict", arguments=[{"uri": uri, "line": 4}])
+    )
+    assert verdict["exception"] == "NameError" and verdict["certainty"] == "certain"
+    assert verdict["blockRun"] and not verdict["stale"] and "only_in_b" in verdict["message"]
+    clean = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="crane.cellVerdict", arguments=[{"uri": uri, "line": 0}])
+    )
+    assert not clean["crash"] and not clean["blockRun"]
 
     # jupyterlab-lsp sends the whole text again: a new cell above moves the squiggle with its cell
     _change(client, uri, 2, "only_in_a = 1\n\n\nimport math\n\n\nprint(only_in_a)\nprint(only_in_b)\n")

@@ -34,6 +34,8 @@ from crane_lsp.server.documents import (
 from crane_lsp.server.jupyter_documents import view_for_text
 from crane_lsp.server.kernels import Kernels
 from crane_lsp.server.offload import Offload
+from crane_lsp.server.protocol import CraneProtocol
+from crane_lsp.server.textdoc import for_python
 from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
 from crane_lsp.settings import Settings
 
@@ -130,6 +132,7 @@ class CraneServer(LanguageServer):
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             notebook_document_sync=notebook_sync_options(),
+            protocol_cls=CraneProtocol,
         )
         self.settings = Settings()
         self.settings_rev = 0
@@ -422,9 +425,9 @@ class CraneServer(LanguageServer):
             executed, executed_cells = await self._executed(nb, pipeline.link)
             t_history = time.perf_counter()
             before = pipeline.last_snapshot
-            prediction = await pipeline.predict(
-                cell.text, executed=executed, layers={"checks"}, bypass_cache=bypass
-            )
+            source = for_python(cell.text)
+            executed = [for_python(text) for text in executed]
+            prediction = await pipeline.predict(source, executed=executed, layers={"checks"}, bypass_cache=bypass)
             snapshot = pipeline.last_snapshot if pipeline.last_snapshot is not before else None
             if snapshot is not None:
                 self.kernels.attachment(nb.uri).error = None  # the kernel answered
@@ -453,7 +456,7 @@ class CraneServer(LanguageServer):
                 return
             if pipeline.llm is None and pipeline.dryrun is None:
                 return
-            later = await self._second_phase(pipeline, cell, executed, snapshot, bypass)
+            later = await self._second_phase(pipeline, cell, source, executed, snapshot, bypass)
             self.stats.second_phase += 1
             if later is None or not self._current(nb, key, stamp):
                 return
@@ -474,14 +477,14 @@ class CraneServer(LanguageServer):
                 self._next_from_backlog(nb)
 
     async def _second_phase(
-        self, pipeline: Any, cell: CellView, executed: list[str], snapshot: Any, bypass: bool
+        self, pipeline: Any, cell: CellView, source: str, executed: list[str], snapshot: Any, bypass: bool
     ) -> Prediction | None:
         """The slow layers, one request per cell (its task) and ``llmConcurrency`` in all."""
         async with self._llm_slots:
             token = await self._progress_begin(f"crane: checking cell {cell.index + 1}")
             try:
                 return await pipeline.predict(  # type: ignore[no-any-return]
-                    cell.text,
+                    source,
                     executed=executed,
                     layers={"dryrun", "llm"},
                     bypass_cache=bypass,
@@ -660,8 +663,9 @@ def lsp_view(server: LanguageServer, notebook: types.NotebookDocument) -> Notebo
 
 def build_server() -> CraneServer:
     """A fresh server with every handler registered (one per process; tests build their own)."""
-    from crane_lsp.server import handlers
+    from crane_lsp.server import handlers, jupyter_commands
 
     server = CraneServer()
     handlers.register(server)
+    jupyter_commands.register(server)  # the structured verdict and run guard (JupyterLab)
     return server

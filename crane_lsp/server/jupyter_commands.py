@@ -1,0 +1,75 @@
+"""Commands for editors that draw their own verdict: the structured verdict of a cell and the run guard.
+
+JupyterLab shows the verdict as a box under the cell (exception, message, runtime facts, origin
+cells) instead of a hover, and asks before running a cell known to crash; both need the prediction
+itself, not its Markdown. ``crane.cellVerdict`` answers for the cell's *current* text only: a result
+computed for an older text is returned as stale, never as the cell's verdict. The same answer's
+``blockRun`` is the run-guard decision any editor can use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crane_lsp.server.app import CraneServer  # pygls reads the handlers' annotations at runtime
+from crane_lsp.server.config import plain
+
+VERDICT = "crane.cellVerdict"
+BLOCKING = ("certain", "observed")
+
+
+def _args(arguments: tuple[Any, ...]) -> dict[str, Any]:
+    values = [plain(a) for a in arguments]
+    if len(values) == 1 and isinstance(values[0], dict):
+        return values[0]
+    return dict(zip(("uri", "cell"), values, strict=False))
+
+
+def cell_verdict(server: CraneServer, args: dict[str, Any]) -> dict[str, Any]:
+    """The cell's verdict as data; ``{"found": False}`` for an unknown cell."""
+    found = server.find_cell(str(args.get("uri", "")), int(args.get("line") or 0), args.get("cell"))
+    if found is None:
+        return {"found": False, "crash": False, "blockRun": False}
+    nb, cell = found
+    result = nb.results.get(cell.key)
+    if result is None:
+        return {"found": True, "checked": False, "crash": False, "blockRun": False, "stale": False}
+    p = result.prediction
+    stale = result.stamp.text != cell.text
+    ignored = nb.ignored.get(cell.key) == cell.text
+    origins = []
+    for o in p.origin:
+        src = result.executed[o.cell] if o.cell is not None and 0 <= o.cell < len(result.executed) else None
+        origins.append(
+            {
+                "variable": o.variable,
+                "executionCount": o.execution_count,
+                "line": o.line,
+                "uri": src.uri if src is not None else None,
+                "index": src.index if src is not None else None,
+            }
+        )
+    return {
+        "found": True,
+        "checked": True,
+        "stale": stale,
+        "ignored": ignored,
+        "crash": p.crash,
+        "certainty": p.certainty,
+        "exception": p.exception,
+        "line": p.line,
+        "message": p.message,
+        "diagnosis": p.diagnosis,
+        "evidence": [{"fact": e.fact, "value": e.value} for e in p.evidence],
+        "origin": origins,
+        "fix": p.fix.description if p.fix is not None else None,
+        "source": p.source.label(),
+        "predictionId": p.id,
+        "blockRun": bool(p.crash and p.certainty in BLOCKING and not stale and not ignored),
+    }
+
+
+def register(ls: CraneServer) -> None:
+    @ls.command(VERDICT)
+    def verdict(server: CraneServer, *arguments: Any) -> dict[str, Any]:
+        return cell_verdict(server, _args(arguments))
