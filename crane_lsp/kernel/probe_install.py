@@ -12,8 +12,19 @@ from pathlib import Path
 from typing import Any
 
 _HERE = Path(__file__).parent
-#: The probe and the dry-run sandbox travel as one private module (both standard library only).
-PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in ("probe.py", "sandbox.py"))
+#: The probe, the jail and the dry-run sandbox travel as one private module (all standard library
+#: only). Each jail module prefixes its top-level names, so joining them cannot clash; the sandbox
+#: comes last and uses their names.
+SOURCES = (
+    "probe.py",
+    "jail_seccomp.py",
+    "jail_fds.py",
+    "jail_maps.py",
+    "jail_landlock.py",
+    "jail_threads.py",
+    "sandbox.py",
+)
+PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in SOURCES)
 PROBE_VERSION = hashlib.sha1(PROBE_SOURCE.encode()).hexdigest()[:10]
 MODULE_NAME = "_crane_probe"
 

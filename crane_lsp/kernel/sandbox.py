@@ -12,40 +12,26 @@ import json as _sb_json
 import os as _sb_os
 import sys as _sb_sys
 import time as _sb_time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
+    from crane_lsp.kernel.jail_fds import _jfd_neutralise
+    from crane_lsp.kernel.jail_landlock import _jll_restrict
+    from crane_lsp.kernel.jail_maps import _jmp_privatise, _JmpRefused
+    from crane_lsp.kernel.jail_seccomp import (
+        _JSC_RET_KILL_PROCESS,
+        _JSC_RET_USER_NOTIF,
+        _jsc_build,
+        _jsc_check_platform,
+        _jsc_describe,
+        _jsc_install,
+        _jsc_probe_listener,
+        _jsc_receive,
+        _JscUnavailable,
+    )
+    from crane_lsp.kernel.jail_threads import _jth_single_thread
 
 _SB_FILENAME = "<crane-dryrun>"
-_SB_WRITE_FLAGS = _sb_os.O_WRONLY | _sb_os.O_RDWR | _sb_os.O_CREAT | _sb_os.O_TRUNC | _sb_os.O_APPEND
-_SB_BLOCKED_EVENTS = {
-    "os.remove": "deletes a file",
-    "os.rmdir": "deletes a folder",
-    "os.rename": "renames a file",
-    "os.replace": "renames a file",
-    "os.mkdir": "creates a folder",
-    "os.symlink": "creates a link",
-    "os.link": "creates a link",
-    "os.truncate": "truncates a file",
-    "os.chmod": "changes permissions",
-    "os.chown": "changes ownership",
-    "os.utime": "touches a file",
-    "shutil.rmtree": "deletes a folder",
-    "shutil.copyfile": "copies a file",
-    "shutil.move": "moves a file",
-    "os.system": "runs a shell command",
-    "os.exec": "runs a program",
-    "os.posix_spawn": "runs a program",
-    "os.spawn": "runs a program",
-    "os.forkpty": "runs a program",
-    "os.fork": "forks a process",
-    "os.kill": "signals a process",
-    "subprocess.Popen": "runs a program",
-    "socket.connect": "opens a network connection",
-    "socket.bind": "listens on the network",
-    "socket.sendto": "sends on the network",
-    "socket.getaddrinfo": "resolves a host name",
-    "urllib.Request": "opens a URL",
-    "webbrowser.open": "opens a browser",
-}
 
 
 class _SandboxBlocked(BaseException):
@@ -112,38 +98,92 @@ def _sb_transform(source):
     return source, _sb_sys.modules["__main__"].__dict__
 
 
-def _sb_isolate():
-    """Everything the child does before running user code; failures here are not fatal."""
-    devnull = _sb_os.open(_sb_os.devnull, _sb_os.O_RDWR)
-    for fd in (0, 1, 2):
-        _sb_os.dup2(devnull, fd)
-    sink = open(_sb_os.devnull, "w")  # noqa: SIM115 - lives until the child exits
-    _sb_sys.stdout = _sb_sys.stderr = sink
-    setattr(_sb_sys, "__stdout__", sink)  # noqa: B010 - the originals are final for type checkers
-    setattr(_sb_sys, "__stderr__", sink)  # noqa: B010
-    _sb_sys.stdin = open(_sb_os.devnull)  # noqa: SIM115
-    import gc
+def _sb_limits(payload):
+    """Process-level limits before anything else: own process group, dies with the kernel, no core
+    file, niced, first for the OOM killer, address space capped (``memory_mb`` above the kernel's)."""
+    import resource
 
-    gc.disable()  # keeps pages shared and never runs a __del__ that could touch zmq
-    _sb_sys.dont_write_bytecode = True  # an import must not count as writing a file
     notes = []
+    _sb_os.setpgid(0, 0)  # killpg at the budget reaches everything the child is
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: die with the kernel
+    except Exception:
+        notes.append("PR_SET_PDEATHSIG unavailable")
+    if _sb_os.getppid() != payload["_parent"]:
+        _sb_os._exit(0)  # the kernel died before the death signal was armed
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # core_pattern may write a file in the cwd
+    with _sb_contextlib.suppress(OSError):
+        _sb_os.nice(10)
     try:
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
     except OSError:
         notes.append("oom_score_adj unchanged")
-    with _sb_contextlib.suppress(OSError):
-        _sb_os.nice(10)
+    extra = int(payload.get("memory_mb", 4096)) * 1024 * 1024
     try:
-        import ctypes
+        with open("/proc/self/status") as f:
+            size = next(int(r.split()[1]) * 1024 for r in f if r.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (size + extra, size + extra))
+    except (OSError, ValueError, StopIteration):
+        notes.append("memory cap unavailable")
+    return notes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: die with the kernel
-        # a new user + network namespace; else a network namespace alone; else the audit hook only
-        if libc.unshare(0x10000000 | 0x40000000) != 0 and libc.unshare(0x40000000) != 0:
-            notes.append("network namespace unavailable: network blocked by audit hook only")
-    except Exception:
-        notes.append("prctl/unshare unavailable")
+
+def _sb_python_streams():
+    """Python-level streams on /dev/null (the descriptors themselves are replaced by jail_fds)."""
+    sink = open(_sb_os.devnull, "w")  # noqa: SIM115 - lives until the child exits
+    _sb_sys.stdout = _sb_sys.stderr = sink
+    setattr(_sb_sys, "__stdout__", sink)  # noqa: B010 - the originals are final for type checkers
+    setattr(_sb_sys, "__stderr__", sink)  # noqa: B010
+    import gc
+
+    gc.disable()  # keeps pages shared and never runs a __del__ that could touch zmq
+    _sb_sys.dont_write_bytecode = True
+
+
+def _sb_confine(handover_fd, keep):
+    """The jail, before any user code: descriptors, shared mappings, thread pools, Landlock, seccomp.
+    Raises ``_JscUnavailable``/``_JmpRefused`` when the child cannot be confined (it then runs nothing)."""
+    import socket
+
+    reason = _jsc_check_platform()
+    if reason:
+        raise _JscUnavailable(reason)
+    notes = []
+    fds = _jfd_neutralise(keep | {handover_fd})
+    notes.extend(fds.notes)
+    _jmp_privatise()
+    threads = _jth_single_thread()
+    if threads:
+        notes.append("thread pools set to one thread: " + ", ".join(sorted(set(threads))))
+    listener = _jsc_probe_listener()
+    notify = _JSC_RET_USER_NOTIF if listener else _JSC_RET_KILL_PROCESS
+    program = _jsc_build(
+        _sb_os.getpid(),
+        notify,
+        shared_fds=fds.shared,
+        written_fds=fds.written,
+        pinned_fds=[*fds.pinned, handover_fd],
+        handover_fd=handover_fd,
+    )
+    import ctypes
+
+    if ctypes.CDLL(None).prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, needed by Landlock too
+        raise _JscUnavailable("PR_SET_NO_NEW_PRIVS failed")
+    abi = _jll_restrict()
+    notes.append(f"landlock ABI {abi}" if abi else "landlock unavailable: seccomp only")
+    fd = _jsc_install(program, listener)
+    channel = socket.socket(fileno=handover_fd)
+    try:
+        if fd >= 0:
+            socket.send_fds(channel, [b"L"], [fd])
+            _sb_os.close(fd)
+        else:
+            channel.send(b"K")  # no user notification here: a blocked syscall kills the child
+    finally:
+        channel.detach()  # the number stays pinned (close() pretends), its peer closes
     return notes
 
 
@@ -222,31 +262,6 @@ def _sb_mute_kernel(state):
     shell.showsyntaxerror = _shown
 
 
-def _sb_hook_factory(state):
-    def hook(event, args):
-        if state.get("blocked"):
-            return
-        reason = None
-        if event == "open":
-            mode = args[1] if len(args) > 1 else None
-            flags = args[2] if len(args) > 2 else 0
-            path = args[0]
-            writes_mode = isinstance(mode, str) and any(ch in mode for ch in "wax+")
-            writes_flags = isinstance(flags, int) and flags & _SB_WRITE_FLAGS and str(path) != _sb_os.devnull
-            if writes_mode or writes_flags:
-                what = f"file descriptor {path}" if isinstance(path, int) else repr(path)
-                reason = f"opens {what} for writing"
-        elif event == "os.mkdir" and args and _sb_os.path.exists(args[0]):
-            reason = None  # makedirs(..., exist_ok=True) on a folder that exists: fails, changes nothing
-        else:  # one dict lookup per event: imports alone raise thousands of audit events
-            reason = _SB_BLOCKED_EVENTS.get(event)
-        if reason is not None:
-            state["blocked"] = f"{reason} ({event})"
-            raise _SandboxBlocked(state["blocked"])
-
-    return hook
-
-
 def _sb_cell_line(tb, cell_magic=False):
     """1-based line of the cell in a traceback: the last frame of the cell's own code, or, under a
     ``%%time``/``%%timeit`` cell magic, of the magic's body (which starts on the cell's line 2)."""
@@ -272,41 +287,83 @@ def _sb_private_dirty_kb():
     return None
 
 
-def _sb_child(source, write_fd):
+def _sb_exit_outcome(shell):
+    """``exit()``/``quit()`` in a kernel asks it to shut down after the cell (IPython's exit_now)."""
+    if shell is not None and getattr(shell, "exit_now", False):
+        return {"outcome": "exits", "message": "exit() shuts the kernel down: all its state is lost"}
+    return None
+
+
+def _sb_execute(code, namespace, async_mode):
+    """Run the compiled cell as the kernel would: a top-level ``await`` is awaited, and where the
+    kernel runs its cells inside an event loop, so does the child (``asyncio.run`` then raises)."""
+    if not async_mode and not code.co_flags & 0x80:  # CO_COROUTINE: the cell has a top-level await
+        exec(code, namespace)
+        return
+    import asyncio
+
+    async def _cell():
+        value = eval(code, namespace)
+        if asyncio.iscoroutine(value):
+            await value
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.run_until_complete(_cell())
+
+
+def _sb_child(payload, write_fd, handover_fd):
     started = _sb_time.perf_counter()
+    source = payload["source"]
     result: dict[str, Any] = {"outcome": "completed", "exception": None, "message": None, "line": None}
     state: dict[str, Any] = {}
     try:
-        result["notes"] = _sb_isolate()
+        notes = _sb_limits(payload)
+        _sb_python_streams()
         _sb_mute_kernel(state)
         code_text, namespace = _sb_transform(source)
-        code = compile(code_text, _SB_FILENAME, "exec")
-        _sb_sys.addaudithook(_sb_hook_factory(state))
+        code = compile(code_text, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+        ipython = _sb_sys.modules.get("IPython")
+        shell = ipython.get_ipython() if ipython is not None else None
+        notes.extend(_sb_confine(handover_fd, {write_fd}))
+        result["notes"] = notes
         result["setup_s"] = round(_sb_time.perf_counter() - started, 4)
-        try:
-            exec(code, namespace)
-        except _SandboxBlocked:
-            pass
-        except BaseException as exc:  # the cell's own exception is the observation
-            result.update(
-                outcome="raised",
-                exception=type(exc).__name__,
-                message=str(exc)[:500],
-                line=_sb_cell_line(exc.__traceback__, source.lstrip().startswith("%%")),
-            )
-        if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
-            shown, line = state["shown"]
-            result.update(
-                outcome="raised",
-                exception=type(shown).__name__,
-                message=str(shown)[:500],
-                line=_sb_cell_line(shown.__traceback__, source.lstrip().startswith("%%")) or line,
-            )
-            result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
-        if state.get("blocked"):
-            result.update(outcome="blocked", exception=None, message=state["blocked"], line=None)
-    except BaseException as exc:  # a failure of the sandbox itself, not of the cell
-        result.update(outcome="unsupported", message=f"sandbox failed: {type(exc).__name__}: {exc}")
+    except (_JscUnavailable, _JmpRefused) as exc:
+        result.update(outcome="unavailable", message=str(exc))
+        return _sb_answer(write_fd, result, started)
+    except BaseException as exc:  # a failure of the sandbox itself, not of the cell: nothing ran
+        result.update(outcome="unavailable", message=f"the jail failed: {type(exc).__name__}: {exc}")
+        return _sb_answer(write_fd, result, started)
+    try:
+        _sb_execute(code, namespace, payload.get("async_mode", False))
+    except _SandboxBlocked:
+        pass
+    except MemoryError:
+        state["blocked"] = f"needs more memory than the dry run allows ({payload.get('memory_mb', 4096)} MiB)"
+    except BaseException as exc:  # the cell's own exception is the observation
+        result.update(
+            outcome="raised",
+            exception=type(exc).__name__,
+            message=str(exc)[:500],
+            line=_sb_cell_line(exc.__traceback__, source.lstrip().startswith("%%")),
+        )
+    if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
+        shown, line = state["shown"]
+        result.update(
+            outcome="raised",
+            exception=type(shown).__name__,
+            message=str(shown)[:500],
+            line=_sb_cell_line(shown.__traceback__, source.lstrip().startswith("%%")) or line,
+        )
+        result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
+    if result["outcome"] == "completed":
+        result.update(_sb_exit_outcome(shell) or {})
+    if state.get("blocked"):
+        result.update(outcome="blocked", exception=None, message=state["blocked"], line=None)
+    return _sb_answer(write_fd, result, started)
+
+
+def _sb_answer(write_fd, result, started):
     result["elapsed_s"] = round(_sb_time.perf_counter() - started, 4)
     result["child_private_dirty_kb"] = _sb_private_dirty_kb()
     try:
@@ -320,79 +377,163 @@ def _sb_child(source, write_fd):
 
 def _sb_reap(pid):
     with _sb_contextlib.suppress(ChildProcessError):
-        _sb_os.waitpid(pid, 0)
+        return _sb_os.waitpid(pid, 0)[1]
+    return None
 
 
-def _sb_wait(pid, read_fd, budget_s):
-    """The child's answer (one JSON line), or timeout; the child is always reaped.
+def _sb_kill(pid):
+    for kill in (_sb_os.killpg, _sb_os.kill):
+        with _sb_contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, 9)
 
-    The answer ends with a newline, so it is read as soon as it is written: waiting for EOF would
-    wait for the child's exit, i.e. for the kernel to tear down the child's copy of the address space
-    (tens of ms for a big kernel). After an answer the child is exiting on its own and is reaped by a
-    short-lived thread; after a timeout it is killed and reaped here, before returning.
+
+def _sb_blocked_by_listener(listener, pid):
+    """The syscall the child is parked in, read off the listener in a helper thread (the ioctl
+    blocks if the notification vanished; a stuck helper must never hang the kernel)."""
+    import threading
+
+    found: list[Any] = []
+
+    def _receive():
+        with _sb_contextlib.suppress(Exception):
+            found.append(_jsc_receive(listener))
+
+    helper = threading.Thread(target=_receive, name="crane-dryrun-notify", daemon=True)
+    helper.start()
+    helper.join(0.5)
+    if not found or found[0] is None:
+        return "a forbidden system call"
+    child, number, args = found[0]
+    try:
+        return _jsc_describe(child, number, args)
+    except Exception:
+        return f"a forbidden system call ({number})"
+
+
+def _sb_died(status, kill_mode):
+    """The outcome of a child that ended without an answer, from its wait status."""
+    import signal
+
+    if status is None:
+        return {"outcome": "unavailable", "message": "the sandboxed copy vanished"}
+    if _sb_os.WIFSIGNALED(status):
+        sig = _sb_os.WTERMSIG(status)
+        if sig == signal.SIGSYS and kill_mode:
+            return {"outcome": "blocked", "message": "a forbidden system call (the child was killed)"}
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        return {"outcome": "exits", "message": f"the cell kills the kernel process ({name})"}
+    code = _sb_os.WEXITSTATUS(status) if _sb_os.WIFEXITED(status) else None
+    return {"outcome": "exits", "message": f"the cell ends the kernel process (os._exit({code}))"}
+
+
+def _sb_wait(pid, read_fd, handover, budget_s, started):
+    """Poll the child's answer, its handover socket and then its seccomp listener until the budget.
+
+    The answer ends with a newline, so it is read as soon as it is written (waiting for EOF would
+    wait for the kernel to tear down the child's address space). Whatever happens the child's whole
+    process group is killed and the child reaped (after an answer by a short-lived thread).
     """
     import select
+    import socket
 
-    deadline = _sb_time.monotonic() + budget_s
-    chunks = []
-    outcome = None
-    while True:
+    deadline = started + budget_s
+    poller = select.poll()
+    poller.register(read_fd, select.POLLIN)
+    poller.register(handover.fileno(), select.POLLIN)
+    chunks: list[bytes] = []
+    listener = -1
+    kill_mode = False
+    verdict = None
+    while verdict is None:
         left = deadline - _sb_time.monotonic()
         if left <= 0:
-            outcome = "timeout"
+            verdict = {"outcome": "timeout", "message": f"did not finish in {budget_s:g} s"}
             break
-        ready, _, _ = select.select([read_fd], [], [], left)
-        if not ready:
-            continue
-        chunk = _sb_os.read(read_fd, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        if chunk.endswith(b"\n"):
-            break
+        for fd, events in poller.poll(max(1, int(left * 1000))):
+            if fd == listener and events & select.POLLIN:
+                verdict = {"outcome": "blocked", "message": _sb_blocked_by_listener(listener, pid)}
+                break
+            if fd == handover.fileno():
+                poller.unregister(fd)
+                with _sb_contextlib.suppress(OSError):
+                    message, fds, _flags, _addr = socket.recv_fds(handover, 16, 1)
+                    kill_mode = message == b"K"
+                    if fds:
+                        listener = fds[0]
+                        poller.register(listener, select.POLLIN)
+            elif fd == read_fd:
+                chunk = _sb_os.read(read_fd, 65536)
+                chunks.append(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    verdict = {}
+                    break
+    answered = bool(chunks) and chunks[-1].endswith(b"\n")
+    if verdict or not answered:
+        _sb_kill(pid)
     _sb_os.close(read_fd)
-    if outcome == "timeout" or not chunks:
-        with _sb_contextlib.suppress(ProcessLookupError):
-            _sb_os.kill(pid, 9)
-        _sb_reap(pid)  # no zombies
+    handover.close()
+    status = None
+    if verdict or not answered:
+        status = _sb_reap(pid)  # no zombies, no survivors
     else:
-        done, _ = _sb_os.waitpid(pid, _sb_os.WNOHANG)
-        if done == 0:
-            import threading
+        import threading
 
-            threading.Thread(target=_sb_reap, args=(pid,), name="crane-dryrun-reaper", daemon=True).start()
-    if outcome == "timeout":
-        return {"outcome": "timeout", "message": f"still running after {budget_s} s; killed"}
+        threading.Thread(target=_sb_reap, args=(pid,), name="crane-dryrun-reaper", daemon=True).start()
+    if listener >= 0:
+        _sb_os.close(listener)
+    if verdict:
+        return verdict
+    if not answered:
+        return _sb_died(status, kill_mode)
     try:
         return _sb_json.loads(b"".join(chunks).decode())
     except ValueError:
-        return {"outcome": "unsupported", "message": "the sandboxed copy died without an answer"}
+        return {"outcome": "unavailable", "message": "the sandboxed copy answered garbage"}
+
+
+def _sb_async_mode():
+    """Whether the kernel runs cells inside an event loop (ipykernel 6+: ``asyncio.run`` fails)."""
+    asyncio = _sb_sys.modules.get("asyncio")
+    try:
+        return asyncio is not None and asyncio._get_running_loop() is not None
+    except Exception:
+        return False
 
 
 def dry_run(payload_json):
-    """Run ``payload['source']`` in a forked copy of this kernel for at most ``budget_s`` seconds."""
+    """Run ``payload['source']`` in a jailed fork of this kernel for at most ``budget_s`` seconds."""
     payload = _sb_json.loads(payload_json)
     budget = float(payload.get("budget_s", 3.0))
     started = _sb_time.perf_counter()
     if not hasattr(_sb_os, "fork"):
-        return _DryRunResult({"outcome": "unsupported", "message": "this platform has no fork()"})
-    reason = _sb_cuda_reason()
+        return _DryRunResult({"outcome": "unavailable", "message": "this platform has no fork()"})
+    reason = _sb_cuda_reason() or _jsc_check_platform()
     if reason:
-        return _DryRunResult({"outcome": "unsupported", "message": reason})
-    read_fd, write_fd = _sb_os.pipe()
+        return _DryRunResult({"outcome": "unavailable", "message": reason})
+    payload["async_mode"] = _sb_async_mode()
+    payload["_parent"] = _sb_os.getpid()
+    import socket
     import warnings
 
+    read_fd, write_fd = _sb_os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     forking = _sb_time.perf_counter()
+    begun = _sb_time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "fork() in a multi-threaded process" is expected here
         pid = _sb_os.fork()
     if pid == 0:
         _sb_os.close(read_fd)
-        _sb_child(payload["source"], write_fd)
+        ours.detach()
+        _sb_child(payload, write_fd, theirs.detach())
     forked = _sb_time.perf_counter()
+    with _sb_contextlib.suppress(OSError):
+        _sb_os.setpgid(pid, pid)  # also here: killpg must work even before the child ran
     _sb_os.close(write_fd)
-    result = _sb_wait(pid, read_fd, budget)
+    theirs.close()
+    result = _sb_wait(pid, read_fd, ours, budget, begun)
     result["fork_s"] = round(forked - forking, 4)
     result["round_trip_s"] = round(_sb_time.perf_counter() - started, 4)
     result["child_pid"] = pid
+    result["budget_s"] = budget
     return _DryRunResult(result)

@@ -1,0 +1,105 @@
+"""Shared mappings made private in the forked child before user code. STANDARD LIBRARY ONLY.
+
+A fork keeps ``MAP_SHARED`` mappings shared: the child's writes to an ``np.memmap(mode='r+')``,
+a ``multiprocessing.shared_memory`` block or a torch tensor after ``share_memory_()`` reach the
+file and the kernel's own arrays. Every shared mapping (``s`` in ``/proc/self/maps``) is replaced,
+at the same address, by a private one with the same content:
+
+* a named file (incl. /dev/shm): the same file mapped ``MAP_PRIVATE`` over it (copy-on-write, no
+  copy up front, so a 1 GiB memmap costs nothing until the child writes);
+* anything else (memfd, SysV shm, anonymous shared): a private copy, moved into place by ``mremap``.
+
+A shared mapping of a device (a GPU, a frame buffer) cannot be privatised: the dry run refuses.
+Joined into the probe's private module: top-level names carry the ``_jmp_`` prefix.
+"""
+
+import ctypes as _jmp_ctypes
+import os as _jmp_os
+
+_JMP_PROT = {"r": 1, "w": 2, "x": 4}
+_JMP_MAP_PRIVATE = 0x02
+_JMP_MAP_FIXED = 0x10
+_JMP_MAP_ANONYMOUS = 0x20
+_JMP_MREMAP_MAYMOVE = 1
+_JMP_MREMAP_FIXED = 2
+_JMP_FAILED = _jmp_ctypes.c_void_p(-1).value
+
+
+class _JmpRefused(Exception):
+    """A shared mapping that cannot be made private: the dry run must not run."""
+
+
+def _jmp_libc():
+    libc = _jmp_ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = _jmp_ctypes.c_void_p
+    libc.mmap.argtypes = [_jmp_ctypes.c_void_p, _jmp_ctypes.c_size_t, _jmp_ctypes.c_int,
+                          _jmp_ctypes.c_int, _jmp_ctypes.c_int, _jmp_ctypes.c_long]  # fmt: skip
+    libc.mremap.restype = _jmp_ctypes.c_void_p
+    libc.mremap.argtypes = [_jmp_ctypes.c_void_p, _jmp_ctypes.c_size_t, _jmp_ctypes.c_size_t,
+                            _jmp_ctypes.c_int, _jmp_ctypes.c_void_p]  # fmt: skip
+    libc.mprotect.argtypes = [_jmp_ctypes.c_void_p, _jmp_ctypes.c_size_t, _jmp_ctypes.c_int]
+    libc.munmap.argtypes = [_jmp_ctypes.c_void_p, _jmp_ctypes.c_size_t]
+    return libc
+
+
+def _jmp_shared():
+    """(start, end, prot, offset, path) of every shared mapping of this process."""
+    found = []
+    with open("/proc/self/maps", "rb") as f:
+        for row in f:
+            parts = row.split(None, 5)
+            if len(parts) < 5 or parts[1][3:4] != b"s":
+                continue
+            start, end = (int(x, 16) for x in parts[0].split(b"-"))
+            prot = sum(_JMP_PROT[c] for c in parts[1][:3].decode() if c in _JMP_PROT)
+            path = parts[5].strip().decode("utf-8", "surrogateescape") if len(parts) > 5 else ""
+            found.append((start, end, prot, int(parts[2], 16), path))
+    return found
+
+
+def _jmp_privatise():
+    """Replace every shared mapping by a private one; return how many were replaced."""
+    mappings = _jmp_shared()
+    if not mappings:
+        return 0
+    libc = _jmp_libc()
+    for start, end, prot, offset, path in mappings:
+        size = end - start
+        if path.startswith("/dev/") and not path.startswith(("/dev/shm/", "/dev/zero")):
+            raise _JmpRefused(f"the kernel maps the device {path} shared")
+        if (
+            path.startswith("/")
+            and not path.endswith(" (deleted)")
+            and _jmp_remap_file(libc, start, size, prot, offset, path)
+        ):
+            continue
+        _jmp_copy(libc, start, size, prot)
+    return len(mappings)
+
+
+def _jmp_remap_file(libc, start, size, prot, offset, path):
+    try:
+        fd = _jmp_os.open(path, _jmp_os.O_RDONLY | _jmp_os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        where = libc.mmap(start, size, prot, _JMP_MAP_PRIVATE | _JMP_MAP_FIXED, fd, offset)
+    finally:
+        _jmp_os.close(fd)
+    if where != start:
+        raise _JmpRefused(f"cannot map {path} privately: {_jmp_os.strerror(_jmp_ctypes.get_errno())}")
+    return True
+
+
+def _jmp_copy(libc, start, size, prot):
+    fresh = libc.mmap(None, size, 1 | 2, _JMP_MAP_PRIVATE | _JMP_MAP_ANONYMOUS, -1, 0)
+    if fresh in (None, _JMP_FAILED):
+        raise _JmpRefused(f"no memory for a private copy of {size} bytes")
+    if prot & 1:
+        _jmp_ctypes.memmove(fresh, start, size)
+    moved = libc.mremap(fresh, size, size, _JMP_MREMAP_MAYMOVE | _JMP_MREMAP_FIXED, start)
+    if moved != start:
+        libc.munmap(fresh, size)
+        raise _JmpRefused(f"cannot replace a shared mapping: {_jmp_os.strerror(_jmp_ctypes.get_errno())}")
+    if libc.mprotect(start, size, prot) != 0:
+        raise _JmpRefused("cannot restore a mapping's protection")
