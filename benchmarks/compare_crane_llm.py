@@ -22,7 +22,7 @@ Setup, once (a separate virtualenv; --system-site-packages lends it pandas/numpy
 Run by hand (several minutes; 4 kernel starts per case):
 
     python3 benchmarks/compare_crane_llm.py --crane-llm-python /tmp/cranellm-venv/bin/python \
-        [--cases pandas_1,sklearn_3] [--root ../shared/junoreplay] [--rows 5000000] [--no-speed] [--no-cases]
+        [--cases pandas_1,sklearn_3] [--root DIR] [--rows 5000000] [--no-speed] [--no-cases]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from crane_lsp.predict import Pipeline  # noqa: E402
 from crane_lsp.runtime import ProbeQuery  # noqa: E402
 from crane_lsp.settings import Settings  # noqa: E402
 
-DEFAULT_ROOT = REPO.parent / "shared" / "junoreplay"
+DEFAULT_ROOT = REPO / "crane_lsp" / "data" / "junoreplay"  # shipped with the package
 VENV_HELP = """crane-llm must live in its own virtualenv (never in this environment). Create it with:
 
     python3 -m venv --system-site-packages /tmp/cranellm-venv

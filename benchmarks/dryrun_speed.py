@@ -8,7 +8,7 @@ about 10 MB, then about 1 GiB (goal: median fork-to-verdict under 100 ms). Per r
 - the child's private dirty memory (what copy-on-write really copied).
 Beside it, the cost the dry run saves: re-running a notebook from the top in a fresh kernel after a crash
 (kernel start + replay of the bundled example ``examples/sklearn_housing``, and of one JunoBench replay
-case when ``../shared/junoreplay`` exists), and rebuilding the 1 GiB state itself.
+case from the shipped ``crane_lsp/data/junoreplay``), and rebuilding the 1 GiB state itself.
 
 Run by hand: ``python benchmarks/dryrun_speed.py [--runs 20] [--big-gib 1.0]``.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import os
 import statistics
 import time
 from pathlib import Path
@@ -31,7 +30,6 @@ from crane_lsp.kernel.replay import start_and_replay
 from crane_lsp.notebook import read_notebook
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
 FAILING = "totals = df.groupby('region')['units'].sum()\ntotals['Region']\nmissing = df['Region']"
 SMALL_STATE = (
     "import numpy as np, pandas as pd\n"
@@ -142,7 +140,7 @@ async def main_async(args: argparse.Namespace) -> None:
         REPO / "examples" / "sklearn_housing" / "housing.ipynb",
         REPO / "examples" / "pandas_sales" / "sales.ipynb",
     ]
-    juno = SHARED / "junoreplay"
+    juno = REPO / "crane_lsp" / "data" / "junoreplay"
     if juno.exists():
         candidates += [juno / "pandas_11" / "buggy.ipynb", juno / "sklearn_3" / "buggy.ipynb"]
     for path in candidates:

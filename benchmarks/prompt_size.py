@@ -26,7 +26,7 @@ from rich.table import Table
 
 from crane_lsp.llm.prompt import build_messages, count_tokens, prompt_tokens
 
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "junobench"
+DEFAULT = Path(__file__).resolve().parents[1] / "crane_lsp" / "data" / "junobench"  # shipped with the package
 _RT = "# Current relevent runtime information:\n"  # sic, as recorded
 
 

@@ -1,10 +1,10 @@
 """Run the built-in checks over the executable JunoBench replay cases and compare with what really happens.
 
-For every case folder in ``../shared/junoreplay`` and both versions (buggy, fixed): start a fresh kernel in
-the case folder, run the setup cells, analyse the target cell, snapshot the kernel through the real probe,
-run every registered check, then RUN the target for the truth. Prints one row per (case, version) and the
-totals that matter: buggy targets caught with the right exception class, and fixed targets flagged (a bug,
-must be 0).
+For every case folder in ``crane_lsp/data/junoreplay`` and both versions (buggy, fixed): start a fresh
+kernel in the case folder, run the setup cells, analyse the target cell, snapshot the kernel through the
+real probe, run every registered check, then RUN the target for the truth. Prints one row per (case,
+version) and the totals that matter: buggy targets caught with the right exception class, and fixed
+targets flagged (a bug, must be 0).
 
     python3 benchmarks/replay_checks.py [--cases pandas_15,sklearn_3] [--root DIR]
 """
@@ -144,7 +144,7 @@ def run_version(folder: Path, version: str) -> Row:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--root", type=Path, default=REPO.parent / "shared" / "junoreplay")
+    ap.add_argument("--root", type=Path, default=REPO / "crane_lsp" / "data" / "junoreplay")
     ap.add_argument("--cases", help="comma-separated case names (default: all)")
     args = ap.parse_args(argv)
     folders = sorted(p for p in args.root.iterdir() if (p / "buggy.ipynb").exists())

@@ -1,6 +1,6 @@
 """Dry-run every JunoBench replay case: is each buggy target observed, and is no fixed target flagged?
 
-For every case under ``../shared/junoreplay`` (or ``--cases DIR``) and both versions (``buggy.ipynb``,
+For every case under ``crane_lsp/data/junoreplay`` (or ``--cases DIR``) and both versions (``buggy.ipynb``,
 ``fixed.ipynb``): a fresh kernel in the case folder replays the setup cells, the target cell (tagged
 ``replay-target``, else the last code cell) is dry-run in ``on`` mode with the default budget (3 s), then
 really run for the truth. ``safe`` mode is the same dry run unless the static screen refuses the cell.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import time
@@ -36,7 +35,7 @@ from crane_lsp.notebook import read_notebook
 from crane_lsp.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CASES = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared")) / "junoreplay"
+DEFAULT_CASES = REPO / "crane_lsp" / "data" / "junoreplay"  # shipped with the package
 
 
 @dataclass

@@ -37,9 +37,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: options whose value may start with "-" (``--setting -RT``), which argparse would read as an option
+_DASH_VALUE_OPTIONS = frozenset({"--setting"})
+
+
+def join_dash_values(argv: list[str]) -> list[str]:
+    """``--setting -RT`` as ``--setting=-RT``: argparse takes a lone ``-RT`` for an unknown option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        dash_value = nxt is not None and nxt.startswith("-") and not nxt.startswith("--")
+        if token in _DASH_VALUE_OPTIONS and dash_value:
+            out.append(f"{token}={nxt}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_library_warnings()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else list(argv)))
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
@@ -48,6 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 2
+
+
+def _quiet_library_warnings() -> None:
+    """Libraries' warnings (nbformat's validation, deprecations) stay off the user's terminal.
+
+    They are about the libraries, not the notebook; ``PYTHONWARNINGS`` or ``-W`` still show them.
+    """
+    import warnings
+
+    if not sys.warnoptions:
+        warnings.simplefilter("ignore")
 
 
 if __name__ == "__main__":

@@ -14,17 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
 from fake_llm_servers import Answer, Error, FakeLLMServer, RecordedRequest, Reply, Slow, crash_answer
 from rich.console import Console
 
 from crane_lsp.bench import cli as bench_cli
 from crane_lsp.bench.cache import AnswerCache
 from crane_lsp.bench.cases import BenchCase, load_junobench
+from crane_lsp.bench.data import shipped
 from crane_lsp.llm.prompt import number_lines
 
-JUNO = SHARED / "junobench"
-pytestmark = pytest.mark.skipif(not (JUNO / "labels.csv").is_file(), reason="JunoBench data not present")
+JUNO = shipped("junobench")
 ONLY = ["pandas_1_*", "sklearn_1_*"]
 VOTES = 3
 REQUESTS = 4 * 2 * VOTES  # instances x settings x votes

@@ -8,18 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
 
 from crane_lsp.bench import cli as bench_cli
 from crane_lsp.bench.cases import extract_runtime_text, load_junobench
+from crane_lsp.bench.data import shipped
 from crane_lsp.bench.metrics import Outcome, breakdown, mcnemar, percentile, score
 from crane_lsp.bench.paper import PREDICTION_ONLY, load_paper_rows, model_key, paper_rows_for
 from crane_lsp.bench.recorded import RecordedPredictor
 from crane_lsp.bench.report import BenchReport, build_report, to_markdown
 from crane_lsp.bench.runner import CaseResult, majority, run_bench
 
-JUNO = SHARED / "junobench"
-pytestmark = pytest.mark.skipif(not (JUNO / "labels.csv").is_file(), reason="JunoBench data not present")
+JUNO = shipped("junobench")
 
 # Table II of the paper (prediction only), as JunoBench's README states it.
 TABLE_II = {

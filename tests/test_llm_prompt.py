@@ -7,8 +7,8 @@ import re
 import statistics
 
 import pytest
-from conftest import SHARED
 
+from crane_lsp.bench.data import shipped
 from crane_lsp.cellcode import Span
 from crane_lsp.checks.base import Finding
 from crane_lsp.llm.prompt import (
@@ -24,7 +24,7 @@ from crane_lsp.llm.prompt import (
     relevant_cells,
 )
 
-JUNO = SHARED / "junobench"
+JUNO = shipped("junobench")
 
 
 def test_minus_rt_has_no_runtime_section_and_plus_rt_has_it() -> None:
@@ -173,7 +173,6 @@ def _paper_parts(text: str) -> tuple[list[str], str, str | None]:
     return cells[1:], target, runtime
 
 
-@pytest.mark.skipif(not (JUNO / "prompts").is_dir(), reason="JunoBench data not present")
 def test_our_whole_prompt_is_no_larger_than_the_papers_user_message() -> None:
     """Same cells, same target, same recorded runtime text: our system + user vs the paper's user alone."""
     ours_minus, paper_minus, ours_plus, paper_plus = [], [], [], []
@@ -192,7 +191,6 @@ def test_our_whole_prompt_is_no_larger_than_the_papers_user_message() -> None:
     assert statistics.median(ours_plus) <= statistics.median(paper_plus)
 
 
-@pytest.mark.skipif(not (JUNO / "cases").is_dir(), reason="JunoBench data not present")
 def test_case_file_prompts_keep_the_target_and_its_numbering() -> None:
     case = json.loads((JUNO / "cases" / "NBspecific_10.json").read_text())["buggy"]
     user = build_messages([c["code"] for c in case["executed"]], case["target"]["code"], None)[1].content

@@ -5,7 +5,6 @@ CASES is a JunoBench folder (labels.csv, cases/, prompts/, recorded/) or a folde
 last code cell, or one tagged crane-target / replay-target, is the target; running it gives the truth).
 Providers: recorded:<model> (the paper's answers); for notebooks only, checks (built-in checks),
 dryrun (the sandboxed dry run), checks+dryrun; openai, openai-compatible, gemini.
-Write the setting as --setting=-RT (argparse reads -RT as an option).
 """
 
 from __future__ import annotations
@@ -34,7 +33,11 @@ _SETTING_ALIASES = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cases", help="a JunoBench folder or a folder of notebooks")
+    parser.add_argument(
+        "cases",
+        help="junobench or junoreplay (the data shipped with crane-lsp), a JunoBench folder, "
+        "or a folder of notebooks",
+    )
     parser.add_argument(
         "--provider",
         help="recorded:<model> | checks | dryrun | checks+dryrun | openai | openai-compatible | gemini",
@@ -42,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model name for an LLM provider")
     parser.add_argument("--base-url", help="OpenAI-compatible server URL")
     parser.add_argument("--api-key-env", help="name of the environment variable that holds the key")
-    parser.add_argument("--setting", help="+RT, -RT (write --setting=-RT) or both")
+    parser.add_argument("--setting", help="+RT, -RT or both")
     parser.add_argument("--votes", type=int, help="answers per instance, majority vote (default 5)")
     parser.add_argument("--temperature", type=float, help="sampling temperature for LLM providers")
     parser.add_argument(
@@ -103,11 +106,12 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
 
     from crane_lsp.bench.cache import AnswerCache, default_cache_path
     from crane_lsp.bench.cases import BenchError, load_cases
+    from crane_lsp.bench.data import resolve_cases
     from crane_lsp.bench.paper import PREDICTION_ONLY, load_paper_rows, paper_rows_for
     from crane_lsp.bench.report import build_report, render_terminal, to_markdown
     from crane_lsp.bench.runner import make_progress, run_bench
 
-    folder = Path(args.cases)
+    folder = resolve_cases(args.cases)
     kind, cases = load_cases(folder)
     if args.only:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.instance, g) for g in args.only)]

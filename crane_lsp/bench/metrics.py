@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, computed_field
-from scipy.stats import binomtest
 
 
 @dataclass(frozen=True)
@@ -104,8 +103,18 @@ def mcnemar(first: Sequence[Outcome], second: Sequence[Outcome]) -> McNemar:
     pairs = [(o, by_id[o.instance]) for o in first if o.scored and o.instance in by_id]
     b = sum(1 for x, y in pairs if x.correct and not y.correct)
     c = sum(1 for x, y in pairs if y.correct and not x.correct)
-    p = binomtest(b, b + c, 0.5, alternative="two-sided").pvalue if b + c else 1.0
+    p = exact_binomial_two_sided(b, b + c) if b + c else 1.0
     return McNemar(n=len(pairs), only_first_correct=b, only_second_correct=c, p_value=float(p))
+
+
+def exact_binomial_two_sided(k: int, n: int) -> float:
+    """Exact two-sided binomial test p-value of ``k`` successes in ``n`` trials at p = 0.5 (McNemar).
+
+    The distribution is symmetric, so the two-sided p is twice the smaller tail, capped at 1: the same
+    figure as ``scipy.stats.binomtest(k, n, 0.5)``, without scipy in the core install.
+    """
+    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1))
+    return min(1.0, 2 * tail / 2**n)
 
 
 class Cost(BaseModel):
