@@ -6,7 +6,26 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
+#: the only line ends LSP (and Python's tokenizer) know; ``str.splitlines`` also splits at \f, \v,
+#: \x1c-\x1e, \x85, U+2028 and U+2029, which would put every later squiggle on the wrong line
+LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """``text``'s lines as an editor counts them (LSP: only \n, \r\n and \r end a line).
+
+    Like ``str.split("\n")`` a text always has at least one line and a final line end starts an
+    empty last line; with ``keepends`` the pieces join back to ``text`` and no empty last piece is
+    added (like ``splitlines(keepends=True)``)."""
+    if not keepends:
+        return LINE_END.split(text)
+    lines, start = [], 0
+    for m in LINE_END.finditer(text):
+        lines.append(text[start : m.end()])
+        start = m.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
 
 
 class NotebookError(ValueError):
@@ -60,6 +79,8 @@ class Notebook:
 
 
 def read_ipynb(path: str | Path) -> Notebook:
+    import nbformat  # slow to import (jsonschema): only when a notebook file is read
+
     p = Path(path)
     try:
         nb = nbformat.read(p, as_version=4)
@@ -86,13 +107,13 @@ _PERCENT = re.compile(r"^# ?%%(.*)$")
 
 def parse_percent(text: str, path: Path | None = None) -> Notebook:
     """Split a ``# %%`` script into cells; text before the first marker is a cell only if non-blank."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)
     cells: list[Cell] = []
     start, kind, seen_marker = 0, "code", False
     body: list[str] = []
 
     def flush() -> None:
-        src = "".join(body).rstrip("\n")
+        src = "".join(body).rstrip("\r\n")
         if seen_marker or src.strip():
             cells.append(Cell(source=src, kind=kind, first_line=start))
 
@@ -110,7 +131,7 @@ def parse_percent(text: str, path: Path | None = None) -> Notebook:
 
 
 def is_percent_script(text: str) -> bool:
-    return any(_PERCENT.match(line) for line in text.splitlines())
+    return any(_PERCENT.match(line) for line in split_lines(text))
 
 
 def read_notebook(path: str | Path) -> Notebook:

@@ -34,9 +34,9 @@ from crane_lsp.server.documents import (
 from crane_lsp.server.jupyter_documents import view_for_text
 from crane_lsp.server.kernels import Kernels
 from crane_lsp.server.offload import Offload
-from crane_lsp.server.protocol import CraneProtocol
-from crane_lsp.server.textdoc import for_python
+from crane_lsp.server.protocol import CraneProtocol, strict_converter
 from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
+from crane_lsp.server.textdoc import for_python
 from crane_lsp.settings import Settings
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ class CraneServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             notebook_document_sync=notebook_sync_options(),
             protocol_cls=CraneProtocol,
+            converter_factory=strict_converter,
         )
         self.settings = Settings()
         self.settings_rev = 0
@@ -427,7 +428,9 @@ class CraneServer(LanguageServer):
             before = pipeline.last_snapshot
             source = for_python(cell.text)
             executed = [for_python(text) for text in executed]
-            prediction = await pipeline.predict(source, executed=executed, layers={"checks"}, bypass_cache=bypass)
+            prediction = await pipeline.predict(
+                source, executed=executed, layers={"checks"}, bypass_cache=bypass
+            )
             snapshot = pipeline.last_snapshot if pipeline.last_snapshot is not before else None
             if snapshot is not None:
                 self.kernels.attachment(nb.uri).error = None  # the kernel answered

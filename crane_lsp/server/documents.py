@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from crane_lsp.cellcode import Span
-from crane_lsp.notebook import is_percent_script, parse_percent
+from crane_lsp.notebook import is_percent_script, parse_percent, split_lines
 
 #: Notebook types whose Python cells the server follows (VS Code's Jupyter and interactive window).
 NOTEBOOK_TYPES = ("jupyter-notebook", "interactive")
@@ -40,12 +40,21 @@ class CellView:
     execution_order: int | None = None
     success: bool | None = None
 
+    _lines: tuple[str, list[str]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def lines(self) -> list[str]:
+        """The cell's lines as the editor counts them (``split_lines``), cached per text."""
+        if self._lines is None or self._lines[0] is not self.text:
+            self._lines = (self.text, split_lines(self.text))
+        return self._lines[1]
+
     @property
     def line_count(self) -> int:
-        return len(self.text.split("\n"))
+        return len(self.lines)
 
     def line_text(self, line: int) -> str:
-        lines = self.text.split("\n")
+        lines = self.lines
         return lines[line] if 0 <= line < len(lines) else ""
 
 
@@ -114,22 +123,32 @@ def wants_percent(uri: str, language_id: str | None, text: str) -> bool:
 
 
 def _encode_col(line_text: str, col: int, encoding: str) -> int:
-    """A character column as the negotiated position encoding counts it (UTF-16 by default)."""
+    """A character column as the negotiated position encoding counts it (UTF-16 by default).
+
+    ``surrogatepass``: a lone surrogate (valid in JSON and in editor strings) is one UTF-16 unit
+    and three UTF-8 bytes, as editors count it, instead of a ``UnicodeEncodeError``."""
     col = max(0, min(col, len(line_text)))
     if encoding == types.PositionEncodingKind.Utf32:
         return col
     if encoding == types.PositionEncodingKind.Utf8:
-        return len(line_text[:col].encode("utf-8"))
-    return len(line_text[:col].encode("utf-16-le")) // 2
+        return len(line_text[:col].encode("utf-8", "surrogatepass"))
+    return len(line_text[:col].encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _decode_col(line_text: str, units: int, encoding: str) -> int:
-    """The inverse of ``_encode_col``: a position's column back to a character index."""
+    """The inverse of ``_encode_col``: a position's column back to a character index (linear)."""
     if encoding == types.PositionEncodingKind.Utf32:
-        return units
-    for i in range(len(line_text) + 1):
-        if _encode_col(line_text, i, encoding) >= units:
+        return max(0, min(units, len(line_text)))
+    wide = 4 if encoding == types.PositionEncodingKind.Utf8 else 2
+    count = 0
+    for i, ch in enumerate(line_text):
+        if count >= units:
             return i
+        o = ord(ch)
+        if wide == 2:
+            count += 2 if o > 0xFFFF else 1
+        else:
+            count += 1 if o < 0x80 else 2 if o < 0x800 else 3 if o < 0x10000 else 4
     return len(line_text)
 
 

@@ -35,11 +35,12 @@ def run(args: argparse.Namespace) -> int:
     if args.log_level != "DEBUG":  # pygls logs every message at INFO: only crane's own lines below DEBUG
         logging.getLogger("pygls").setLevel(logging.WARNING)
     from crane_lsp.server.app import build_server
+    from crane_lsp.server.protocol import serve_stdio, serve_tcp
 
     server = build_server()
     if getattr(args, "tcp", None):
         host, port = _host_port(args.tcp)
-        server.start_tcp(host, port)
+        serve_tcp(server, host, port)
     else:
-        server.start_io()
+        serve_stdio(server)
     return 0

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Superseded(Exception):  # noqa: N818 - it is a signal, not an error
+class Superseded(Exception):
     """Raised inside the worker thread to stop a job whose result nobody waits for any more."""
 
 

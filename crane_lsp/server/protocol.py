@@ -1,0 +1,313 @@
+"""The wire: a framing reader that survives bad frames, and JSON-RPC errors for bad messages.
+
+pygls reads ``Content-Length`` frames trustingly: one frame whose length was counted in characters
+(a cell with "é") leaves it reading the middle of the next message for good, and a request whose
+params do not deserialise gets no answer at all. Here:
+
+- ``FrameReader`` keeps the bytes it has read; when a frame's body is not JSON it looks for the
+  message's real end (the next ``Content-Length:`` header, or the end of what arrived) and goes on
+  from the next header, so a mis-sized frame costs at most that one message, never the session;
+- ``CraneProtocol`` answers -32700 (parse error) for a body that is not JSON, -32600 (invalid
+  request) for JSON that is no JSON-RPC message, -32602 (invalid params) for a request whose params
+  do not deserialise (a position line of 2**40, ``uri: 7``), and -32002 (server not initialized) for
+  requests before ``initialize``, as JSON-RPC and LSP say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from crane_lsp.server.textdoc import adopt
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+SERVER_NOT_INITIALIZED = -32002
+
+_HEADER = re.compile(rb"(?:Content-Type:[^\r\n]*\r?\n)?Content-Length:[ \t]*", re.IGNORECASE)
+_LENGTH = re.compile(rb"^Content-Length:[ \t]*(\d+)[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
+_END_OF_HEADERS = re.compile(rb"\r?\n\r?\n")
+#: how long to wait for the rest of a frame whose body did not parse before trying what arrived
+SETTLE_S = 0.05
+
+
+def _decode(body: bytes) -> Any:
+    """JSON from bytes; lone surrogates (``\\udc80`` escapes, valid JSON) come through as they are."""
+    return json.loads(body.decode("utf-8", errors="surrogatepass"))
+
+
+def _loads(body: bytes) -> tuple[bool, Any]:
+    try:
+        return True, _decode(body)
+    except ValueError:
+        return False, None
+
+
+class FrameReader:
+    """Splits a byte stream into JSON bodies, resynchronising on the next header after a bad frame.
+
+    ``feed`` bytes as they arrive, then take complete messages with ``next_message``: ``(True,
+    value)`` for a JSON body, ``(False, raw)`` for a body that is not JSON, ``None`` when more bytes
+    are needed. ``flush`` (after a quiet moment) settles a frame that claimed more bytes than came.
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._buf.strip())
+
+    def next_message(self, *, settled: bool = False) -> tuple[bool, Any] | None:
+        """The next body, or None until more bytes came (``settled``: none came for a while)."""
+        buf = self._buf
+        while True:
+            start = _HEADER.search(buf)
+            if start is None:
+                if settled and buf.strip():
+                    junk = bytes(buf)
+                    buf.clear()
+                    return False, junk  # no header anywhere: junk
+                return None
+            if buf[: start.start()].strip():
+                junk = bytes(buf[: start.start()])
+                del buf[: start.start()]
+                return False, junk  # junk before the next header
+            del buf[: start.start()]  # a bare CRLF between frames is harmless
+            end = _END_OF_HEADERS.search(buf)
+            if end is None:
+                return None
+            length = _LENGTH.search(bytes(buf[: end.start() + 1]))
+            if length is None:  # a header block without a usable length: skip it
+                del buf[: end.end()]
+                continue
+            size, body = int(length.group(1)), end.end()
+            if len(buf) >= body + size:
+                ok, value = _loads(bytes(buf[body : body + size]))
+                if ok:
+                    del buf[: body + size]
+                    return True, value
+            # not (yet) a JSON body of the announced size: the message may end elsewhere
+            later = _HEADER.search(buf, body)
+            stop = later.start() if later is not None else len(buf)
+            raw = bytes(buf[body:stop])
+            ok, value = _loads(raw.strip())
+            if not ok and later is None and (not settled or len(buf) < body + size):
+                return None  # the rest is still on its way
+            del buf[:stop]
+            log.warning(
+                "a frame's Content-Length (%d) did not match its body (%d bytes): %s",
+                size,
+                len(raw.strip()),
+                "recovered the message" if ok else "skipped it",
+            )
+            return (True, value) if ok else (False, raw)
+
+
+class CraneProtocol(LanguageServerProtocol):
+    """pygls's protocol, answering what it leaves unanswered (see the module docstring)."""
+
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        self.initialize_seen = False
+
+    # ------------------------------------------------------------------ errors
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+    def receive(self, ok: bool, data: Any) -> None:
+        """One body from the reader: answer its faults, or hand the message to pygls."""
+        if not ok:
+            log.warning("ignored a body that is not JSON (%d bytes)", len(data))
+            self.send_error(None, PARSE_ERROR, "Parse error: the message body is not JSON")
+            return
+        if (
+            not isinstance(data, dict)
+            or data.get("jsonrpc") != "2.0"
+            or not (
+                isinstance(data.get("method"), str)
+                or ("id" in data and ("result" in data or "error" in data))
+            )
+        ):
+            msg_id = data.get("id") if isinstance(data, dict) else None
+            if not isinstance(msg_id, (int, str)):
+                msg_id = None
+            self.send_error(msg_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+            return
+        method = data.get("method")
+        is_request = isinstance(method, str) and isinstance(data.get("id"), (int, str))
+        if is_request and not self.initialize_seen and method != types.INITIALIZE:
+            self.send_error(
+                data["id"], SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet"
+            )
+            return
+        if not self.initialize_seen and isinstance(method, str) and not is_request and method != types.EXIT:
+            log.info("dropped notification %s before initialize", method)
+            return
+        try:
+            message = self.structure_message(data)
+        except JsonRpcException as exc:
+            if is_request:
+                self.send_error(data["id"], INVALID_PARAMS, f"Invalid params for {method}: {exc}")
+            else:
+                log.warning("dropped %s: its params do not deserialise (%s)", method, exc)
+            return
+        if is_request and method == types.INITIALIZE:
+            self.initialize_seen = True
+        self.handle_message(message)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """As pygls, but any failure to build the typed params is an invalid-params fault."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException:
+            raise
+        except Exception as exc:  # e.g. an OverflowError from a 2**40 position
+            from pygls.exceptions import JsonRpcInvalidParams
+
+            raise JsonRpcInvalidParams(str(exc)) from exc
+
+    # ------------------------------------------------------------------ documents
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        """pygls's initialize, with documents whose lines are counted as LSP counts them."""
+        result = yield from super().lsp_initialize(params)
+        adopt(self._workspace)
+        return result
+
+    # ------------------------------------------------------------------ exit
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> Any:
+        """Exit at once: 0 after ``shutdown``, 1 otherwise (LSP), not waiting for the thread that
+        reads stdin (pygls joins it, so an editor saw the server linger and killed it)."""
+        if (user_handler := self.fm.features.get(types.EXIT)) is not None:
+            yield user_handler, args, None
+        code = 0 if self._shutdown else 1
+        log.info("exit (status %d)", code)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        logging.shutdown()
+        os._exit(code)
+
+
+async def read_loop(
+    stop: threading.Event,
+    read: Callable[[], Any],
+    protocol: CraneProtocol,
+) -> None:
+    """Feed ``read()`` chunks (awaitables of bytes; b"" at the end) through a ``FrameReader``."""
+    reader = FrameReader()
+    chunk_task: asyncio.Future[bytes] | None = None
+    while not stop.is_set():
+        if chunk_task is None:
+            chunk_task = asyncio.ensure_future(read())
+        settled = False
+        if reader.pending:
+            done, _ = await asyncio.wait({chunk_task}, timeout=SETTLE_S)
+            settled = not done
+        else:
+            await asyncio.wait({chunk_task})
+        if chunk_task.done():
+            data = chunk_task.result()
+            chunk_task = None
+            if not data:
+                while (item := reader.next_message(settled=True)) is not None:
+                    protocol.receive(*item)
+                return
+            reader.feed(data)
+        while (item := reader.next_message(settled=settled)) is not None:
+            try:
+                protocol.receive(*item)
+            except Exception:  # a message must never stop the reader
+                log.exception("handling a message failed")
+
+
+def serve_stdio(server: Any) -> None:
+    """Serve LSP on stdin/stdout until the editor sends ``exit`` or closes stdin."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pygls.io_ import StdoutWriter
+
+    stdin: Any = sys.stdin.buffer
+    stdout = sys.stdout.buffer
+    server.protocol.set_writer(StdoutWriter(stdout))
+    pool = ThreadPoolExecutor(1, thread_name_prefix="crane-stdin")  # the one thread that may block
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        await read_loop(
+            threading.Event(), lambda: loop.run_in_executor(pool, stdin.read1, 1 << 16), server.protocol
+        )
+
+    with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
+        asyncio.run(main())
+    _exit_now(server.protocol)
+
+
+def serve_tcp(server: Any, host: str, port: int) -> None:
+    """Serve one editor connection on ``host:port`` (as pygls does), then exit."""
+
+    async def main() -> None:
+        done = asyncio.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            server.protocol.set_writer(writer)
+            try:
+                await read_loop(threading.Event(), lambda: reader.read(1 << 16), server.protocol)
+            finally:
+                done.set()
+
+        listener = await asyncio.start_server(connection, host, port)
+        async with listener:
+            await done.wait()
+
+    with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
+        asyncio.run(main())
+    _exit_now(server.protocol)
+
+
+def _exit_now(protocol: Any) -> None:
+    """The editor is gone: leave without joining threads that may be blocked in a read."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()
+    os._exit(0 if getattr(protocol, "_shutdown", False) else 1)
+
+
+def _strict_str(value: Any, _type: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def strict_converter() -> Any:
+    """lsprotocol's converter, but a string field only takes a string (``uri: 7`` is no URI)."""
+    from pygls.protocol import default_converter
+
+    converter = default_converter()
+    converter.register_structure_hook(str, _strict_str)
+    return converter
