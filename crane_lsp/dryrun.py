@@ -1,9 +1,10 @@
 """The dry-run layer: observe the crash in a forked copy of the kernel instead of guessing it.
 
-The kernel side (``kernel/sandbox.py``) forks and runs the cell; this side decides whether a cell
-may be dry-run at all (a static screen, because C-level writers escape the audit hook) and turns
-the outcome into a ``Prediction``: ``raised`` is an *observed* crash on its exact line,
-``completed`` a note for the hover, anything else falls through to the next layer.
+The kernel side (``kernel/sandbox.py`` and the ``kernel/jail_*`` modules) forks, confines the child
+with seccomp and Landlock, and runs the cell; this side picks the budget, in ``safe`` mode skips
+cells a static screen says the jail would only stop, and turns the outcome into a ``Prediction``:
+``raised`` is an *observed* crash on its exact line, ``completed`` a final "ran clean"; a timeout,
+a blocked operation or a cell that ends the kernel falls through with a headline saying so.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: The static screen of ``safe`` mode. C-level writers (HDF5, TFRecord, sqlite, pyarrow...) escape the
-#: sandbox's audit hook, so a cell that looks like it saves data, talks to the network or the shell,
-#: or waits for a person is not dry-run at all. Matched on the called name's last attribute
-#: (``df.to_csv`` -> ``to_csv``); deliberately generous (a cell screened out only loses its dry run)
-#: but not so generous that ordinary data-science cells (``df.replace``, ``df.rename``,
+#: The static screen of ``safe`` mode. The jail stops writers, network and shell whatever calls them;
+#: the screen only spares a fork for a cell that looks like it saves data, talks to the network or
+#: the shell, or waits for a person (the jail would stop it at once). Matched on the called name's
+#: last attribute (``df.to_csv`` -> ``to_csv``); deliberately generous (a cell screened out only
+#: loses its dry run) but not so generous that ordinary data-science cells (``df.replace``, ``df.rename``,
 #: ``items.remove``, ``platform.system()``) are screened out.
 _WRITER_METHODS = _words(
     """
@@ -263,32 +264,43 @@ def _mode_writes(call: Any) -> bool:
 class DryRunOutcome(BaseModel):
     """What the kernel-side sandbox answers (validated at the boundary)."""
 
-    outcome: str  # raised | completed | timeout | blocked | unsupported
+    outcome: str  # raised | completed | timeout | blocked | exits | unavailable
     exception: str | None = None
     message: str | None = None
     line: int | None = None  # 1-based within the cell
-    elapsed_s: float | None = None  # in the child: isolation + the cell
-    setup_s: float | None = None  # in the child: isolation, transform, compile (before the cell runs)
+    elapsed_s: float | None = None  # in the child: confinement + the cell
+    setup_s: float | None = None  # in the child: limits, transform, compile, the jail (before the cell)
     fork_s: float | None = None  # in the kernel: the fork() call itself
     round_trip_s: float | None = None
+    budget_s: float | None = None
+    child_cpu_s: float | None = None  # CPU time the child used (process_time counts from the fork)
+    jail_ms: dict[str, float] | None = None  # in the child: milliseconds per confinement step
     child_private_dirty_kb: int | None = None
     child_pid: int | None = None
     notes: list[str] | None = None
 
 
 class DryRunner:
-    """The pipeline's ``dryrun`` layer, bound to one kernel link."""
+    """The pipeline's ``dryrun`` layer, bound to one kernel link. ``safe`` and ``on`` get the same
+    jail; ``safe`` also skips cells the static screen says would only be stopped by it."""
 
     def __init__(self, link: KernelLink, settings: Settings) -> None:
         self.link = link
         self.settings = settings
 
-    async def run_outcome(self, source: str) -> DryRunOutcome:
-        budget = self.settings.dry_run_budget_s
-        raw = await self.link.call("dry_run", {"source": source, "budget_s": budget}, timeout=budget + 10)
+    def budget(self, explicit: bool = False) -> float:
+        """A short budget while typing, a longer one for an explicit Re-check."""
+        if explicit:
+            return max(self.settings.dry_run_recheck_budget_s, self.settings.dry_run_budget_s)
+        return self.settings.dry_run_budget_s
+
+    async def run_outcome(self, source: str, explicit: bool = False) -> DryRunOutcome:
+        budget = self.budget(explicit)
+        payload = {"source": source, "budget_s": budget, "memory_mb": self.settings.dry_run_memory_mb}
+        raw = await self.link.call("dry_run", payload, timeout=budget + 10)
         return DryRunOutcome.model_validate(raw)
 
-    async def dry_run(self, target: str, facts: CellFacts) -> Prediction | None:
+    async def dry_run(self, target: str, facts: CellFacts, explicit: bool = False) -> Prediction | None:
         if self.settings.dry_run == "off":
             return None
         if self.settings.dry_run == "safe":
@@ -296,11 +308,20 @@ class DryRunner:
             if not verdict.safe:
                 return _note(f"not dry-run ({verdict.reason})")
         try:
-            outcome = await self.run_outcome(target)
+            outcome = await self.run_outcome(target, explicit)
         except Exception as exc:  # busy or dead kernels and probe errors: fall through, say why
             log.info("dry run unavailable: %s", exc)
+            if not await self._kernel_alive():
+                text = "the kernel died during the dry run"
+                return _note(f"dry run unavailable: {text} ({exc})", headline=text)
             return _note(f"dry run unavailable: {exc}")
         return outcome_to_prediction(outcome, target)
+
+    async def _kernel_alive(self) -> bool:
+        try:
+            return bool(await self.link.is_alive())
+        except Exception:
+            return False
 
 
 def _one_line(exception: str | None, message: str | None) -> str:
@@ -308,8 +329,8 @@ def _one_line(exception: str | None, message: str | None) -> str:
     return f"{exception}: {first}" if first else str(exception)
 
 
-def _note(text: str) -> Prediction:
-    p = Prediction.nothing_found()
+def _note(text: str, headline: str | None = None) -> Prediction:
+    p = Prediction.nothing_found(headline) if headline else Prediction.nothing_found()
     p.notes.append(text)
     return p
 
@@ -346,4 +367,12 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str) -> Prediction:
         p.notes.append(f"ran clean in a sandboxed copy in {took}")
         p.notes.extend(outcome.notes or [])
         return p
-    return _note(f"dry run {outcome.outcome}: {outcome.message or ''}".rstrip(": "))
+    text = f"dry run {outcome.outcome}: {outcome.message or ''}".rstrip(": ")
+    if outcome.outcome == "timeout":  # never shown as "no crash": the headline says it did not finish
+        budget = f"{outcome.budget_s:g} s" if outcome.budget_s else "its budget"
+        return _note(text, headline=f"no verdict: the dry run did not finish in {budget}")
+    if outcome.outcome == "exits":
+        return _note(text, headline=f"the dry run saw the cell end the kernel: {outcome.message}")
+    if outcome.outcome == "blocked":
+        return _note(text, headline=f"no verdict: the dry run was stopped ({outcome.message})")
+    return _note(text)

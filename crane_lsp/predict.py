@@ -56,7 +56,7 @@ async def _inline(fn: Callable[..., Any], /, *args: Any) -> Any:
 
 
 class DryRunLayer(Protocol):
-    async def dry_run(self, target: str, facts: CellFacts) -> Prediction | None: ...
+    async def dry_run(self, target: str, facts: CellFacts, explicit: bool = False) -> Prediction | None: ...
 
 
 @functools.lru_cache(maxsize=512)
@@ -216,6 +216,7 @@ class Pipeline:
         if facts.syntax_error:
             return syntax_error_prediction(facts)
         notes: list[str] = []
+        headline: str | None = None  # a dry run that did not finish or was stopped says so up front
         needs_runtime = "checks" in wanted or ("llm" in wanted and self.settings.runtime_info)
         if snapshot is None and needs_runtime:  # no kernel round trip for a -RT question
             snapshot, why = await self.snapshot_for(facts)
@@ -238,7 +239,7 @@ class Pipeline:
                 prediction.notes.extend(notes)
                 return prediction
         if "dryrun" in wanted and self.dryrun is not None and self.settings.dry_run != "off":
-            observed = await self.dryrun.dry_run(target, facts)
+            observed = await self.dryrun.dry_run(target, facts, explicit=bypass_cache)  # Re-check: longer
             if observed is not None and observed.source.layer == "dryrun":  # raised, or ran clean
                 if observed.crash and self.llm is not None and "llm" in wanted and snapshot is not None:
                     observed = await self._explain(observed, executed, target, snapshot, findings)
@@ -246,6 +247,8 @@ class Pipeline:
                 return observed
             if observed is not None:
                 notes.extend(observed.notes)
+                if observed.message != Prediction.nothing_found().message:
+                    headline = observed.message
         if findings:  # neither certain nor observed: a Warning "raises at line k if reached"
             result = if_reached(finding_to_prediction(findings[0], executed, target))
             result.source.latency_ms = (time.perf_counter() - started) * 1000
@@ -263,7 +266,7 @@ class Pipeline:
             if prediction.crash and not prediction.origin:
                 prediction.origin = origins(self._variables_on_line(facts, prediction.line), executed)
             return prediction
-        result = Prediction.nothing_found()
+        result = Prediction.nothing_found(headline) if headline else Prediction.nothing_found()
         result.source.latency_ms = (time.perf_counter() - started) * 1000
         result.notes.extend(notes)
         return result

@@ -34,6 +34,9 @@ class Settings(BaseModel):
     connection_file: str | None = Field(default=None, alias="connectionFile")
     dry_run: Literal["off", "safe", "on"] = Field(default="safe", alias="dryRun")
     dry_run_budget_s: float = Field(default=3.0, gt=0, le=120, alias="dryRunBudget")
+    # an explicit "Re-check cell" may wait longer than a check while typing; both niced and capped
+    dry_run_recheck_budget_s: float = Field(default=30.0, gt=0, le=600, alias="dryRunRecheckBudget")
+    dry_run_memory_mb: int = Field(default=4096, ge=64, alias="dryRunMemory")  # above the kernel's size
     explain_certain: bool = Field(
         default=False, alias="explainCertain"
     )  # ask the LLM to explain check findings

@@ -15,6 +15,7 @@ Joined into the probe's private module: top-level names carry the ``_jmp_`` pref
 
 import ctypes as _jmp_ctypes
 import os as _jmp_os
+import re as _jmp_re
 
 _JMP_PROT = {"r": 1, "w": 2, "x": 4}
 _JMP_MAP_PRIVATE = 0x02
@@ -22,6 +23,10 @@ _JMP_MAP_FIXED = 0x10
 _JMP_MAP_ANONYMOUS = 0x20
 _JMP_MREMAP_MAYMOVE = 1
 _JMP_MREMAP_FIXED = 2
+#: one row of /proc/self/maps whose permissions end in "s" (shared): start, end, rwx, offset, path
+_JMP_SHARED_ROW = _jmp_re.compile(
+    rb"^([0-9a-f]+)-([0-9a-f]+) ([r-][w-][x-])s ([0-9a-f]+) \S+ \S+ *(.*)$", _jmp_re.M
+)
 _JMP_FAILED = _jmp_ctypes.c_void_p(-1).value
 
 
@@ -42,24 +47,20 @@ def _jmp_libc():
     return libc
 
 
-def _jmp_shared():
-    """(start, end, prot, offset, path) of every shared mapping of this process."""
+def _jmp_shared(maps):
+    """(start, end, prot, offset, path) of every shared mapping in ``maps`` (/proc/self/maps)."""
     found = []
-    with open("/proc/self/maps", "rb") as f:
-        for row in f:
-            parts = row.split(None, 5)
-            if len(parts) < 5 or parts[1][3:4] != b"s":
-                continue
-            start, end = (int(x, 16) for x in parts[0].split(b"-"))
-            prot = sum(_JMP_PROT[c] for c in parts[1][:3].decode() if c in _JMP_PROT)
-            path = parts[5].strip().decode("utf-8", "surrogateescape") if len(parts) > 5 else ""
-            found.append((start, end, prot, int(parts[2], 16), path))
+    for m in _JMP_SHARED_ROW.finditer(maps):
+        start, end, perms, offset, path = m.groups()
+        prot = sum(_JMP_PROT[c] for c in perms.decode() if c in _JMP_PROT)
+        name = path.strip().decode("utf-8", "surrogateescape")
+        found.append((int(start, 16), int(end, 16), prot, int(offset, 16), name))
     return found
 
 
-def _jmp_privatise():
+def _jmp_privatise(maps):
     """Replace every shared mapping by a private one; return how many were replaced."""
-    mappings = _jmp_shared()
+    mappings = _jmp_shared(maps)
     if not mappings:
         return 0
     libc = _jmp_libc()

@@ -100,7 +100,8 @@ def _sb_transform(source):
 
 def _sb_limits(payload):
     """Process-level limits before anything else: own process group, dies with the kernel, no core
-    file, niced, first for the OOM killer, address space capped (``memory_mb`` above the kernel's)."""
+    file, first for the OOM killer, address space capped (``memory_mb`` above the kernel's); the
+    cell itself runs niced."""
     import resource
 
     notes = []
@@ -114,8 +115,6 @@ def _sb_limits(payload):
     if _sb_os.getppid() != payload["_parent"]:
         _sb_os._exit(0)  # the kernel died before the death signal was armed
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # core_pattern may write a file in the cwd
-    with _sb_contextlib.suppress(OSError):
-        _sb_os.nice(10)
     try:
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
@@ -143,7 +142,7 @@ def _sb_python_streams():
     _sb_sys.dont_write_bytecode = True
 
 
-def _sb_confine(handover_fd, keep):
+def _sb_confine(handover_fd, keep, timings):
     """The jail, before any user code: descriptors, shared mappings, thread pools, Landlock, seccomp.
     Raises ``_JscUnavailable``/``_JmpRefused`` when the child cannot be confined (it then runs nothing)."""
     import socket
@@ -152,10 +151,17 @@ def _sb_confine(handover_fd, keep):
     if reason:
         raise _JscUnavailable(reason)
     notes = []
+    clock = _sb_time.perf_counter
+    t0 = clock()
     fds = _jfd_neutralise(keep | {handover_fd})
     notes.extend(fds.notes)
-    _jmp_privatise()
-    threads = _jth_single_thread()
+    t1 = clock()
+    with open("/proc/self/maps", "rb") as f:
+        maps = f.read()
+    _jmp_privatise(maps)
+    t2 = clock()
+    threads = _jth_single_thread(maps)
+    t3 = clock()
     if threads:
         notes.append("thread pools set to one thread: " + ", ".join(sorted(set(threads))))
     listener = _jsc_probe_listener()
@@ -172,8 +178,10 @@ def _sb_confine(handover_fd, keep):
 
     if ctypes.CDLL(None).prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, needed by Landlock too
         raise _JscUnavailable("PR_SET_NO_NEW_PRIVS failed")
+    t4 = clock()
     abi = _jll_restrict()
     notes.append(f"landlock ABI {abi}" if abi else "landlock unavailable: seccomp only")
+    t5 = clock()
     fd = _jsc_install(program, listener)
     channel = socket.socket(fileno=handover_fd)
     try:
@@ -184,6 +192,10 @@ def _sb_confine(handover_fd, keep):
             channel.send(b"K")  # no user notification here: a blocked syscall kills the child
     finally:
         channel.detach()  # the number stays pinned (close() pretends), its peer closes
+    t6 = clock()
+    for name, a, b in (("fds", t0, t1), ("maps", t1, t2), ("threads", t2, t3), ("filter", t3, t4),
+                       ("landlock", t4, t5), ("seccomp", t5, t6)):  # fmt: skip
+        timings[name] = round((b - a) * 1000, 2)
     return notes
 
 
@@ -325,7 +337,8 @@ def _sb_child(payload, write_fd, handover_fd):
         code = compile(code_text, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
         ipython = _sb_sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
-        notes.extend(_sb_confine(handover_fd, {write_fd}))
+        result["jail_ms"] = timings = {"before": round((_sb_time.perf_counter() - started) * 1000, 2)}
+        notes.extend(_sb_confine(handover_fd, {write_fd}, timings))
         result["notes"] = notes
         result["setup_s"] = round(_sb_time.perf_counter() - started, 4)
     except (_JscUnavailable, _JmpRefused) as exc:
@@ -334,6 +347,8 @@ def _sb_child(payload, write_fd, handover_fd):
     except BaseException as exc:  # a failure of the sandbox itself, not of the cell: nothing ran
         result.update(outcome="unavailable", message=f"the jail failed: {type(exc).__name__}: {exc}")
         return _sb_answer(write_fd, result, started)
+    with _sb_contextlib.suppress(OSError):
+        _sb_os.nice(10)  # the cell, not the jail's few milliseconds, yields the CPU to everything else
     try:
         _sb_execute(code, namespace, payload.get("async_mode", False))
     except _SandboxBlocked:
@@ -365,6 +380,7 @@ def _sb_child(payload, write_fd, handover_fd):
 
 def _sb_answer(write_fd, result, started):
     result["elapsed_s"] = round(_sb_time.perf_counter() - started, 4)
+    result["child_cpu_s"] = round(_sb_time.process_time(), 4)
     result["child_private_dirty_kb"] = _sb_private_dirty_kb()
     try:
         data = _sb_json.dumps(result, default=str).encode() + b"\n"
