@@ -33,6 +33,7 @@ from crane_lsp.server.documents import (
 )
 from crane_lsp.server.jupyter_documents import view_for_text
 from crane_lsp.server.kernels import Kernels
+from crane_lsp.server.notices import Notices
 from crane_lsp.server.offload import Offload
 from crane_lsp.server.protocol import CraneProtocol, strict_converter
 from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
@@ -51,6 +52,7 @@ HISTORY_TIMEOUT_S = 3.0
 SLOW_CHECK_MS = 1000.0  # checks slower than this are logged with where the time went
 WATCH_S = 2.0  # how often idle kernels are asked whether their state moved (restarts, unseen cells)
 WATCH_TIMEOUT_S = 5.0
+HEARTBEAT_S = 2.0  # a kernel that does not answer its control channel this long is "unresponsive"
 STATE_DELAY_S = 0.05  # coalesce a burst of execution summaries / kernel events into one re-check
 
 
@@ -145,6 +147,7 @@ class CraneServer(LanguageServer):
         self.states = Debouncer(self._state_job)
         self.stats = Stats()
         self.offload = Offload()  # checks run in a worker thread, interrupted when superseded
+        self.notices = Notices(self._show_message)
         self._bypass: set[str] = set()
         self._pipelines: dict[str, tuple[Any, Any, int]] = {}  # notebook -> (pipeline, link, rev)
         self._llm: Any = None
@@ -560,11 +563,27 @@ class CraneServer(LanguageServer):
         if not had_link:  # (re)attached: everything shown was computed without this kernel
             self.state_changed(nb)
             self.send_status(nb.uri)
-        if link.busy or self.stats.checking:
-            return
         from crane_lsp.kernel.link import KernelDead, KernelLinkError
 
+        att = self.kernels.attachment(nb.uri)
+        lost: KernelDead | None = None
+        try:  # the heartbeat: a stopped (SIGSTOP) or hung kernel is neither "attached" nor "busy"
+            answers = await link.responsive(HEARTBEAT_S)
+        except KernelDead as exc:
+            answers, lost = False, exc
+        if lost is None and answers == att.unresponsive:
+            att.unresponsive = not answers
+            att.error = None if answers else f"no answer within {HEARTBEAT_S:g} s (stopped or hung?)"
+            if answers:
+                self.state_changed(nb)  # whatever ran meanwhile: look again
+            self.send_status(nb.uri)
+        if not answers and lost is None:
+            return
+        if link.busy or self.stats.checking:
+            return
         try:
+            if lost is not None:
+                raise lost
             generation = await link.generation()
         except KernelDead as exc:
             await self.kernels.lost(nb.uri, f"no kernel: {exc}")
@@ -611,12 +630,18 @@ class CraneServer(LanguageServer):
                 types.PublishDiagnosticsParams(uri=target, diagnostics=self.diagnostics_for(nb, target))
             )
 
+    def _show_message(self, kind: types.MessageType, message: str) -> None:
+        with contextlib.suppress(Exception):
+            self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
     def send_status(self, notebook_uri: str | None = None) -> None:
         uri = notebook_uri or next(iter(self.notebooks), None)
         kernel = self.kernels.state(uri) if uri else "none"
         if kernel == "attached" and self.stats.kernel_busy:
             kernel = "busy"
         att = self.kernels.attachment(uri) if uri else None
+        if uri is not None and att is not None and uri in self.notebooks:
+            self.notices.kernel(uri, kernel, att.error, att.connection_file)
         payload = {
             "notebookUri": uri,
             "kernel": kernel,

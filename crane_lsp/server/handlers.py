@@ -152,9 +152,13 @@ def register(ls: CraneServer) -> None:
         nb = server.notebook_of(uri)
         uri = nb.uri if nb is not None else uri
         error = await server.kernels.attach(uri, path)
-        server.forget_pipeline(uri)
-        if nb is not None:
-            server.state_changed(nb)
+        if error is not None:
+            att = server.kernels.attachment(uri)
+            server.notices.attach_failed(uri, path, error, att.connection_file if att.link else None)
+        else:  # a new kernel: everything shown was computed from another state
+            server.forget_pipeline(uri)
+            if nb is not None:
+                server.state_changed(nb)
         server.send_status(uri)
         return {"attached": error is None, "error": error}
 

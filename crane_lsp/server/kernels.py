@@ -45,12 +45,15 @@ class Attachment:
     last_try: float = 0.0
     failures: int = 0
     unsubscribe: Callable[[], None] | None = None
+    unresponsive: bool = False  # attached, but the heartbeat went unanswered
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def state(self) -> str:
         if self.link is None:
             return "none"
+        if self.unresponsive:
+            return "unresponsive"
         return "busy" if self.link.busy else "attached"
 
 
@@ -163,7 +166,7 @@ class Kernels:
         return None
 
     def _adopt(self, notebook_uri: str, att: Attachment, link: KernelLink, path: str) -> None:
-        att.link, att.connection_file, att.error = link, path, None
+        att.link, att.connection_file, att.error, att.unresponsive = link, path, None, False
         att.unsubscribe = link.add_listener(lambda event: self._on_event(notebook_uri, event))
         log.info("attached %s to %s", path, notebook_uri)
 
