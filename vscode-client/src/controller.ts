@@ -5,6 +5,7 @@
  */
 import { apiKeyEnvName, buildServerEnv, redact, secretId, type Env } from './apiKey';
 import { ATTACH_NOTIFICATION, KernelAttacher, type CancelSource, type Consent, type Disposable, type JupyterLike } from './kernelAttach';
+import { attachFromFile, jupyterRuntimeDir, pickInterpreter, type AttachFromFileOutcome, type PickFileOptions, type PickInterpreterOutcome } from './pickers';
 import { checkServer, describeLaunch, resolveServerLaunch, type Runner } from './serverCommand';
 import {
   configurationFor,
@@ -96,6 +97,17 @@ export interface Host {
   createCancel(): CancelSource;
   /** Registers stand-ins for exactly these server commands (disposing any others). */
   setFallbackCommands(ids: readonly string[], run: (command: string, args: unknown[]) => Promise<unknown>): void;
+  /** The active notebook, else the active Python file (a `# %%` script). */
+  activeDocumentUri(): string | undefined;
+  /** An open-file dialog on the machine the server runs on; the chosen path, or undefined. */
+  pickFile(options: PickFileOptions): Promise<string | undefined>;
+  /** Writes a `crane` setting in the user settings. */
+  updateConfig(key: string, value: unknown): Promise<void>;
+  /** Runs another extension's command (`python.setInterpreter`). */
+  executeCommand(id: string): Promise<unknown>;
+  hasPythonExtension(): boolean;
+  platform(): NodeJS.Platform;
+  homeDir(): string;
 }
 
 export const ALLOW = 'Allow';
@@ -103,6 +115,7 @@ export const NOT_NOW = "Don't allow";
 export const INSTALL = 'Install in terminal';
 export const COPY = 'Copy command';
 export const SHOW_LOG = 'Show log';
+export const PICK_INTERPRETER = 'Pick another interpreter…';
 
 /** The text of `crane.showPrompt`'s result as Markdown: a string, or `{prompt, answer}`. */
 export function promptMarkdown(result: unknown, cellUri: string): string {
@@ -123,6 +136,11 @@ export function promptMarkdown(result: unknown, cellUri: string): string {
   return ['# crane: last prompt', '', '````json', JSON.stringify(result, null, 2), '````', ''].join('\n');
 }
 
+/** `~/x` → `<home>/x` (the server takes paths as they are). */
+export function expandHome(file: string, home: string): string {
+  return file === '~' || file.startsWith('~/') || file.startsWith('~\\') ? home + file.slice(1) : file;
+}
+
 export class Controller implements Disposable {
   private client: LspClient | undefined;
   private subscriptions: Disposable[] = [];
@@ -132,6 +150,7 @@ export class Controller implements Disposable {
   private stopping = false;
   private knownSecrets: string[] = [];
   private launchSource: string | undefined;
+  private launchPython: string[] | undefined;
   readonly attacher: KernelAttacher;
 
   constructor(
@@ -162,8 +181,9 @@ export class Controller implements Disposable {
     return this.state;
   }
 
+  /** True when no crane setting pins the interpreter, so a new selection in the Python extension applies. */
   usesInterpreterFromPythonExtension(): boolean {
-    return this.launchSource === 'Python extension';
+    return this.launchSource === 'Python extension' || this.launchSource === 'PATH';
   }
 
   get currentOptions(): CraneOptions {
@@ -197,6 +217,7 @@ export class Controller implements Disposable {
 
   private readOptions(): CraneOptions {
     const { options, problems } = readCraneOptions((key) => this.host.config(key));
+    if (options.connectionFile?.startsWith('~')) options.connectionFile = expandHome(options.connectionFile, this.host.homeDir());
     for (const problem of problems) this.log(`Settings: ${problem}`);
     if (problems.length > 0) void this.host.showWarning(`crane: ${problems.join('; ')}`);
     this.options = options;
@@ -264,21 +285,25 @@ export class Controller implements Disposable {
       interpreter: await this.host.interpreter(),
     });
     this.launchSource = launch.source;
+    this.launchPython = launch.python;
     this.log(`Server command: ${describeLaunch(launch)}`);
     const check = await checkServer(launch, this.host.run);
     if (check.status === 'missing') {
       this.log(check.message);
       this.setServer('missing', check.message);
-      void this.host.showError(check.message, INSTALL, COPY).then((choice) => {
+      void this.host.showError(check.message, INSTALL, COPY, PICK_INTERPRETER).then((choice) => {
         if (choice === INSTALL) this.host.runInTerminal(check.installCommand);
         else if (choice === COPY) void this.host.copyToClipboard(check.installCommand);
+        else if (choice === PICK_INTERPRETER) void this.pickInterpreter();
       });
       return false;
     }
     if (check.status === 'noInterpreter' || check.status === 'failed') {
       this.log(check.message);
       this.setServer('error', check.message);
-      void this.host.showError(check.message, SHOW_LOG);
+      void this.host.showError(check.message, PICK_INTERPRETER, SHOW_LOG).then((choice) => {
+        if (choice === PICK_INTERPRETER) void this.pickInterpreter();
+      });
       return false;
     }
     if (check.status === 'ok') this.log(`crane-lsp ${check.version} found in ${launch.python?.join(' ') ?? launch.command}.`);
@@ -453,6 +478,38 @@ export class Controller implements Disposable {
         break;
     }
     return outcome;
+  }
+
+  /** "crane: Attach kernel from connection file…". */
+  attachKernelFromFile(): Promise<AttachFromFileOutcome> {
+    return attachFromFile({
+      targetUri: () => this.host.activeDocumentUri(),
+      pickFile: (options) => this.host.pickFile(options),
+      runtimeDir: () => jupyterRuntimeDir(this.host.processEnv(), this.host.platform(), this.host.homeDir()),
+      attach: async (notebookUri, connectionFile) => {
+        if (!this.client?.isRunning()) return undefined;
+        const params = { command: 'crane.attachKernel', arguments: [{ notebookUri, connectionFile }] };
+        return (await this.client.sendRequest('workspace/executeCommand', params)) ?? null;
+      },
+      pin: (notebookUri, connectionFile) => {
+        this.attacher.pin(notebookUri, connectionFile);
+        this.log(`Attached ${notebookUri} to kernel ${connectionFile} (chosen by hand).`);
+      },
+      showInfo: (message) => void this.host.showInfo(message),
+      showWarning: (message) => void this.host.showWarning(message, SHOW_LOG),
+    });
+  }
+
+  /** "Pick another interpreter…" (and "crane: Select server interpreter…"). */
+  pickInterpreter(): Promise<PickInterpreterOutcome> {
+    return pickInterpreter({
+      source: this.launchSource,
+      current: this.launchPython,
+      hasPythonExtension: this.host.hasPythonExtension(),
+      executeCommand: (id) => this.host.executeCommand(id),
+      pickFile: (options) => this.host.pickFile(options),
+      setPythonPath: (value) => this.host.updateConfig('server.pythonPath', value),
+    });
   }
 
   onNotebookOpened(notebookUri: string): void {

@@ -17,8 +17,10 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
+import * as os from 'node:os';
 import { Controller, type ActiveCell, type ClientSpec, type Host, type LspClient } from './controller';
 import type { JupyterLike, KernelLike } from './kernelAttach';
+import type { PickFileOptions } from './pickers';
 import { runProcess } from './serverCommand';
 import type { StatusView } from './status';
 
@@ -67,6 +69,31 @@ function activeCell(): ActiveCell | undefined {
   return undefined;
 }
 
+/** The active notebook, else the active Python file. */
+function activeDocumentUri(): string | undefined {
+  const notebook = vscode.window.activeNotebookEditor;
+  if (notebook && NOTEBOOK_TYPES.has(notebook.notebook.notebookType)) return notebook.notebook.uri.toString();
+  const editor = vscode.window.activeTextEditor;
+  if (editor?.document.languageId === 'python' && editor.document.uri.scheme !== 'vscode-notebook-cell') {
+    return editor.document.uri.toString();
+  }
+  return undefined;
+}
+
+/** The open dialog shows the file system the extension host runs on (the remote one in a remote window). */
+async function pickFile(options: PickFileOptions): Promise<string | undefined> {
+  const picked = await vscode.window.showOpenDialog({
+    title: options.title,
+    canSelectFiles: true,
+    canSelectFolders: false,
+    canSelectMany: false,
+    openLabel: 'Choose',
+    defaultUri: options.defaultPath ? vscode.Uri.file(options.defaultPath) : undefined,
+    filters: options.filters,
+  });
+  return picked?.[0]?.fsPath;
+}
+
 function createClient(spec: ClientSpec, output: vscode.OutputChannel): LspClient {
   const serverOptions: ServerOptions = { command: spec.command, args: spec.args, options: { env: spec.env } };
   const clientOptions: LanguageClientOptions = {
@@ -108,6 +135,7 @@ export function createHost(context: vscode.ExtensionContext, output: vscode.Outp
   context.subscriptions.push({ dispose: () => fallbacks.forEach((registration) => registration.dispose()) });
   return {
     config: (key) => config().get(key),
+    updateConfig: async (key, value) => config().update(key, value, vscode.ConfigurationTarget.Global),
     interpreter: () => activeInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri),
     run: runProcess,
     processEnv: () => ({ ...process.env }),
@@ -141,6 +169,12 @@ export function createHost(context: vscode.ExtensionContext, output: vscode.Outp
       await vscode.window.showTextDocument(document, { preview: true });
     },
     activeCell,
+    activeDocumentUri,
+    pickFile,
+    executeCommand: async (id) => vscode.commands.executeCommand(id),
+    hasPythonExtension: () => vscode.extensions.getExtension('ms-python.python') !== undefined,
+    platform: () => process.platform,
+    homeDir: () => os.homedir(),
     activeNotebookUri: () => vscode.window.activeNotebookEditor?.notebook.uri.toString(),
     openNotebookUris: () =>
       vscode.workspace.notebookDocuments.filter((nb) => NOTEBOOK_TYPES.has(nb.notebookType)).map((nb) => nb.uri.toString()),
@@ -190,6 +224,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
     ctl,
     vscode.commands.registerCommand('crane.setApiKey', () => ctl.setApiKey()),
     vscode.commands.registerCommand('crane.restartServer', () => ctl.restart()),
+    vscode.commands.registerCommand('crane.attachKernelFromFile', () => ctl.attachKernelFromFile()),
+    vscode.commands.registerCommand('crane.selectInterpreter', () => ctl.pickInterpreter()),
     vscode.commands.registerCommand('crane.showLog', () => output.show(true)),
     vscode.workspace.onDidChangeConfiguration((event) =>
       ctl.onConfigurationChanged((section) => event.affectsConfiguration(section)),

@@ -65,6 +65,8 @@ const RESTARTING = new Set(['starting', 'restarting', 'autorestarting', 'dead', 
 
 export class KernelAttacher implements Disposable {
   private readonly attached = new Map<string, string>();
+  /** Notebooks attached by hand ("Attach kernel from connection file…"): automatic attaching leaves them alone. */
+  private readonly pinned = new Set<string>();
   private readonly watched = new Map<string, { kernel: KernelLike; subscription?: Disposable }>();
   private readonly inflight = new Map<string, Promise<AttachOutcome>>();
   private consentQuestion: Promise<Consent | undefined> | undefined;
@@ -80,8 +82,26 @@ export class KernelAttacher implements Disposable {
     return this.attached.get(notebookUri);
   }
 
-  /** Attaches one notebook; concurrent calls for the same notebook share one attempt. */
+  /** Records a connection file the user chose for a notebook; it is re-sent after a server restart. */
+  pin(notebookUri: string, connectionFile: string): void {
+    this.attached.set(notebookUri, connectionFile);
+    this.pinned.add(notebookUri);
+  }
+
+  isPinned(notebookUri: string): boolean {
+    return this.pinned.has(notebookUri);
+  }
+
+  /**
+   * Attaches one notebook; concurrent calls for the same notebook share one attempt. A pinned
+   * notebook keeps its file unless the user asks for the Jupyter extension's kernel.
+   */
   attach(notebookUri: string, options: { userInitiated?: boolean } = {}): Promise<AttachOutcome> {
+    const pinned = this.attached.get(notebookUri);
+    if (this.pinned.has(notebookUri) && pinned !== undefined) {
+      if (!options.userInitiated) return Promise.resolve({ kind: 'attached', connectionFile: pinned });
+      this.pinned.delete(notebookUri);
+    }
     const running = this.inflight.get(notebookUri);
     if (running) return running;
     const attempt = this.doAttach(notebookUri, options.userInitiated ?? false).finally(() => {
@@ -93,6 +113,7 @@ export class KernelAttacher implements Disposable {
 
   /** After a cell ran: attach when the notebook has no attached kernel or its kernel changed. */
   async ensureAttached(notebookUri: string): Promise<AttachOutcome | undefined> {
+    if (this.pinned.has(notebookUri)) return undefined;
     const jupyter = await this.deps.jupyter();
     if (!jupyter || this.deps.getConsent() === 'deny' || this.dismissed) return undefined;
     const kernel = await jupyter.getKernel(notebookUri);
@@ -110,6 +131,7 @@ export class KernelAttacher implements Disposable {
 
   forget(notebookUri: string): void {
     this.attached.delete(notebookUri);
+    this.pinned.delete(notebookUri);
     this.watched.get(notebookUri)?.subscription?.dispose();
     this.watched.delete(notebookUri);
   }

@@ -23,6 +23,8 @@ export interface CraneOptions {
   maxColumns?: number;
   dryRun?: DryRunMode;
   dryRunBudget?: number;
+  /** A kernel's connection file, used for every notebook that has no kernel attached by the editor. */
+  connectionFile?: string;
 }
 
 type Kind =
@@ -46,6 +48,7 @@ export const SETTINGS: Readonly<Record<keyof CraneOptions, Kind>> = {
   maxColumns: { type: 'int', min: 1, max: 5000 },
   dryRun: { type: 'enum', values: DRY_RUN_MODES },
   dryRunBudget: { type: 'number', min: 0, max: 120, exclusiveMin: true },
+  connectionFile: { type: 'string' },
 };
 
 export const SETTING_KEYS = Object.keys(SETTINGS) as (keyof CraneOptions)[];

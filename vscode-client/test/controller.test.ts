@@ -7,6 +7,8 @@ import {
   Controller,
   DOCUMENT_SELECTOR,
   INSTALL,
+  PICK_INTERPRETER,
+  expandHome,
   promptMarkdown,
   type ActiveCell,
   type ClientSpec,
@@ -14,6 +16,7 @@ import {
   type LspClient,
 } from '../src/controller';
 import type { JupyterLike, KernelLike } from '../src/kernelAttach';
+import type { PickFileOptions } from '../src/pickers';
 import type { RunResult } from '../src/serverCommand';
 import type { StatusView } from '../src/status';
 
@@ -82,6 +85,36 @@ class FakeHost implements Host {
   jupyterApi: JupyterLike | undefined = undefined;
   failStart = false;
   serverCommandList: string[] | undefined;
+  documentUri: string | undefined = 'file:///nb.ipynb';
+  picks: (string | undefined)[] = [];
+  dialogs: PickFileOptions[] = [];
+  updates: [string, unknown][] = [];
+  executed: string[] = [];
+  pythonExtension = false;
+
+  activeDocumentUri() {
+    return this.documentUri;
+  }
+  async pickFile(options: PickFileOptions) {
+    this.dialogs.push(options);
+    return this.picks.shift();
+  }
+  async updateConfig(key: string, value: unknown) {
+    this.updates.push([key, value]);
+    this.configValues[key] = value;
+  }
+  async executeCommand(id: string) {
+    this.executed.push(id);
+  }
+  hasPythonExtension() {
+    return this.pythonExtension;
+  }
+  platform(): NodeJS.Platform {
+    return 'linux';
+  }
+  homeDir() {
+    return '/home/ada';
+  }
 
   config(key: string) {
     return this.configValues[key];
@@ -214,9 +247,55 @@ describe('controller: starting the server', () => {
     assert.equal(host.clients.length, 0);
     assert.equal(host.messages[0].level, 'error');
     assert.match(host.messages[0].text, /not installed in \/venv\/bin\/python/);
-    assert.deepEqual(host.messages[0].actions, [INSTALL, 'Copy command']);
+    assert.deepEqual(host.messages[0].actions, [INSTALL, 'Copy command', PICK_INTERPRETER]);
     assert.deepEqual(host.terminal, ['/venv/bin/python -m pip install crane-lsp']);
     assert.equal(host.lastStatus.text, '$(error) crane: not installed');
+  });
+
+  it('"Pick another interpreter…" writes crane.server.pythonPath without the Python extension, and restarts on it', async () => {
+    const host = new FakeHost();
+    host.interpreterPath = undefined;
+    host.runResult = { code: 1, stdout: '', stderr: "ModuleNotFoundError: No module named 'crane_lsp'" };
+    host.answers = [PICK_INTERPRETER];
+    host.picks = ['/opt/envs/ds/bin/python'];
+    const controller = new Controller(host);
+    assert.equal(await controller.start(), false);
+    await tick();
+    assert.match(host.messages[0].text, /not installed in python3 \(from PATH\)\. Install it with: python3 -m pip install crane-lsp/);
+    assert.equal(host.dialogs[0].defaultPath, undefined, 'a bare command has no folder to open');
+    assert.deepEqual(host.updates, [['server.pythonPath', '/opt/envs/ds/bin/python']]);
+    host.runResult = { code: 0, stdout: '0.1.0', stderr: '' };
+    await controller.onConfigurationChanged((section) => ['crane', 'crane.server', 'crane.server.pythonPath'].includes(section));
+    assert.equal(host.client.spec.command, '/opt/envs/ds/bin/python');
+  });
+
+  it("uses the Python extension's picker when the interpreter came from it, and offers a pick for a broken one", async () => {
+    const host = new FakeHost();
+    host.pythonExtension = true;
+    host.runResult = { code: 1, stdout: '', stderr: "ModuleNotFoundError: No module named 'crane_lsp'" };
+    host.answers = [PICK_INTERPRETER];
+    const controller = new Controller(host);
+    await controller.start();
+    await tick();
+    assert.deepEqual(host.executed, ['python.setInterpreter']);
+    assert.ok(controller.usesInterpreterFromPythonExtension());
+
+    const pinned = new FakeHost();
+    pinned.pythonExtension = true;
+    pinned.configValues = { 'server.pythonPath': '/opt/old/bin/python' };
+    pinned.runResult = { code: null, stdout: '', stderr: '', spawnError: 'ENOENT' };
+    pinned.answers = [PICK_INTERPRETER];
+    await new Controller(pinned).start();
+    await tick();
+    assert.deepEqual(pinned.messages[0].actions, [PICK_INTERPRETER, 'Show log']);
+    assert.deepEqual(pinned.executed, [], 'the Python extension cannot override the setting');
+    assert.equal(pinned.dialogs[0].defaultPath, '/opt/old/bin');
+  });
+
+  it('expands ~ in crane.connectionFile', () => {
+    assert.equal(expandHome('~/k.json', '/home/ada'), '/home/ada/k.json');
+    assert.equal(expandHome('/abs/~k.json', '/home/ada'), '/abs/~k.json');
+    assert.equal(expandHome('~other/k.json', '/home/ada'), '~other/k.json');
   });
 
   it('reports a server that fails to start', async () => {
@@ -409,6 +488,54 @@ describe('controller: status and commands', () => {
     assert.deepEqual(host.client.notifications, [
       { method: 'crane/attachKernel', params: { notebookUri: 'file:///nb.ipynb', connectionFile: '/run/kernel-5.json' } },
     ]);
+  });
+
+  it('keeps a kernel attached by hand: re-sent after a restart, not replaced by the Jupyter extension', async () => {
+    const host = new FakeHost();
+    host.state.set(CONSENT_KEY, 'allow');
+    host.jupyterApi = { getKernel: async () => kernelFor('/run/kernel-jupyter.json') };
+    const controller = new Controller(host);
+    await controller.start();
+    host.client.requestResult = { attached: true, error: null };
+    host.picks = ['/remote/kernel-7.json'];
+    const outcome = await controller.attachKernelFromFile();
+    assert.deepEqual(outcome, { kind: 'attached', notebookUri: 'file:///nb.ipynb', connectionFile: '/remote/kernel-7.json' });
+    assert.equal(host.dialogs[0].defaultPath, '/home/ada/.local/share/jupyter/runtime');
+    assert.deepEqual(host.client.requests.at(-1), {
+      method: 'workspace/executeCommand',
+      params: { command: 'crane.attachKernel', arguments: [{ notebookUri: 'file:///nb.ipynb', connectionFile: '/remote/kernel-7.json' }] },
+    });
+    controller.onCellExecuted('file:///nb.ipynb');
+    controller.onNotebookOpened('file:///nb.ipynb');
+    await tick();
+    assert.deepEqual(host.client.notifications, [], 'the Jupyter kernel did not replace the chosen one');
+    await controller.restart();
+    assert.deepEqual(host.client.notifications, [
+      { method: 'crane/attachKernel', params: { notebookUri: 'file:///nb.ipynb', connectionFile: '/remote/kernel-7.json' } },
+    ]);
+    await host.invoke('crane.attachKernel');
+    assert.deepEqual(host.client.notifications.at(-1), {
+      method: 'crane/attachKernel',
+      params: { notebookUri: 'file:///nb.ipynb', connectionFile: '/run/kernel-jupyter.json' },
+    }, '"Attach kernel" from the palette takes the Jupyter kernel again');
+  });
+
+  it('attach from a file: says why when there is no target, no server, or the server refuses', async () => {
+    const host = new FakeHost();
+    const controller = new Controller(host);
+    host.documentUri = undefined;
+    assert.deepEqual(await controller.attachKernelFromFile(), { kind: 'noTarget' });
+    assert.match(host.messages.at(-1)?.text ?? '', /open a notebook or a `# %%` Python file first/);
+    host.documentUri = 'file:///analysis.py';
+    host.picks = [undefined];
+    assert.deepEqual(await controller.attachKernelFromFile(), { kind: 'cancelled' });
+    host.picks = ['/k.json'];
+    assert.deepEqual(await controller.attachKernelFromFile(), { kind: 'notRunning' });
+    await controller.start();
+    host.client.requestResult = { attached: false, error: 'no kernel answers at /k.json' };
+    host.picks = ['/k.json'];
+    assert.deepEqual(await controller.attachKernelFromFile(), { kind: 'failed', reason: 'no kernel answers at /k.json' });
+    assert.match(host.messages.at(-1)?.text ?? '', /could not attach \/k\.json: no kernel answers/);
   });
 
   it('says "discovery" in the status bar without the Jupyter extension', async () => {

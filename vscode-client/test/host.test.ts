@@ -1,20 +1,33 @@
 /** src/host.ts against the mocked `vscode` module (test/mocks), with a real Python for the install check. */
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type * as vscodeTypes from 'vscode';
 import { MIME_STDOUT } from '../src/connectionFile';
+import { PICK_INTERPRETER } from '../src/controller';
 import { activate, deactivate } from '../src/host';
 import { LanguageClient } from './mocks/languageclient';
 import { pythonState } from './mocks/pythonExtension';
-import { Uri, recorded, resetMock, window } from './mocks/vscode';
+import { ConfigurationTarget, Uri, recorded, resetMock, window } from './mocks/vscode';
 
 const manifest = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
   main: string;
-  contributes: { commands: { command: string }[] };
+  contributes: {
+    commands: { command: string; title: string }[];
+    configuration: { properties: Record<string, { scope?: string }> };
+  };
 };
+
+/** A Python interpreter without crane-lsp: the real one started with -S (no site-packages). */
+function pythonWithoutCrane(dir: string): string {
+  const file = path.join(dir, 'python-no-crane');
+  writeFileSync(file, `#!/bin/sh\nexec ${python ?? 'python3'} -S "$@"\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
 
 const python = ['python3', 'python'].find((p) => spawnSync(p, ['-c', 'import crane_lsp']).status === 0);
 
@@ -158,6 +171,89 @@ describe('host (VS Code wrapper) with a mocked vscode', { skip: python ? false :
     assert.equal(LanguageClient.instances.length, 0);
     assert.match(recorded.messages[0].text, /cannot run the Python interpreter "\/nonexistent\/python"/);
     assert.equal(recorded.statusItems[0].text, '$(error) crane: server error');
+  });
+
+  it('offers the exact install command for a bare interpreter, and a picker that sets crane.server.pythonPath', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'crane-host-'));
+    try {
+      const bare = pythonWithoutCrane(dir);
+      recorded.configuration['crane.server.pythonPath'] = bare;
+      recorded.nextAnswer = PICK_INTERPRETER;
+      recorded.nextPick = [python as string];
+      await activate(asContext(context));
+      assert.equal(LanguageClient.instances.length, 0);
+      const error = recorded.messages.find((m) => m.level === 'error');
+      assert.ok(error?.text.includes(`Install it with: ${bare} -m pip install crane-lsp`), error?.text);
+      assert.ok(error?.actions.includes(PICK_INTERPRETER));
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal((recorded.dialogs[0] as { defaultUri?: Uri }).defaultUri?.fsPath, dir);
+      assert.deepEqual(recorded.updates, [{ key: 'crane.server.pythonPath', value: python, target: ConfigurationTarget.Global }]);
+      assert.equal(recorded.statusItems[0].text, '$(error) crane: not installed');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("picks another interpreter with the Python extension's own picker when it supplied the interpreter", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'crane-host-'));
+    try {
+      pythonState.executable = pythonWithoutCrane(dir);
+      recorded.nextAnswer = PICK_INTERPRETER;
+      await activate(asContext(context));
+      await new Promise((r) => setTimeout(r, 20));
+      assert.match(recorded.messages[0].text, /from Python extension/);
+      assert.deepEqual(recorded.executed, ['python.setInterpreter']);
+      assert.deepEqual(recorded.updates, []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('passes crane.connectionFile to the server, with ~ as the home folder', async () => {
+    recorded.configuration['crane.connectionFile'] = '~/runtime/kernel-3.json';
+    await activate(asContext(context));
+    const options = LanguageClient.instances[0].clientOptions.initializationOptions as Record<string, unknown>;
+    assert.equal(options.connectionFile, path.join(os.homedir(), 'runtime', 'kernel-3.json'));
+  });
+
+  it('attaches a kernel from a connection file picked in a dialog that opens in the Jupyter runtime folder', async () => {
+    const saved = process.env.JUPYTER_RUNTIME_DIR;
+    process.env.JUPYTER_RUNTIME_DIR = '/srv/jupyter/runtime';
+    try {
+      window.activeNotebookEditor = { notebook: { uri: Uri.parse('file:///work/nb.ipynb'), notebookType: 'jupyter-notebook' } };
+      await activate(asContext(context));
+      const client = LanguageClient.instances[0];
+      client.requestResult = { attached: true, error: null };
+      recorded.nextPick = ['/srv/jupyter/runtime/kernel-42.json'];
+      await recorded.commands.get('crane.attachKernelFromFile')?.();
+      const dialog = recorded.dialogs[0] as { defaultUri?: Uri; filters?: Record<string, string[]>; canSelectMany?: boolean };
+      assert.equal(dialog.defaultUri?.fsPath, '/srv/jupyter/runtime');
+      assert.deepEqual(dialog.filters?.['Kernel connection file'], ['json']);
+      assert.equal(dialog.canSelectMany, false);
+      assert.deepEqual(client.requests.at(-1), {
+        method: 'workspace/executeCommand',
+        params: {
+          command: 'crane.attachKernel',
+          arguments: [{ notebookUri: 'file:///work/nb.ipynb', connectionFile: '/srv/jupyter/runtime/kernel-42.json' }],
+        },
+      });
+      assert.match(recorded.messages.at(-1)?.text ?? '', /kernel attached \(\/srv\/jupyter\/runtime\/kernel-42.json\)/);
+    } finally {
+      if (saved === undefined) delete process.env.JUPYTER_RUNTIME_DIR;
+      else process.env.JUPYTER_RUNTIME_DIR = saved;
+      window.activeNotebookEditor = undefined;
+    }
+  });
+
+  it('contributes the interpreter and kernel settings in a scope that remote windows apply from user settings', () => {
+    const props = manifest.contributes.configuration.properties;
+    for (const key of ['crane.server.pythonPath', 'crane.server.command', 'crane.connectionFile']) {
+      assert.ok(props[key], key);
+      // VS Code ignores `machine` and `machine-overridable` settings of the local User settings in a remote window
+      assert.ok(!['machine', 'machine-overridable', 'application'].includes(props[key].scope ?? ''), `${key}: ${props[key].scope}`);
+    }
+    const titles = manifest.contributes.commands.map((c) => c.title);
+    assert.ok(titles.includes('Attach kernel from connection file…'));
   });
 
   it('stops the client on deactivate', async () => {

@@ -12,6 +12,12 @@ export interface Recorded {
   listeners: Map<string, ((event: unknown) => unknown)[]>;
   /** Answer given to the next show*Message call (undefined = dismissed). */
   nextAnswer: string | undefined;
+  /** Files the next showOpenDialog returns (undefined = cancelled), and the options it was called with. */
+  nextPick: string[] | undefined;
+  dialogs: unknown[];
+  /** `getConfiguration(section).update` calls. */
+  updates: { key: string; value: unknown; target: unknown }[];
+  executed: string[];
 }
 
 export const recorded: Recorded = {
@@ -25,6 +31,10 @@ export const recorded: Recorded = {
   notebookDocuments: [],
   listeners: new Map(),
   nextAnswer: undefined,
+  nextPick: undefined,
+  dialogs: [],
+  updates: [],
+  executed: [],
 };
 
 export function resetMock(): void {
@@ -38,6 +48,16 @@ export function resetMock(): void {
   recorded.notebookDocuments.length = 0;
   recorded.listeners.clear();
   recorded.nextAnswer = undefined;
+  recorded.nextPick = undefined;
+  recorded.dialogs.length = 0;
+  recorded.updates.length = 0;
+  recorded.executed.length = 0;
+}
+
+export enum ConfigurationTarget {
+  Global = 1,
+  Workspace = 2,
+  WorkspaceFolder = 3,
 }
 
 const disposable = { dispose: () => undefined };
@@ -133,6 +153,10 @@ export const window = {
   showWarningMessage: message('warning'),
   showErrorMessage: message('error'),
   showInputBox: async () => recorded.nextAnswer,
+  showOpenDialog: async (options: unknown) => {
+    recorded.dialogs.push(options);
+    return recorded.nextPick?.map((file) => Uri.file(file));
+  },
   showTextDocument: async (document: unknown) => document,
   createTerminal: () => ({ show: () => undefined, sendText: () => undefined }),
 };
@@ -144,6 +168,9 @@ export const workspace = {
   },
   getConfiguration: (section: string) => ({
     get: (key: string) => recorded.configuration[`${section}.${key}`],
+    update: async (key: string, value: unknown, target: unknown) => {
+      recorded.updates.push({ key: `${section}.${key}`, value, target });
+    },
   }),
   openTextDocument: async (options: { language?: string; content?: string }) => {
     recorded.openedDocuments.push(options);
@@ -160,6 +187,10 @@ export const commands = {
     if (recorded.commands.has(id)) throw new Error(`command ${id} already registered`);
     recorded.commands.set(id, handler);
     return { dispose: () => recorded.commands.delete(id) };
+  },
+  executeCommand: async (id: string, ...args: unknown[]) => {
+    recorded.executed.push(id);
+    return recorded.commands.get(id)?.(...args);
   },
 };
 
