@@ -25,8 +25,11 @@ from typing import Any
 
 _log = logging.getLogger(__name__)
 _BUILTIN_NAMES = frozenset(dir(builtins))
-#: Builtins the checks rely on, queried so that a kernel shadowing one is noticed.
-_CHECKED_BUILTINS = frozenset({"open"})
+#: Builtins the checks rely on (``open``) or prove safe (``analysis.reach``), queried when the cell
+#: reads them so that a kernel shadowing one is noticed.
+_CHECKED_BUILTINS = frozenset(
+    {"open", "print", "display", "len", "type", "id", "str", "repr", "int", "float", "abs", "round", "range"}
+)
 
 #: ``untrusted_from`` key: from this line on, NO kernel value can be trusted (exec, %run, globals()).
 UNTRUSTED_ALL = "*"
@@ -339,6 +342,7 @@ class _PosMap:
         self.py = python_lines
         self.offset = line_offset
         self.line_map: list[int] = list(range(len(python_lines)))
+        self._same: list[bool] | None = None
         body = original_lines[line_offset:]
         if len(body) != len(python_lines):
             matcher = difflib.SequenceMatcher(a=python_lines, b=body, autojunk=False)
@@ -354,6 +358,11 @@ class _PosMap:
     def pos(self, lineno: int, byte_col: int) -> tuple[int, int]:
         """``lineno`` 1-based (ast), ``byte_col`` UTF-8 offset (ast)."""
         py_idx = lineno - 1
+        if self._same is None:  # per line: the parsed text is the cell's own, in ASCII (cols are chars)
+            body = self.orig[self.offset :]
+            self._same = [a == b and a.isascii() for a, b in zip(self.py, body, strict=False)]
+        if 0 <= py_idx < len(self._same) and self._same[py_idx] and self.line_map[py_idx] == py_idx:
+            return py_idx + self.offset, byte_col
         py_text = self.py[py_idx] if 0 <= py_idx < len(self.py) else ""
         char_col = len(py_text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
         return self._char_pos(py_idx, char_col)
@@ -1326,6 +1335,13 @@ def _analyze(source: str) -> CellFacts:
 
 
 def _safe_transform(source: str) -> str:
+    """Magics -> Python. Text that already parses as Python is left as it is (IPython would not change
+    it), which skips IPython's token passes: they cost seconds on a cell of thousands of lines."""
+    try:
+        ast.parse(source)
+        return source
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
     try:
         return _transform(source)
     except Exception:  # IPython rejects some malformed magics; parse the text as it is

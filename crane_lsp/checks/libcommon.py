@@ -490,6 +490,27 @@ def _qualname_of(s: ObjectSummary) -> str | None:
     return None
 
 
+_RESET = object()  # a log entry: the whole env was replaced by the copy that follows
+
+
+class _Env(dict[str, "Val | None"]):
+    """The walk's name -> value map, logging every write so that a recorded walk can rebuild the map at
+    each statement from the changes since the previous one (linear), instead of copying it (quadratic)."""
+
+    def __init__(self, log: list[tuple[Any, Any]], items: dict[str, Val | None] | None = None) -> None:
+        super().__init__(items or {})
+        self.log = log
+        log.append((_RESET, dict(self)))
+
+    def __setitem__(self, key: str, value: Val | None) -> None:
+        super().__setitem__(key, value)
+        self.log.append((key, value))
+
+    def update(self, other: Any = (), **kw: Any) -> None:  # type: ignore[override]
+        for key, value in dict(other, **kw).items():
+            self[key] = value
+
+
 @dataclass
 class Step:
     """One statement that certainly runs, with the interpreter state right before it."""
@@ -509,12 +530,15 @@ class CellWalk:
             self.tree: ast.Module | None = ast.parse(facts.python)
         except (SyntaxError, ValueError):
             self.tree = None
-        self.env: dict[str, Val | None] = {}  # names the cell has bound so far (None: unknown)
+        self.log: list[tuple[Any, Any]] = []  # every write to ``env``, in order (see ``_Env``)
+        self.env: dict[str, Val | None] = _Env(self.log)  # names the cell has bound so far (None: unknown)
+        self._since_opaque: set[str] = set()  # names bound since the walk last went opaque
         self.line = 0  # 0-based line of the statement being looked at
         self._stmt: ast.stmt | None = None
         self._ver = 0  # bumped whenever ``env`` or ``opaque`` changes: part of the ``ev`` memo key
         self._memo: dict[tuple[int, int, int, int, bool, bool], Val | None] = {}
         self._texts: dict[int, str] = {}
+        self._evaluated: dict[int, list[ast.AST]] = {}
         # set once the cell changed an object that other kernel names may share (``d['x'] = 1`` for a ``d``
         # from a kernel list, a user function call): from then on no kernel value is trusted
         self.opaque = False
@@ -775,7 +799,7 @@ class CellWalk:
             or m.kind != "series"
             or m.dtype != "bool"
             or frame.summary is None
-            or frame.summary.type != "pandas.core.frame.DataFrame"
+            or frame.summary.type not in ("pandas.core.frame.DataFrame", "pandas.DataFrame")  # pandas 2, 3
         ):
             return None
         return Val(
@@ -898,7 +922,8 @@ class CellWalk:
             self.env[target] = Val(kind=type(item).__name__, text=repr(item), value=item)
             self._ver += 1
             yield from self._block(body)
-        self.env, self._dirty, self.loop_note = saved, saved_dirty, saved_note
+        self.env, self._dirty, self.loop_note = _Env(self.log, saved), saved_dirty, saved_note
+        self._since_opaque.update(saved)
         self._ver += 1  # what the loop left is unknown; ``_after`` on the loop marks it all changed
         if self.opaque:
             self._go_opaque()
@@ -945,16 +970,20 @@ class CellWalk:
     def _go_opaque(self) -> None:
         """Stop trusting kernel objects; values the cell derived from them may share them too, so only
         its own fresh values survive."""
+        keys = self._since_opaque if self.opaque else list(self.env)
         self.opaque = True
-        self.env = {
-            k: v if v is not None and (v.fresh or v.kind in _IMMUTABLE_KINDS) else None
-            for k, v in self.env.items()
-        }
+        for k in keys:
+            v = self.env.get(k)
+            if v is not None and not (v.fresh or v.kind in _IMMUTABLE_KINDS):
+                self.env[k] = None
+        self._since_opaque = set()
         self._ver += 1
 
     def _after(self, stmt: ast.stmt) -> None:
         """Update ``env`` for what ``stmt`` bound or may have changed."""
+        start = len(self.log)
         self._after_inner(stmt)
+        self._since_opaque.update(k for k, _ in self.log[start:] if k is not _RESET)
         self._ver += 1
 
     def _after_inner(self, stmt: ast.stmt) -> None:
@@ -1201,8 +1230,15 @@ class CellWalk:
         return None
 
     # ---- expressions a statement certainly evaluates --------------------------------------------
-    def evaluated(self, stmt: ast.stmt) -> Iterator[ast.AST]:
-        """Sub-expressions of ``stmt`` that run whenever ``stmt`` runs (no lambdas, branches, loops)."""
+    def evaluated(self, stmt: ast.stmt) -> list[ast.AST]:
+        """Sub-expressions of ``stmt`` that run whenever ``stmt`` runs (no lambdas, branches, loops);
+        computed once per statement, shared by every check."""
+        got = self._evaluated.get(id(stmt))
+        if got is None:
+            got = self._evaluated[id(stmt)] = list(self._evaluated_nodes(stmt))
+        return got
+
+    def _evaluated_nodes(self, stmt: ast.stmt) -> Iterator[ast.AST]:
         roots: list[ast.AST]
         if isinstance(stmt, (ast.If, ast.While)):
             roots = [stmt.test]
@@ -1331,9 +1367,8 @@ class _Trace:
     facts: CellFacts
     snapshot: Snapshot
     walk: CellWalk
-    states: list[
-        tuple[ast.stmt, dict[str, Val | None], int, ast.stmt | None, bool, bool, int, frozenset[str], str]
-    ]
+    # per statement: the walk's state there, with ``env`` as a position in ``walk.log``
+    states: list[tuple[ast.stmt, int, int, ast.stmt | None, bool, bool, int, frozenset[str], str]]
 
 
 _TRACES: OrderedDict[tuple[int, int], _Trace] = OrderedDict()
@@ -1346,7 +1381,7 @@ def _trace(facts: CellFacts, snapshot: Snapshot) -> _Trace:
         return got
     w = CellWalk(facts, snapshot)
     states = [
-        (stmt, dict(w.env), w.line, w._stmt, w._shared_line, w.opaque, w._ver, w._dirty, w.loop_note)
+        (stmt, len(w.log), w.line, w._stmt, w._shared_line, w.opaque, w._ver, w._dirty, w.loop_note)
         for stmt in w.steps()
     ]
     got = _TRACES[key] = _Trace(facts, snapshot, w, states)
@@ -1362,9 +1397,17 @@ def run_walk(facts: CellFacts, snapshot: Snapshot, hook: CheckHook) -> list[Any]
         return []
     trace = _trace(facts, snapshot)
     w = trace.walk
-    for stmt, env, line, current, shared, opaque, ver, dirty, note in trace.states:
+    env: dict[str, Val | None] = {}
+    done = 0  # entries of ``w.log`` applied to ``env``
+    for stmt, upto, line, current, shared, opaque, ver, dirty, note in trace.states:
+        for key, value in w.log[done:upto]:
+            if key is _RESET:
+                env = dict(value)
+            else:
+                env[key] = value
+        done = upto
         w.env, w.line, w._stmt, w._shared_line, w.opaque, w._ver, w._dirty, w.loop_note = (
-            dict(env),
+            env,
             line,
             current,
             shared,

@@ -84,6 +84,10 @@ _NOT_CALLABLE_TYPES = frozenset(
         "pandas.core.series.Series",
         "pandas.core.indexes.base.Index",
         "pandas.core.indexes.range.RangeIndex",
+        "pandas.DataFrame",  # pandas 3 names its classes by their public module
+        "pandas.Series",
+        "pandas.Index",
+        "pandas.RangeIndex",
         "torch.Tensor",
         "torch.Size",
     }
@@ -99,6 +103,8 @@ _DATA_PROPERTIES: dict[str, frozenset[str]] = {
     ),
     "numpy.ndarray": frozenset({"shape", "dtype", "size", "ndim", "T", "nbytes", "itemsize", "strides"}),
 }
+_DATA_PROPERTIES["pandas.DataFrame"] = _DATA_PROPERTIES["pandas.core.frame.DataFrame"]  # pandas 3
+_DATA_PROPERTIES["pandas.Series"] = _DATA_PROPERTIES["pandas.core.series.Series"]
 
 
 def _type_label(summary: ObjectSummary) -> str:

@@ -1,0 +1,359 @@
+"""Is line k of a cell certainly reached? A finding is the cell's certain crash only if it is.
+
+A check proves that the expression on line k raises *when it runs*. Whether the cell crashes THERE
+also depends on the statements before it: ``np.linalg.inv(np.zeros((2, 2)))`` on line 1 raises
+``LinAlgError`` before the ``NameError`` on line 3 is ever reached. ``first_risky_line`` answers with
+the first statement before line k that is not PROVEN not to raise, or None when every one is.
+
+The proof is deliberately small and conservative: literals and displays of them, names the kernel
+or an earlier proven statement holds, number/str arithmetic without division by a variable,
+``print``/``len``/``type`` of well-known values, a few attributes and methods of frames and arrays
+that never raise (``shape``, ``head()``), imports of packages already loaded in the kernel, new
+scikit-learn estimators (their constructors only store parameters), plain function and class
+definitions, and ``for`` loops over literal items whose bodies are proven too. Anything else may
+raise: then the finding is not certain, and the dry run (or a Warning) decides.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+from crane_lsp.cellcode import CellFacts
+from crane_lsp.runtime import Snapshot
+
+_BUILTINS = frozenset(dir(builtins))
+_NUMBER = frozenset({"int", "float", "bool"})
+_SCALAR = _NUMBER | {"str", "none"}
+#: Kinds whose ``repr``/``str`` is library code that does not raise (cell-built containers only).
+_PRINTABLE = _SCALAR | {"dataframe", "series", "ndarray", "tensor", "estimator", "module", "index", "literal"}
+_SIZED = frozenset(
+    {"dataframe", "series", "index", "list", "tuple", "dict", "str", "set", "literal", "ndarray", "tensor"}
+)
+#: Attributes that are stored or computed without any way to fail.
+_SAFE_ATTRS: dict[str, frozenset[str]] = {
+    "dataframe": frozenset({"shape", "columns", "index", "dtypes", "size", "ndim", "empty", "T"}),
+    "series": frozenset({"shape", "index", "dtype", "size", "ndim", "empty", "name"}),
+    "ndarray": frozenset({"shape", "ndim", "size", "dtype", "T"}),
+    "tensor": frozenset({"shape", "dtype"}),
+}
+#: Methods (called with no arguments, or ``head``/``tail`` with one int) that never raise.
+_SAFE_METHODS: dict[str, frozenset[str]] = {
+    "dataframe": frozenset({"head", "tail", "copy", "info", "isna", "isnull", "notna", "notnull", "keys"}),
+    "series": frozenset({"head", "tail", "copy", "isna", "isnull", "notna", "notnull", "keys"}),
+    "ndarray": frozenset({"copy", "ravel", "flatten", "tolist"}),
+}
+_SAFE_CONTEXTS = frozenset(
+    {
+        ("torch", "no_grad"),
+        ("torch", "inference_mode"),
+        ("torch", "enable_grad"),
+        ("warnings", "catch_warnings"),
+    }
+)
+_ITERABLE = frozenset({"literal", "list", "tuple", "dict", "str", "set", "index", "dataframe"})
+_RESULT_KIND = {"head": "same", "tail": "same", "copy": "same", "isna": "same", "isnull": "same"}
+
+
+@dataclass
+class _Proof:
+    snapshot: Snapshot
+    env: dict[str, str] = field(default_factory=dict)  # names proven statements bound -> kind
+    modules: dict[str, str] = field(default_factory=dict)  # names proven imports bound -> module
+
+    # ---- expressions -------------------------------------------------------------------------
+    def kind(self, node: ast.AST) -> str | None:
+        """The kind of value ``node`` evaluates to without raising, or None when it may raise."""
+        if isinstance(node, ast.Constant):
+            return "none" if node.value is None else type(node.value).__name__
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            ok = all(not isinstance(e, ast.Starred) and self.kind(e) is not None for e in node.elts)
+            if isinstance(node, ast.Set):
+                ok = ok and all(isinstance(e, ast.Constant) for e in node.elts)  # hashable for sure
+            return "literal" if ok else None
+        if isinstance(node, ast.Dict):
+            keys_ok = all(isinstance(k, ast.Constant) for k in node.keys)
+            return "literal" if keys_ok and all(self.kind(v) is not None for v in node.values) else None
+        if isinstance(node, ast.JoinedStr):
+            for part in node.values:
+                if isinstance(part, ast.FormattedValue):
+                    k = self.kind(part.value)
+                    if k not in _PRINTABLE or part.format_spec is not None:
+                        return None
+            return "str"
+        if isinstance(node, ast.UnaryOp):
+            k = self.kind(node.operand)
+            return k if (k in _NUMBER and not isinstance(node.op, ast.Invert)) or k == "int" else None
+        if isinstance(node, ast.BinOp):
+            return self.binop(node)
+        if isinstance(node, ast.Compare):
+            kinds = [self.kind(node.left), *(self.kind(c) for c in node.comparators)]
+            if all(k in _NUMBER for k in kinds) or all(k == "str" for k in kinds):
+                return "bool"
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self.kind(node.value)
+            if base is not None and node.attr in _SAFE_ATTRS.get(base, ()):
+                return "literal" if node.attr in ("shape", "columns", "index") else "other_safe"
+            return None
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        return None
+
+    def name(self, name: str) -> str | None:
+        if name in self.env:
+            return self.env[name]
+        summary = self.snapshot.variables.get(name)
+        if summary is not None:
+            kind = str(summary.kind)
+            if kind == "ndarray" and summary.type != "numpy.ndarray":
+                return "other"  # a subclass: its repr and attributes are its own
+            if kind in ("ndarray", "tensor") and not summary.shape:
+                return "scalar_array"  # 0-d (or shape unknown): ``len`` raises
+            return kind if kind != "error" else None
+        if name in _BUILTINS and name not in self.snapshot.undefined:
+            return "builtin"
+        return None
+
+    def binop(self, node: ast.BinOp) -> str | None:
+        left, right = self.kind(node.left), self.kind(node.right)
+        if left in _NUMBER and right in _NUMBER:
+            if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+                return "float" if "float" in (left, right) else "int"
+            if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+                divisor = node.right
+                if isinstance(divisor, ast.Constant) and divisor.value not in (0, 0.0, False):
+                    return "float"
+            return None
+        if left == right == "str" and isinstance(node.op, ast.Add):
+            return "str"
+        return None
+
+    def call(self, node: ast.Call) -> str | None:
+        func = node.func
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return None
+        if isinstance(func, ast.Name) and self.name(func.id) == "builtin":
+            return self.builtin_call(func.id, node)
+        if isinstance(func, ast.Attribute):
+            base = self.kind(func.value)
+            if base is not None and func.attr in _SAFE_METHODS.get(base, ()) and not node.keywords:
+                if not node.args or (
+                    func.attr in ("head", "tail")
+                    and len(node.args) == 1
+                    and isinstance(node.args[0], ast.Constant)
+                    and type(node.args[0].value) is int
+                ):
+                    return base if _RESULT_KIND.get(func.attr) == "same" else "other_safe"
+                return None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            return self.magic(node)
+        return self.estimator(node)
+
+    def builtin_call(self, name: str, node: ast.Call) -> str | None:
+        kinds = [self.kind(a) for a in node.args]
+        if any(k is None for k in kinds):
+            return None
+        if name in ("print", "display"):
+            if all(k in _PRINTABLE for k in kinds) and all(
+                kw.arg in ("sep", "end") and self.kind(kw.value) == "str" for kw in node.keywords
+            ):
+                return "none"
+            return None
+        if node.keywords:
+            return None
+        if name == "len" and len(kinds) == 1 and kinds[0] in _SIZED:
+            return "int"
+        if name in ("type", "id") and len(kinds) == 1:
+            return "other_safe"
+        if name in ("str", "repr") and len(kinds) == 1 and kinds[0] in _SCALAR:
+            return "str"
+        if name in ("int", "float", "abs", "round") and len(kinds) == 1 and kinds[0] in _NUMBER:
+            return "float" if name == "float" else "int"
+        if name == "range" and 1 <= len(kinds) <= 2 and all(k == "int" for k in kinds):
+            return "literal"
+        return None
+
+    def magic(self, node: ast.Call) -> str | None:
+        """``%matplotlib inline`` (``get_ipython().run_line_magic(...)``) with matplotlib loaded."""
+        func = node.func
+        assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
+        inner = func.value.func
+        if not (isinstance(inner, ast.Name) and inner.id == "get_ipython" and func.attr == "run_line_magic"):
+            return None
+        args = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
+        if args[:1] == ["matplotlib"] and "matplotlib" in self.snapshot.imported:
+            return "none"
+        return None
+
+    def estimator(self, node: ast.Call) -> str | None:
+        """A scikit-learn class called with keyword literals: its ``__init__`` only stores them."""
+        if node.args or not isinstance(node.func, ast.Name) or node.func.id in self.env:
+            return None
+        summary = self.snapshot.variables.get(node.func.id)
+        if summary is None or summary.kind != "class" or not (summary.module or "").startswith("sklearn."):
+            return None
+        if all(isinstance(kw.value, ast.Constant) for kw in node.keywords):
+            return "estimator"
+        return None
+
+    # ---- statements --------------------------------------------------------------------------
+    def stmt(self, node: ast.stmt) -> bool:
+        """``node`` certainly runs without raising; records what it binds."""
+        if isinstance(node, (ast.Pass, ast.Global, ast.Nonlocal)):
+            return True
+        if isinstance(node, ast.Expr):
+            return self.kind(node.value) is not None
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            value = node.value
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if value is None or not all(isinstance(t, ast.Name) for t in targets):
+                return False
+            k = self.kind(value)
+            if k is None:
+                return False
+            for t in targets:
+                assert isinstance(t, ast.Name)
+                self.env[t.id] = k
+            return True
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            k = self.binop(ast.BinOp(left=ast.Name(node.target.id, ast.Load()), op=node.op, right=node.value))
+            if k is None:
+                return False
+            self.env[node.target.id] = k
+            return True
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if "." in alias.name or alias.name not in self.snapshot.imported:
+                    return False
+                self.env[alias.asname or alias.name] = "module"
+                self.modules[alias.asname or alias.name] = alias.name
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            defaults = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+            annotations = [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.annotation]
+            if node.decorator_list or node.returns is not None or annotations:
+                return False
+            if not all(self.kind(d) is not None for d in defaults):
+                return False
+            self.env[node.name] = "function"
+            return True
+        if isinstance(node, ast.ClassDef):
+            if node.decorator_list or node.bases or node.keywords:
+                return False
+            inner = _Proof(self.snapshot, dict(self.env))
+            if not all(inner.stmt(s) for s in node.body):
+                return False
+            self.env[node.name] = "class"
+            return True
+        if isinstance(node, ast.If):
+            if self.kind(node.test) not in _SCALAR:
+                return False
+            return all(self.stmt(s) for s in node.body) and all(self.stmt(s) for s in node.orelse)
+        if isinstance(node, ast.For):
+            return self.loop_header(node) and all(self.stmt(s) for s in [*node.body, *node.orelse])
+        if isinstance(node, ast.With):
+            return self.with_header(node) and all(self.stmt(s) for s in node.body)
+        return False
+
+    def with_header(self, node: ast.With) -> bool:
+        """``with torch.no_grad():`` and the like: context managers whose enter and exit cannot fail."""
+        for item in node.items:
+            call = item.context_expr
+            if item.optional_vars is not None or not isinstance(call, ast.Call) or call.args or call.keywords:
+                return False
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+                return False
+            module = self.module_name(func.value.id)
+            if (module, func.attr) not in _SAFE_CONTEXTS:
+                return False
+        return True
+
+    def module_name(self, name: str) -> str | None:
+        if name in self.env:
+            return self.modules.get(name)
+        summary = self.snapshot.variables.get(name)
+        if summary is None or summary.kind != "module":
+            return None
+        return summary.module or summary.value
+
+    def loop_header(self, node: ast.For) -> bool:
+        """``for name in <proven iterable>``: binds ``name`` to an item of unknown kind."""
+        if not isinstance(node.target, ast.Name) or self.kind(node.iter) not in _ITERABLE:
+            return False
+        it = node.iter
+        is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+        self.env[node.target.id] = "int" if is_range else "other_safe"
+        return True
+
+
+def _bounds(stmt: ast.stmt) -> tuple[tuple[int, int], tuple[int, int]]:
+    end = ((stmt.end_lineno or stmt.lineno) - 1, stmt.end_col_offset or 0)
+    return (stmt.lineno - 1, stmt.col_offset), end
+
+
+def _risky_before(proof: _Proof, body: list[ast.stmt], pos: tuple[int, int]) -> int | None:
+    """First statement of ``body`` that runs before position ``pos`` and may raise, as a 0-based line."""
+    for stmt in body:
+        start, end = _bounds(stmt)
+        if start >= pos:
+            return None
+        if end <= pos:  # entirely before the finding
+            if not proof.stmt(stmt):
+                return start[0]
+            continue
+        # the finding lies inside this statement
+        if not _compound(stmt):
+            return None  # the finding's own statement
+        if isinstance(stmt, ast.For):
+            if not proof.loop_header(stmt):
+                return start[0]
+            for inner in stmt.body:  # earlier passes ran the whole body: every other statement too
+                s, e = _bounds(inner)
+                if s <= pos < e:
+                    got = _risky_before(proof, [inner], pos)
+                    if got is not None:
+                        return got
+                elif not proof.stmt(inner):
+                    return s[0]
+            return None
+        if isinstance(stmt, ast.With):
+            if not proof.with_header(stmt):
+                return start[0]
+            return _risky_before(proof, stmt.body, pos)
+        if isinstance(stmt, ast.If):
+            if proof.kind(stmt.test) not in _SCALAR:
+                return start[0]
+            inside = any(_bounds(s)[0] <= pos < _bounds(s)[1] for s in stmt.body)
+            return _risky_before(proof, stmt.body if inside else stmt.orelse, pos)
+        return start[0]  # with / try / while bodies: not followed
+    return None
+
+
+def _compound(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try))
+
+
+def first_risky_line(facts: CellFacts, snapshot: Snapshot, line: int, col: int = 0) -> int | None:
+    """0-based line of the first statement running before (``line``, ``col``) that may raise; None
+    when none may.
+
+    The position is in the cell as the editor shows it. When the parsed Python does not keep the
+    cell's line numbering (a multi-line magic rewrite), nothing after line 0 is proven.
+    """
+    if line <= 0 and col <= 0:
+        return None
+    if facts.syntax_error or not facts.analyzed:
+        return 0
+    if len(facts.python.split("\n")) != len(facts.source.split("\n")):
+        return 0
+    try:
+        tree = ast.parse(facts.python)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return 0
+    return _risky_before(_Proof(snapshot), tree.body, (line, col))

@@ -1,0 +1,135 @@
+"""Certain means certain: each rule is tried with the real library in a real kernel.
+
+An attribute is certainly absent only when no dynamic provider can answer (statsmodels results
+wrappers and NumPy records answer through ``__getattribute__``, TensorFlow's ``keras`` is a lazy
+loader), and a finding on line k is the cell's certain crash only when the lines before it provably
+do not raise. Every crash case really raises where the verdict says; every near miss runs clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from check_util import facts_and_snapshot, predict, prepare, run_cell
+
+from crane_lsp.analysis.reach import first_risky_line
+from crane_lsp.predict import Pipeline
+from crane_lsp.prediction import Prediction
+from crane_lsp.settings import Settings
+
+STATSMODELS = """
+import warnings
+warnings.filterwarnings('ignore')
+import numpy as np
+import statsmodels.api as sm
+from statsmodels.tsa.ar_model import AutoReg
+rng = np.random.default_rng(0)
+X = sm.add_constant(rng.normal(size=(30, 2)))
+y = X @ [1.0, 2.0, 3.0] + rng.normal(size=30)
+results = sm.OLS(y, X).fit()
+ar = AutoReg(rng.normal(size=60), lags=2).fit()
+"""
+
+RECORDS = """
+import numpy as np
+people = np.array([(31, 70.5), (45, 80.0)], dtype=[('age', 'i4'), ('weight', 'f8')])
+data_rec = people.view(np.recarray)
+row = data_rec[0]
+"""
+
+
+def _pipeline_predict(kernel, setup: str, cell: str) -> Prediction:
+    """The pipeline's verdict on ``cell`` from a real snapshot (checks only: no dry run, no LLM)."""
+    prepare(kernel, setup)
+    _, snap = facts_and_snapshot(kernel, cell)
+    pipeline = Pipeline(Settings())
+    return asyncio.run(pipeline.predict(cell, snapshot=snap, layers={"checks"}))
+
+
+def test_statsmodels_results_wrappers_are_not_missing_attributes(kernel) -> None:
+    near = (
+        "s = results.summary()\np = results.params\nq = results.predict(X)\nr = ar.params\nt = ar.predict()\n"
+    )
+    prepare(kernel, STATSMODELS)
+    assert predict(kernel, near) == []
+    assert run_cell(kernel, near) == (None, None)
+    # a real typo on the wrapper: the probe cannot prove it absent (the wrapper answers by code), so
+    # no certain finding, and the kernel really raises there
+    crash = "p = results.parms\n"
+    prepare(kernel, STATSMODELS)
+    _, snap = facts_and_snapshot(kernel, crash)
+    assert snap.attributes["results.parms"].exists is None
+    assert predict(kernel, crash) == []
+    assert run_cell(kernel, crash) == ("AttributeError", 0)
+
+
+def test_record_fields_are_not_missing_attributes(kernel) -> None:
+    near = "a = data_rec.age\nw = row.weight\n"
+    prepare(kernel, RECORDS)
+    assert predict(kernel, near) == []
+    assert run_cell(kernel, near) == (None, None)
+    # a structured plain ndarray has no attribute access to its fields: that miss is certain
+    crash = "n = len(people)\na = people.age\n"
+    prepare(kernel, RECORDS)
+    found = predict(kernel, crash)
+    assert [(f.check_id, f.exception, f.span.line) for f in found[:1]] == [
+        ("python.missing-attribute", "AttributeError", 1)
+    ]
+    assert run_cell(kernel, crash) == ("AttributeError", 1)
+    assert _pipeline_predict(kernel, RECORDS, crash).certainty == "certain"
+
+
+def test_tensorflow_lazy_keras_is_not_a_missing_module_attribute(kernel) -> None:
+    setup = "from tensorflow import keras"
+    near = "Seq = keras.Sequential\nDense = keras.layers.Dense\n"
+    prepare(kernel, setup)
+    _, snap = facts_and_snapshot(kernel, near)
+    assert snap.attributes["keras.Sequential"].exists is not False
+    assert predict(kernel, near) == []
+    assert run_cell(kernel, near) == (None, None)
+
+
+def test_an_earlier_line_that_raises_makes_the_finding_a_warning(kernel) -> None:
+    setup = "import numpy as np"
+    crash = "inv = np.linalg.inv(np.zeros((2, 2)))\nn = 1\nprint(undefined_c)\n"
+    prepare(kernel, setup)
+    found = predict(kernel, crash)
+    assert (found[0].exception, found[0].span.line) == ("NameError", 2)
+    facts, snap = facts_and_snapshot(kernel, crash)
+    assert first_risky_line(facts, snap, 2) == 0
+    verdict = _pipeline_predict(kernel, setup, crash)
+    assert (verdict.crash, verdict.certainty, verdict.line) == (True, "predicted", 2)
+    assert "raises at line 3 if reached" in verdict.message
+    prepare(kernel, setup)
+    assert run_cell(kernel, crash) == ("LinAlgError", 0)  # the check's line is never reached
+
+
+def test_proven_lines_before_keep_the_finding_certain(kernel) -> None:
+    setup = "import numpy as np\na = 2"
+    cell = (
+        "import numpy as np\nb = a * 3 + 1\nname = f'run {b}'\nprint(name, len([1, 2]))\n"
+        "for k in range(3):\n    b += k\nprint(undefined_c)\n"
+    )
+    verdict = _pipeline_predict(kernel, setup, cell)
+    assert (verdict.certainty, verdict.exception, verdict.line) == ("certain", "NameError", 6)
+    prepare(kernel, setup)
+    assert run_cell(kernel, cell) == ("NameError", 6)
+
+
+def test_statement_on_the_same_line_before_the_finding_counts(kernel) -> None:
+    setup = "import numpy as np"
+    cell = "x = np.linalg.inv(np.zeros((2, 2))); print(undefined_c)\n"
+    verdict = _pipeline_predict(kernel, setup, cell)
+    assert verdict.certainty == "predicted"
+    prepare(kernel, setup)
+    assert run_cell(kernel, cell)[0] == "LinAlgError"
+
+
+def test_a_shadowed_builtin_is_not_proven(kernel) -> None:
+    setup = "def print(*a):\n    raise RuntimeError('mine')"
+    cell = "print('hello')\nundefined_c\n"
+    verdict = _pipeline_predict(kernel, setup, cell)
+    assert verdict.certainty == "predicted"
+    prepare(kernel, setup)
+    assert run_cell(kernel, cell) == ("RuntimeError", 0)
+    kernel.run("del print")
