@@ -487,7 +487,8 @@ class CraneServer(LanguageServer):
     ) -> Prediction | None:
         """The slow layers, one request per cell (its task) and ``llmConcurrency`` in all."""
         async with self._llm_slots:
-            token = await self._progress_begin(f"crane: checking cell {cell.index + 1}")
+            at = "the cell at " if presentation.in_script(cell) else ""
+            token = await self._progress_begin(f"crane: checking {at}{presentation.where(cell)}")
             try:
                 return await pipeline.predict(  # type: ignore[no-any-return]
                     source,

@@ -176,7 +176,7 @@ def register(ls: CraneServer) -> None:
         rng = presentation.prediction_range(result.prediction, cell, server.encoding)
         if not rng.start.line <= params.position.line <= rng.end.line:
             return None
-        text = presentation.hover_markdown(result.prediction, result.executed)
+        text = presentation.hover_markdown(result.prediction, result.executed, cell)
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=rng
         )

@@ -7,6 +7,7 @@ predictions are Warnings (a model's expectation, not a fact).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from lsprotocol import types
@@ -40,11 +41,36 @@ def one_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def message(prediction: Prediction) -> str:
+def in_script(cell: CellView) -> bool:
+    """The cell is one of many in a single document (a ``# %%`` script), not a notebook cell."""
+    return cell.key.startswith(f"{cell.uri}#")
+
+
+_LINE_WORD = re.compile(r"\b([Ll]ines? )(\d+)\b")
+
+
+def in_editor(text: str, cell: CellView | None) -> str:
+    """``text`` with its "line N" (1-based, counted in the cell) as the editor numbers lines.
+
+    In a ``# %%`` script the editor shows the file's lines, so line 2 of a cell that starts on
+    line 13 is "line 14"; a notebook cell shows its own lines, so nothing changes there."""
+    if cell is None or not in_script(cell):
+        return text
+    return _LINE_WORD.sub(lambda m: f"{m[1]}{int(m[2]) + cell.first_line}", text)
+
+
+def where(cell: CellView, line: int | None = None) -> str:
+    """A place in the editor's words: "line 14" in a script, "cell 3, line 2" in a notebook."""
+    if in_script(cell):  # one document for all cells: the file's lines
+        return f"line {cell.first_line + (line or 0) + 1}"
+    return f"cell {cell.index + 1}" + (f", line {line + 1}" if line is not None else "")
+
+
+def message(prediction: Prediction, cell: CellView | None = None) -> str:
     text = prediction.message or prediction.diagnosis or "this cell is expected to crash"
     if prediction.exception and not text.startswith(prediction.exception):
         text = f"{prediction.exception}: {text}"
-    return one_line(text)
+    return one_line(in_editor(text, cell))
 
 
 def prediction_range(
@@ -90,7 +116,7 @@ def diagnostic(
         )
     return types.Diagnostic(
         range=prediction_range(prediction, cell, encoding),
-        message=(STALE_PREFIX if stale else "") + message(prediction),
+        message=(STALE_PREFIX if stale else "") + message(prediction, cell),
         severity=severity(prediction),
         source=SOURCE,
         code=prediction.exception or "crash",
@@ -109,16 +135,24 @@ def _executed_cell(executed: Sequence[CellView | None] | None, index: int | None
     return executed[index]
 
 
-def hover_markdown(prediction: Prediction, executed: Sequence[CellView | None] | None = None) -> str:
-    """Verdict, diagnosis, evidence table, origin and where the verdict came from."""
+def hover_markdown(
+    prediction: Prediction, executed: Sequence[CellView | None] | None = None, cell: CellView | None = None
+) -> str:
+    """Verdict, diagnosis, evidence table, origin and where the verdict came from.
+
+    With ``cell`` (the predicted cell) every line is named as the editor shows it (``where``)."""
     exc = f"`{prediction.exception}`" if prediction.exception else "a crash"
     verdict = _VERDICT.get(prediction.certainty, "may crash")
-    line = f" on line {prediction.line + 1}" if prediction.line is not None else ""
+    line = ""
+    if prediction.line is not None:
+        # a script names the file's line; a notebook cell its own lines (the cell is the one hovered)
+        shown = cell.first_line + prediction.line if cell is not None and in_script(cell) else prediction.line
+        line = f" on line {shown + 1}"
     parts = [f"**crane: this cell {verdict}** — {exc}{line}", ""]
     if prediction.message:
-        parts += [prediction.message, ""]
+        parts += [in_editor(prediction.message, cell), ""]
     if prediction.diagnosis and prediction.diagnosis != prediction.message:
-        parts += [prediction.diagnosis, ""]
+        parts += [in_editor(prediction.diagnosis, cell), ""]
     if prediction.evidence:
         parts += ["| runtime fact | value |", "| --- | --- |"]
         parts += [f"| `{_cell_md(e.fact)}` | {_cell_md(e.value)} |" for e in prediction.evidence]
@@ -127,12 +161,12 @@ def hover_markdown(prediction: Prediction, executed: Sequence[CellView | None] |
         bits = []
         for o in prediction.origin:
             ran = _executed_cell(executed, o.cell)
-            where = f"execution [{o.execution_count}]" if o.execution_count else ""
+            place = f"execution [{o.execution_count}]" if o.execution_count else ""
             if ran is not None:
-                where = (where + " " if where else "") + f"cell {ran.index + 1}"
-            if o.line is not None:
-                where += f", line {o.line + 1}"
-            bits.append(f"`{o.variable}` ← {where or 'unknown cell'}")
+                place = (place + " " if place else "") + where(ran, o.line)
+            elif o.line is not None:
+                place = (place or "an executed cell") + f", line {o.line + 1}"
+            bits.append(f"`{o.variable}` ← {place or 'unknown cell'}")
         parts += ["**Origin:** " + "; ".join(bits), ""]
     if prediction.fix is not None:
         parts += [f"**Suggested fix:** {prediction.fix.description}", ""]
@@ -146,7 +180,7 @@ def hover_markdown(prediction: Prediction, executed: Sequence[CellView | None] |
         detail.append("cached")
     parts.append("*Source:* " + ", ".join(detail))
     for note in prediction.notes:
-        parts.append(f"\n*{note}*")
+        parts.append(f"\n*{in_editor(note, cell)}*")
     return "\n".join(parts).strip()
 
 
