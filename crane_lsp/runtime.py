@@ -30,6 +30,13 @@ ObjectKind = Literal[
     "torch_module",  # nn.Module
     "keras_model",
     "estimator",  # scikit-learn estimator (incl. pipelines; see ``estimator.steps``)
+    # frames read from their schema only (see ``frame``): never computed, collected or counted
+    "polars_dataframe",
+    "polars_lazyframe",
+    "dask_dataframe",
+    "dask_series",
+    "spark_dataframe",
+    "pandas_on_spark",
     "dict",
     "list",
     "tuple",
@@ -131,6 +138,18 @@ class ModuleInfo(_Model):
     history_keys: list[str] | None = None  # keras History.history keys
 
 
+class FrameInfo(_Model):
+    """A Polars, Dask or Spark frame: what its schema says without computing (rows are unknown when lazy)."""
+
+    library: str  # "polars", "dask", "pyspark", "pyspark.pandas"
+    lazy: bool = True  # a plan: nothing raises until it runs (Polars ``collect``, Dask ``compute``)
+    npartitions: int | None = None  # Dask, where known without running a task
+    known_divisions: bool | None = None
+    divisions: list[str] | None = None  # str() of each division (first and last only when truncated)
+    divisions_truncated: bool = False
+    divisions_note: str | None = None
+
+
 class ParamInfo(_Model):
     name: str
     kind: Literal["POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD"]
@@ -180,6 +199,7 @@ class ObjectSummary(_Model):
     cardinality: int | None = None  # tf.data: -1 infinite, -2 unknown
     estimator: EstimatorInfo | None = None
     nn: ModuleInfo | None = None
+    frame: FrameInfo | None = None  # Polars / Dask / Spark frames
     sampled: bool = False
 
 
@@ -369,6 +389,8 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
             if v is not None
         ]
         details.append(", ".join(bits))
+    if obj.frame is not None:
+        details.append(_fmt_frame(obj))
     if obj.index_has and not privacy:
         absent = [label for label, has in obj.index_has.items() if has is False]
         if absent:
@@ -376,13 +398,37 @@ def render_object(name: str, obj: ObjectSummary, *, privacy: bool = False, max_c
     if obj.repr and obj.kind in ("other", "module", "class") and not privacy:
         details.append(f"repr {obj.repr}")
     lines = [head + (" | " + " | ".join(d for d in details if d) if details else "")]
-    if obj.columns is not None:
+    if obj.columns is not None and obj.frame is not None and not any(c.stats for c in obj.columns):
+        lines.append(_fmt_schema(obj))  # a schema alone: one line, as the library prints it
+    elif obj.columns is not None:
         total = obj.n_columns if obj.n_columns is not None else len(obj.columns)
         lines.append(f"  columns ({total}{', truncated' if obj.columns_truncated else ''}):")
         for col in obj.columns:
             stats = _fmt_stats(col.stats, privacy) if col.stats else ""
             lines.append(f"    {col.name!r}: {col.dtype}" + (f" | {stats}" if stats else ""))
     return "\n".join(lines)
+
+
+def _fmt_frame(obj: ObjectSummary) -> str:
+    f = obj.frame
+    assert f is not None
+    bits = [f.library + (" lazy (nothing runs until collect/compute/an action)" if f.lazy else "")]
+    if obj.columns is None:
+        bits.append("schema unknown")
+    if f.npartitions is not None:
+        bits.append(f"npartitions {f.npartitions}")
+    if f.known_divisions is not None:
+        known = "known" if f.known_divisions else "unknown"
+        shown = f" [{', '.join(f.divisions)}{' …' if f.divisions_truncated else ''}]" if f.divisions else ""
+        bits.append(f"divisions {known}{shown}")
+    return ", ".join(bits)
+
+
+def _fmt_schema(obj: ObjectSummary) -> str:
+    cols = obj.columns or []
+    total = obj.n_columns if obj.n_columns is not None else len(cols)
+    body = ", ".join(f"{c.name}: {c.dtype}" for c in cols)
+    return f"  schema ({total}{', truncated' if obj.columns_truncated else ''}): {body}"
 
 
 def render_snapshot(snapshot: Snapshot, *, privacy: bool = False, max_columns: int = 20) -> str:

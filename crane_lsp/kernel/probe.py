@@ -47,6 +47,10 @@ import sys as _sys
 import threading as _threading
 import time as _time
 import types as _types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # joined after this module in the kernel (probe_install.SOURCES)
+    from crane_lsp.kernel.frames import _frm_classify
 
 _MISSING = object()
 
@@ -1421,6 +1425,9 @@ def _classify(obj):
     names = _mro_names(obj)
     nameset = set(names)
     known = _kinds_of(obj)
+    frame = _frm_classify(obj)  # Polars, Dask, Spark: schema only (frames.py)
+    if frame is not None:
+        return frame
     if trusted:
         if "ndarray" in known:
             return "ndarray", _sum_ndarray

@@ -17,6 +17,7 @@ _HERE = Path(__file__).parent
 #: comes last and uses their names.
 SOURCES = (
     "probe.py",
+    "frames.py",
     "jail_seccomp.py",
     "jail_fds.py",
     "jail_maps.py",
