@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_run(args, console))
     except BenchError as exc:
-        console.print(f"[red]crane-lsp bench:[/] {exc}")
+        console.print(f"[red]crane-lsp bench:[/] {exc}", soft_wrap=True, highlight=False)
         return 2
     except KeyboardInterrupt:
         print("interrupted: answers so far are in the cache; run the same command to resume", file=sys.stderr)
@@ -122,6 +122,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
     concurrency = args.concurrency if args.concurrency is not None else (4 if kind == "junobench" else 1)
     if concurrency < 1:
         raise BenchError("--concurrency must be at least 1")
+    if args.votes is not None and args.votes < 1:
+        raise BenchError("--votes must be at least 1")
     settings = parse_settings(args.setting, kind)
     provider = args.provider or ("recorded:gpt-5" if kind == "junobench" else "checks")
     live = provider in LLM_PROVIDERS  # recorded answers and checks send no request: nothing to cache

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("notebook", help="a .ipynb notebook or a `# %%` percent-format script")
+    parser.add_argument("notebook", help="a .ipynb notebook or a .py script with `# %%` cells")
     parser.add_argument("--cell", help="the target: 1-based position among code cells, or a cell id")
     parser.add_argument(
         "--predictors",
@@ -47,7 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", choices=["off", "safe", "on"], default=None, help="sandboxed dry-run mode"
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object per checked cell")
+    parser.add_argument(
+        "--cell-timeout",
+        type=float,
+        default=600.0,
+        help="seconds each replayed or walked cell may run before it is interrupted (default 600)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print a JSON array on stdout: one object per checked cell"
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -96,16 +104,23 @@ class CheckedCell:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
     from rich.console import Console
 
-    from crane_lsp.notebook import NotebookError, read_notebook
+    from crane_lsp.commands.common import read_user_notebook, settings_error
+    from crane_lsp.notebook import NotebookError
 
     err = Console(stderr=True)
     try:
-        notebook = read_notebook(args.notebook)
+        notebook = read_user_notebook(args.notebook)
         target = notebook.find_code_cell(args.cell) if args.cell else None
         settings = settings_from_args(args)
         layers = _layers(args.predictors)
+        if args.cell_timeout <= 0:
+            raise ValueError("--cell-timeout: must be more than 0 seconds")
+    except ValidationError as exc:
+        _error(err, settings_error(exc))
+        return 2
     except (NotebookError, ValueError) as exc:
         _error(err, str(exc))
         return 2
@@ -113,7 +128,17 @@ def run(args: argparse.Namespace) -> int:
         _error(err, f"{args.notebook} has no code cells")
         return 2
     try:
-        checked = asyncio.run(_check(notebook, target, settings, layers, quiet=args.json, console=err))
+        checked = asyncio.run(
+            _check(
+                notebook,
+                target,
+                settings,
+                layers,
+                quiet=args.json,
+                console=err,
+                cell_timeout=args.cell_timeout,
+            )
+        )
     except _UsageError as exc:
         _error(err, str(exc))
         return 2
@@ -150,14 +175,41 @@ def _layers(spec: str | None) -> set[str] | None:
 
 
 def _make_llm(settings: Settings, layers: set[str] | None) -> Any:
-    if settings.provider == "none" or (layers is not None and "llm" not in layers):
+    if layers is not None and "llm" not in layers:
+        return None
+    if settings.provider == "none":
+        if layers is not None:  # asked for by name: saying "no crash found" would be a lie
+            raise _UsageError(
+                "--predictors llm needs an LLM provider: add --provider openai, gemini or "
+                "openai-compatible --base-url URL"
+            )
         return None
     from crane_lsp.llm.predictor import LLMPredictor
 
     try:
-        return LLMPredictor(settings)
+        return _StrictLLM(LLMPredictor(settings))
     except Exception as exc:  # MissingKeyError and bad settings: a message, not a stack trace
-        raise _UsageError(str(exc)) from exc
+        raise _UsageError(str(exc).removeprefix("crane-lsp: ")) from exc
+
+
+class _StrictLLM:
+    """The LLM layer for the terminal: a provider that gives no valid answer is an error, not a
+    silent "no crash found" (the editor keeps the lenient layer and shows a note instead)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def predict(self, **kwargs: Any) -> Any:
+        from crane_lsp.llm.errors import LLMError
+
+        try:
+            return await self._inner.predict(**kwargs, raise_errors=True)
+        except LLMError as exc:
+            name = self._inner.settings.provider
+            raise _UsageError(f"the LLM ({name}) gave no answer: {exc}") from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 async def _check(
@@ -168,16 +220,25 @@ async def _check(
     *,
     quiet: bool,
     console: Any,
+    cell_timeout: float = 600.0,
 ) -> list[CheckedCell]:
     from crane_lsp.kernel.link import KernelLinkError
 
     llm = _make_llm(settings, layers)
     try:
         if target is not None:
-            return await _check_target(notebook, target, settings, layers, llm, quiet=quiet, console=console)
-        return await _walk(notebook, settings, layers, llm, quiet=quiet, console=console)
+            return await _check_target(
+                notebook, target, settings, layers, llm, quiet=quiet, console=console,
+                cell_timeout=cell_timeout,
+            )
+        return await _walk(
+            notebook, settings, layers, llm, quiet=quiet, console=console, cell_timeout=cell_timeout
+        )
     except KernelLinkError as exc:
         raise _UsageError(f"the kernel failed: {exc}") from exc
+    finally:
+        if llm is not None:
+            await llm.aclose()
 
 
 async def _check_target(
@@ -189,11 +250,14 @@ async def _check_target(
     *,
     quiet: bool,
     console: Any,
+    cell_timeout: float = 600.0,
 ) -> list[CheckedCell]:
     """Replay the recorded state, then predict the one target cell."""
     from crane_lsp.commands.common import replay_with_progress, report_replay_failures
 
-    link, report = await replay_with_progress(notebook, target, console, quiet=quiet)
+    link, report = await replay_with_progress(
+        notebook, target, console, quiet=quiet, cell_timeout=cell_timeout
+    )
     try:
         if not quiet:
             report_replay_failures(console, report)
@@ -214,14 +278,25 @@ async def _walk(
     *,
     quiet: bool,
     console: Any,
+    cell_timeout: float = 600.0,
 ) -> list[CheckedCell]:
-    """Predict each code cell, then run it, top to bottom: predictions beside what really happened."""
+    """Predict each code cell, then run it, in the order the notebook records: predictions beside what
+    really happened.
+
+    The order is the replay's (``walk_order``), so the walk and ``--cell`` see the same states: the
+    cells with an execution count first, in count order; then each cell the notebook never ran,
+    predicted and run in the recorded state (a fresh kernel replayed for each after the first), never
+    after another never-run cell, which would build a state the notebook never had (the out-of-order
+    crashes are exactly these cells).
+    """
     from rich.progress import Progress
 
+    from crane_lsp.commands.common import replay_with_progress
     from crane_lsp.kernel.link import KernelLink
     from crane_lsp.kernel.replay import sanitize
 
     cells = notebook.code_cells
+    ran, never_ran = walk_order(notebook)
     link = await KernelLink.start(notebook.path.parent if notebook.path else Path.cwd(), quiet=True)
     pipeline = _pipeline(settings, link, llm)
     executed: list[str] = []
@@ -229,18 +304,49 @@ async def _walk(
     try:
         with Progress(console=console, transient=True, disable=quiet) as progress:
             task = progress.add_task("walking the notebook", total=len(cells))
-            for index, cell in enumerate(cells):
+            for index in ran:
+                cell = cells[index]
                 progress.update(task, description=f"predicting cell {index + 1}")
                 prediction = await pipeline.predict(cell.source, executed=executed, layers=layers)
                 progress.update(task, description=f"running cell {index + 1}")
-                result = await link.execute(sanitize(cell.source))
+                result = await link.execute(sanitize(cell.source), timeout=cell_timeout)
                 executed.append(cell.source)
+                actual = "" if result.status == "ok" else (result.ename or result.status)
+                checked.append(CheckedCell(index + 1, cell.source, prediction, actual, result.line))
+                progress.advance(task)
+            for n, index in enumerate(never_ran):
+                cell = cells[index]
+                if n:  # back to the recorded state: the previous never-run cell changed it
+                    progress.update(task, description=f"replaying the state for cell {index + 1}")
+                    await link.close()
+                    link, _ = await replay_with_progress(
+                        notebook, index, console, quiet=True, cell_timeout=cell_timeout
+                    )
+                    pipeline = _pipeline(settings, link, llm)
+                progress.update(task, description=f"predicting cell {index + 1}")
+                prediction = await pipeline.predict(cell.source, executed=executed, layers=layers)
+                progress.update(task, description=f"running cell {index + 1}")
+                result = await link.execute(sanitize(cell.source), timeout=cell_timeout)
                 actual = "" if result.status == "ok" else (result.ename or result.status)
                 checked.append(CheckedCell(index + 1, cell.source, prediction, actual, result.line))
                 progress.advance(task)
     finally:
         await link.close()
-    return checked
+    return sorted(checked, key=lambda c: c.position)
+
+
+def walk_order(notebook: Notebook) -> tuple[list[int], list[int]]:
+    """(cells to predict and run in turn; cells the notebook never ran): its recorded order.
+
+    With execution counts: the counted cells in count order (as ``Notebook.replay_order`` replays
+    them for ``--cell``) and the never-run ones top to bottom; without any: every cell, top to bottom.
+    """
+    cells = notebook.code_cells
+    if not any(c.execution_count for c in cells):
+        return list(range(len(cells))), []
+    counted = sorted((c.execution_count, i) for i, c in enumerate(cells) if c.execution_count)
+    never = [i for i, c in enumerate(cells) if not c.execution_count]
+    return [i for _, i in counted], never
 
 
 def _pipeline(settings: Settings, link: Any, llm: Any) -> Any:

@@ -13,6 +13,38 @@ if TYPE_CHECKING:
     from crane_lsp.notebook import Notebook
 
 
+#: what ``check`` and ``inspect`` read: a Jupyter notebook or a ``# %%`` percent-format script
+NOTEBOOK_SUFFIXES = (".ipynb", ".py")
+
+
+def read_user_notebook(path: str) -> Notebook:
+    """The notebook at ``path``; NotebookError (one line for the user) for any other kind of file."""
+    from pathlib import Path
+
+    from crane_lsp.notebook import NotebookError, read_notebook
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in NOTEBOOK_SUFFIXES:
+        raise NotebookError(
+            f"{path}: not a notebook: give a .ipynb file or a .py script with '# %%' cells"
+            + (f" (not {suffix})" if suffix else "")
+        )
+    return read_notebook(path)
+
+
+def settings_error(exc: Exception) -> str:
+    """One line for invalid settings: ``--votes: must be at least 1``, never pydantic's multi-line dump."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    parts = []
+    for error in errors():
+        field = ".".join(str(p) for p in error.get("loc", ()))
+        option = "--" + field.replace("_", "-") if field else "settings"
+        parts.append(f"{option}: {error.get('msg', 'invalid value')}")
+    return "; ".join(parts) or "invalid settings"
+
+
 def say(console: Console, label: str, message: str, style: str = "yellow") -> None:
     """One unwrapped line (tests and scripts grep it); the message is never read as rich markup."""
     console.print(Text.assemble((label, style), " ", message), soft_wrap=True)

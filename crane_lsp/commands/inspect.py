@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("notebook", help="the notebook (.ipynb or a '# %%' script)")
+    parser.add_argument("notebook", help="the notebook (.ipynb, or a .py script with '# %%' cells)")
     parser.add_argument(
         "--cell", help="target code cell: 1-based position among code cells, or a cell id (default: last)"
     )
@@ -66,14 +66,15 @@ class _UsageError(Exception):
 
 async def _inspect(args: argparse.Namespace, err: Console) -> int:
     from crane_lsp.cellcode import analyze
+    from crane_lsp.commands.common import read_user_notebook
     from crane_lsp.kernel.connection import ConnectionNotFound, discover
     from crane_lsp.kernel.link import KernelLink, KernelLinkError
-    from crane_lsp.notebook import NotebookError, read_notebook
+    from crane_lsp.notebook import NotebookError
     from crane_lsp.predict import probe_query
     from crane_lsp.settings import Settings
 
     try:
-        notebook = read_notebook(args.notebook)
+        notebook = read_user_notebook(args.notebook)
         if not notebook.code_cells:
             raise _UsageError(f"{args.notebook} has no code cells")
         target = notebook.find_code_cell(args.cell) if args.cell is not None else len(notebook.code_cells) - 1
