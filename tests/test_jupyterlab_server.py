@@ -66,11 +66,17 @@ def jupyter() -> Iterator[dict[str, Any]]:
         proc.stop()
 
 
-def test_spec_offers_crane_lsp_to_jupyter_lsp() -> None:
+def test_spec_offers_crane_lsp_to_jupyter_lsp(monkeypatch: pytest.MonkeyPatch) -> None:
     from jupyter_lsp.schema import LANGUAGE_SERVER_SPEC_MAP
 
+    monkeypatch.delenv("CRANE_LSP_JUPYTERLAB_LSP", raising=False)
     specs = spec()
     assert not list(LANGUAGE_SERVER_SPEC_MAP.iter_errors(specs))
+    assert list(specs) == ["crane-lsp"] and "python" not in specs["crane-lsp"]["languages"]
+    monkeypatch.setenv("CRANE_LSP_JUPYTERLAB_LSP", "1")
+    both = spec()
+    assert not list(LANGUAGE_SERVER_SPEC_MAP.iter_errors(both))
+    assert both["crane-lsp-python"]["languages"] == ["python"]
     argv = specs["crane-lsp"]["argv"]
     assert argv[-2:] == ["crane_lsp", "serve"] and os.path.exists(argv[0])
 
@@ -153,3 +159,26 @@ async def test_a_notebook_without_a_session_says_no_kernel(
     statuses = client.statuses  # type: ignore[attr-defined]
     status = await wait_status(statuses, lambda s: "no kernel yet" in (s.get("message") or ""), timeout=30)
     assert status["kernel"] == "none" and status["connectionFile"] is None
+
+
+async def test_a_virtual_document_beside_crane_extensions_notebook_is_ignored(
+    client: LanguageClient, jupyter: dict[str, Any]
+) -> None:
+    """JupyterLab's own LSP client may open the joined text at the notebook's URI while crane's
+    extension syncs the same notebook with notebookDocument/*: the notebook wins, nothing breaks."""
+    from tests.server_client import Notebook
+
+    nb = Notebook(client, [("only_in_a = 1", 1), ("print(only_in_b)", None)], name="shared")
+    nb.uri = (ROOT / "a.ipynb").as_uri()
+    nb.cell_uris = [f"vscode-notebook-cell:{ROOT / 'a.ipynb'}#c{i}" for i in range(2)]
+    nb.open()
+    _open(client, nb.uri, "only_in_a = 1\n\n\nprint(only_in_b)\n")
+    _change(client, nb.uri, 2, "only_in_a = 1\n\n\nprint(only_in_b)\nx = 1\n")
+    diags = await wait_for(client, nb.cell_uris[1], has("NameError", line=0), timeout=60)
+    assert diags and not client.diagnostics.get(nb.uri), "the joined text gets no diagnostics of its own"
+    nb.edit(1, "print(only_in_a)")
+    await wait_for(client, nb.cell_uris[1], lambda ds: not ds)
+    closed = types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=nb.uri))
+    client.text_document_did_close(closed)
+    nb.edit(1, "print(only_in_b)")
+    await wait_for(client, nb.cell_uris[1], has("NameError", line=0))

@@ -35,7 +35,7 @@ def _one(display_name: str, languages: list[str]) -> dict[str, Any]:
         "argv": argv(),
         "languages": languages,
         "display_name": display_name,
-        "mime_types": ["text/x-crane-notebook"] if languages == [LANGUAGE] else ["text/python", "text/x-ipython"],
+        "mime_types": ["text/x-ipython"] if "python" in languages else ["text/x-crane-notebook"],
         # crane reads the kernel, not files: clients send the notebook's real path, no .virtual_documents copy
         "requires_documents_on_disk": False,
         "install": {"pip": 'pip install "crane-lsp[jupyterlab]"'},

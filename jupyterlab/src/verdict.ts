@@ -1,0 +1,89 @@
+/**
+ * The verdict box under a cell: exception and message, the runtime facts, the origin cells as
+ * links. Built with the DOM only (textContent everywhere: messages quote user code and data).
+ */
+
+import type { IVerdict } from './guard';
+
+export interface IVerdictView {
+  verdict: IVerdict;
+  stale: boolean;
+  /** A label for an origin cell ("[3]", "cell 2") and what clicking it does. */
+  originLabel: (o: NonNullable<IVerdict['origin']>[number]) => string | null;
+  onOrigin: (o: NonNullable<IVerdict['origin']>[number]) => void;
+}
+
+const HEADLINE: { [k: string]: string } = {
+  certain: 'will crash',
+  observed: 'crashed in a sandboxed dry run',
+  predicted: 'is predicted to crash'
+};
+
+function el(tag: string, cls: string, text?: string): HTMLElement {
+  const node = document.createElement(tag);
+  node.className = cls;
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+export function renderVerdict(view: IVerdictView): HTMLElement {
+  const v = view.verdict;
+  const box = el('div', 'crane-verdict');
+  box.dataset.certainty = v.certainty || '';
+  if (view.stale) {
+    box.classList.add('crane-verdict-stale');
+  }
+  const head = el('div', 'crane-verdict-head');
+  head.appendChild(el('span', 'crane-verdict-logo', 'crane'));
+  head.appendChild(el('span', 'crane-verdict-exc', v.exception || 'crash'));
+  const where = typeof v.line === 'number' ? ` on line ${v.line + 1}` : '';
+  head.appendChild(el('span', 'crane-verdict-how', `${HEADLINE[v.certainty || ''] || 'may crash'}${where}`));
+  if (view.stale) {
+    head.appendChild(el('span', 'crane-verdict-stale-tag', '(stale: re-checking)'));
+  }
+  box.appendChild(head);
+  if (v.message) {
+    box.appendChild(el('div', 'crane-verdict-msg', v.message));
+  }
+  if (v.diagnosis && v.diagnosis !== v.message) {
+    box.appendChild(el('div', 'crane-verdict-diag', v.diagnosis));
+  }
+  if (v.evidence && v.evidence.length) {
+    const facts = el('ul', 'crane-verdict-facts');
+    for (const e of v.evidence.slice(0, 8)) {
+      const li = el('li', 'crane-verdict-fact');
+      li.appendChild(el('code', '', e.fact));
+      li.appendChild(document.createTextNode(' = '));
+      li.appendChild(el('span', '', e.value));
+      facts.appendChild(li);
+    }
+    box.appendChild(facts);
+  }
+  const origins = (v.origin || []).filter(o => view.originLabel(o) !== null);
+  if (origins.length) {
+    const line = el('div', 'crane-verdict-origin', 'origin: ');
+    origins.forEach((o, i) => {
+      if (i) {
+        line.appendChild(document.createTextNode(', '));
+      }
+      const a = el('a', 'crane-origin-link', `${o.variable} ← ${view.originLabel(o)}`) as HTMLAnchorElement;
+      a.href = '#';
+      a.title = 'scroll to the cell that made this state';
+      a.addEventListener('click', event => {
+        event.preventDefault();
+        view.onOrigin(o);
+      });
+      line.appendChild(a);
+    });
+    box.appendChild(line);
+  }
+  if (v.fix) {
+    box.appendChild(el('div', 'crane-verdict-fix', `fix: ${v.fix}`));
+  }
+  if (v.source) {
+    box.appendChild(el('div', 'crane-verdict-source', `source: ${v.source}`));
+  }
+  return box;
+}

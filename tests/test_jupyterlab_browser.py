@@ -1,0 +1,232 @@
+"""crane in a real JupyterLab, as a user sees it: Debian chromium driven by Playwright.
+
+A real ``jupyter lab`` on 127.0.0.1 (private Jupyter dirs, a token) serves crane-lsp through
+jupyter-lsp (the package's ``jupyter_lsp_spec_v1`` entry point) to crane's prebuilt labextension.
+The test opens a plain notebook, runs its first cell, and checks what crane draws: the lint mark on
+the offending range, the verdict under the cell, the hover tooltip, the status item, Re-check from
+the command palette, clearing after a fix, nothing on a clean cell, and the opt-in run guard.
+Delays are printed (``-s`` shows them); the figures are measured in ``benchmarks/jupyterlab_latency.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.jupyterlab_util import JupyterProc, write_notebook
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+REPO = Path(__file__).resolve().parents[1]
+SCREENSHOTS = REPO / "docs" / "img"
+CELLS = [
+    'import pandas as pd\ndf = pd.DataFrame({"price": [1.5, 2.0], "qty": [3, 4]})',
+    'total = df["prise"].sum()',
+    "y = 2",
+]
+
+
+def install_extension(data_dir: Path) -> None:
+    """The prebuilt extension where JupyterLab looks: a wheel install puts it under
+    ``sys.prefix/share/jupyter/labextensions``; an editable install (tests) gets the same folder linked
+    into the private data dir, as ``jupyter labextension develop`` would."""
+    import crane_lsp
+
+    built = Path(crane_lsp.__file__).parent / "labextension"
+    assert (built / "package.json").exists(), "the labextension is not built (cd jupyterlab && npm run build)"
+    if (Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "crane-lsp").exists():
+        return
+    target = data_dir / "labextensions" / "crane-lsp"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        target.symlink_to(built, target_is_directory=True)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProc]:
+    base = tmp_path_factory.mktemp("jlab")
+    root = base / "root"
+    root.mkdir()
+    write_notebook(root / "sales.ipynb", CELLS)
+    write_notebook(root / "guard.ipynb", ['import pandas as pd\ndf = pd.DataFrame({"a": [1]})', 'df["b"]'])
+    proc = JupyterProc(root=root, dirs=base / "dirs", app="lab")
+    install_extension(proc.dirs / "data")
+    settings = proc.dirs / "config" / "lab" / "user-settings" / "crane-lsp"
+    settings.mkdir(parents=True)
+    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"debounceMs": 300}))
+    notices = proc.dirs / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    notices.mkdir(parents=True)
+    (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    proc.start(timeout=120)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: .ci/apt-packages installs chromium")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Lab:
+    """The page of one notebook, and the few gestures the tests need."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.errors: list[str] = []
+        page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
+        page.on(
+            "console",
+            lambda msg: self.errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None,
+        )
+
+    def cell(self, i: int) -> Any:
+        return self.page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(i)
+
+    def set_text(self, i: int, text: str, delay_ms: float = 15) -> float:
+        """Replace cell ``i``'s text by typing it; returns the time of the last keystroke."""
+        editor = self.cell(i).locator(".cm-content")
+        editor.click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.press("Delete")
+        self.page.keyboard.type(text, delay=delay_ms)
+        return time.monotonic()
+
+    def run(self, i: int) -> None:
+        self.cell(i).locator(".cm-content").click()
+        self.page.keyboard.press("Shift+Enter")
+
+    def prompt(self, i: int) -> str:
+        return "".join(str(t) for t in self.cell(i).locator(".jp-InputPrompt").all_inner_texts()).strip()
+
+    def marks(self, i: int) -> list[str]:
+        return [str(t) for t in self.cell(i).locator(".cm-lintRange-error, .cm-lintRange-warning").all_inner_texts()]
+
+    def verdict(self, i: int) -> str:
+        return "\n".join(str(t) for t in self.cell(i).locator(".crane-verdict").all_inner_texts())
+
+    def status(self) -> Any:
+        return self.page.locator(".crane-status").first
+
+    def wait(self, predicate: Any, timeout: float = 30.0, what: str = "") -> float:
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate():
+                return time.monotonic()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; status: {self.status().inner_text()!r}")
+            time.sleep(0.02)
+
+    def palette(self, label: str) -> None:
+        self.page.keyboard.press("Control+Shift+C")
+        box = self.page.locator(".lm-CommandPalette-input")
+        box.wait_for(state="visible")
+        box.fill(label)
+        self.page.locator(".lm-CommandPalette-item", has_text=label).first.click()
+
+    def crane_errors(self) -> list[str]:
+        return [e for e in self.errors if "crane" in e.lower() or "pageerror" in e]
+
+
+def open_notebook(browser: Any, lab: JupyterProc, name: str) -> Lab:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    ui = Lab(page)
+    page.goto(f"{lab.url}lab/tree/{name}?token={lab.token}", wait_until="domcontentloaded")
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(state="visible", timeout=90_000)
+    ui.wait(lambda: "attached" in ui.status().inner_text(), timeout=90, what="crane attached")
+    return ui
+
+
+def test_squiggle_verdict_tooltip_status_recheck_fix_and_clean_cell(browser: Any, lab: JupyterProc) -> None:
+    ui = open_notebook(browser, lab, "sales.ipynb")
+    page = ui.page
+
+    ui.run(0)
+    finished = ui.wait(lambda: ui.prompt(0) == "[1]:", what="the first cell to finish")
+    squiggled = ui.wait(lambda: "KeyError" in ui.verdict(1) and ui.marks(1), what="KeyError on cell 2")
+    after_run = squiggled - finished
+    print(f"\nfirst cell finished -> squiggle on the next: {after_run * 1000:.0f} ms")
+    assert ui.marks(1) == ['"prise"'] or ui.marks(1) == ['df["prise"]'], ui.marks(1)
+    verdict = ui.verdict(1)
+    assert "will crash" in verdict and "prise" in verdict
+    assert not ui.marks(2) and not ui.verdict(2), "a clean cell is never marked"
+    assert not ui.marks(0)
+
+    # the lint tooltip on hover, with crane's message
+    ui.cell(1).locator(".cm-lintRange-error").first.hover()
+    tooltip = page.locator(".cm-tooltip-lint")
+    tooltip.wait_for(state="visible", timeout=10_000)
+    assert "KeyError" in tooltip.inner_text() and "prise" in tooltip.inner_text()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "jupyterlab.png"))
+    page.mouse.move(5, 5)
+
+    status = ui.status()
+    assert "attached" in status.inner_text()
+    before = int(status.get_attribute("data-predictions") or 0)
+    ui.cell(1).locator(".cm-content").click()
+    ui.palette("crane: Re-check cell")
+    ui.wait(lambda: int(status.get_attribute("data-predictions") or 0) > before, what="the re-check")
+    assert "KeyError" in ui.verdict(1)
+
+    # a typed crash, then the fix
+    typed = ui.set_text(1, 'total = df["qty"].sum() + df["prce"].max()')
+    shown = ui.wait(lambda: ui.marks(1) == ['"prce"'] or ui.marks(1) == ['df["prce"]'], what="the typed KeyError")
+    after_typing = shown - typed
+    print(f"last keystroke -> squiggle (debounce 300 ms): {after_typing * 1000:.0f} ms")
+    ui.set_text(1, 'total = df["qty"].sum() + df["price"].max()')
+    ui.wait(lambda: not ui.marks(1) and not ui.verdict(1), what="the marks to clear after the fix")
+    assert not ui.marks(2)
+    page.screenshot(path=str(SCREENSHOTS / "jupyterlab-fixed.png"))
+    assert after_run < 5.0 and after_typing < 5.0  # generous bounds; the benchmark reports the figures
+    assert not ui.crane_errors(), ui.crane_errors()
+    page.context.close()
+
+
+def test_run_guard_asks_before_running_a_cell_that_will_crash(browser: Any, lab: JupyterProc) -> None:
+    settings = lab.dirs / "config" / "lab" / "user-settings" / "crane-lsp" / "plugin.jupyterlab-settings"
+    settings.write_text(json.dumps({"debounceMs": 300, "runGuard": True}))
+    try:
+        ui = open_notebook(browser, lab, "guard.ipynb")
+        ui.run(0)
+        ui.wait(lambda: ui.prompt(0) == "[1]:", what="the first cell to finish")
+        ui.wait(lambda: "KeyError" in ui.verdict(1), what="KeyError on cell 2")
+        ui.run(1)
+        dialog = ui.page.locator(".jp-Dialog")
+        dialog.wait_for(state="visible", timeout=10_000)
+        assert "KeyError" in dialog.inner_text()
+        dialog.locator("button", has_text="Cancel").click()
+        time.sleep(1.0)
+        assert ui.prompt(1) == "[ ]:", "the guarded cell must not run after Cancel"
+        assert not ui.crane_errors(), ui.crane_errors()
+        ui.page.context.close()
+    finally:
+        settings.write_text(json.dumps({"debounceMs": 300}))
