@@ -226,6 +226,13 @@ def test_run_guard_asks_before_running_a_cell_that_will_crash(browser: Any, lab:
         dialog.locator("button", has_text="Cancel").click()
         time.sleep(1.0)
         assert ui.prompt(1) == "[ ]:", "the guarded cell must not run after Cancel"
+        ui.run(1)
+        dialog.wait_for(state="visible", timeout=10_000)
+        dialog.locator("button", has_text="Run anyway").click()
+        ui.wait(lambda: ui.prompt(1) == "[2]:", what="the cell to run after Run anyway")
+        ui.run(0)  # a clean cell runs without a question
+        ui.wait(lambda: ui.prompt(0) == "[3]:", what="the clean cell to run")
+        assert not dialog.count()
         assert not ui.crane_errors(), ui.crane_errors()
         ui.page.context.close()
     finally:
