@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -41,7 +42,9 @@ class JailKernel:
     pid: int
 
     def own(self, path: Path) -> Path:
-        """Make a file the test created belong to the kernel's user."""
+        """Make a file the test created (an empty one if missing) belong to the kernel's user."""
+        if not path.exists():
+            path.touch()
         if self.user == "nobody":
             os.chown(path, NOBODY, NOBODY)
         return path
@@ -95,11 +98,26 @@ def _start_unprivileged(workdir: Path) -> tuple[TestKernel, subprocess.Popen[byt
     }
     argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
     argv += [sys.executable, "-m", "ipykernel_launcher", "-f", str(conn)]
-    proc = subprocess.Popen(argv, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(workdir.parent / f"{workdir.name}.log", "wb")  # noqa: SIM115 - the kernel's lifetime
+    proc = subprocess.Popen(argv, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
     client = BlockingKernelClient()
     client.load_connection_file(str(conn))
+    deadline = time.monotonic() + 120
+    while True:  # a client without a manager calls a kernel whose heartbeat is not up yet dead
+        if proc.poll() is not None:
+            raise RuntimeError(f"the unprivileged kernel exited: {Path(log.name).read_text()[-2000:]}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", client.hb_port), 1):
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("the unprivileged kernel did not open its ports")
+        time.sleep(0.1)
     client.start_channels()
-    client.wait_for_ready(timeout=120)
+    try:
+        client.wait_for_ready(timeout=120)
+    except RuntimeError as exc:
+        proc.kill()
+        raise RuntimeError(f"{exc}: {Path(log.name).read_text()[-2000:]}") from exc
     return TestKernel(SimpleNamespace(connection_file=str(conn)), client), proc  # type: ignore[arg-type]
 
 

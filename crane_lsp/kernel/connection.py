@@ -15,8 +15,6 @@ import json
 import os
 import socket
 import stat
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,6 +193,9 @@ def list_servers(dirs: list[Path] | None = None) -> list[JupyterServer]:
 
 def server_sessions(server: JupyterServer, timeout: float = 2.0) -> list[ServerSession]:
     """The server's ``/api/sessions``; an unreachable server yields ``[]`` (it may have just exited)."""
+    import urllib.parse  # HTTP machinery only when a Jupyter server is asked (slow to import)
+    import urllib.request
+
     url = urllib.parse.urljoin(server.url, "api/sessions")
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     if server.token:

@@ -73,7 +73,14 @@ _JSC_O_WRITES = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000 | 0o20000000  # WRONLY RDWR 
 _JSC_CLONE_THREAD = 0x00010000
 _JSC_AF_OK = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6 (creating one is harmless; connecting is not)
 _JSC_F_LOCKS = (6, 7, 37, 38)  # F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW
-_JSC_TTY_INJECT = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX: type into a terminal
+#: F_SETOWN, F_SETSIG, F_SETOWN_EX: SIGIO (or any signal) to another process; F_SETLEASE: stalls
+#: other processes' opens of a file until the lease breaks
+_JSC_F_ROUTING = (8, 10, 15, 1024)
+#: ioctls that act outside the child whatever the descriptor: TIOCSTI/TIOCLINUX type into a
+#: terminal, FIOSETOWN/SIOCSPGRP/TIOCSPGRP route signals, FS_IOC_SETFLAGS (64/32-bit),
+#: FS_IOC_FSSETXATTR and FS_IOC_SETVERSION change a file's attributes through a read-only handle
+_JSC_IOCTL_OUTSIDE = (0x5412, 0x541C, 0x8901, 0x8902, 0x5410, 0x40086602, 0x40046602, 0x401C5820,
+                      0x40087602, 0x40047602)  # fmt: skip
 
 #: what a stopped syscall attempted, for the verdict
 _JSC_WHAT = {
@@ -211,10 +218,9 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
     fd_rule("close", 0, pinned, _JSC_RET_ERRNO | 0)
     fd_rule("dup2", 1, pinned)
     fd_rule("dup3", 1, pinned)
-    # fcntl: only the locking commands on inherited descriptors
-    if shared or written:
-        p.skip_unless("eq", nr["fcntl"])
-        p.goto("fcntl")
+    # fcntl: signal routing and leases on any descriptor, locks on inherited ones
+    p.skip_unless("eq", nr["fcntl"])
+    p.goto("fcntl")
     # arguments that decide
     for name, label in (("open", "open"), ("openat", "openat"), ("clone", "clone"),
                         ("socket", "socket"), ("sendto", "sendto"), ("sendmsg", "sendmsg"),
@@ -262,15 +268,17 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
             p.ret(_JSC_RET_ALLOW)
         else:
             p.goto(then)
+    p.label("fcntl")
+    p.ld(_jsc_arg(1))
+    for cmd in _JSC_F_ROUTING:
+        p.skip_unless("eq", cmd)
+        p.ret(notify)
     if shared or written:
-        p.label("fcntl")
-        p.ld(_jsc_arg(1))
-        p.skip_unless("eq", _JSC_F_LOCKS[0])
-        p.goto("fcntl:fd")
-        for cmd in _JSC_F_LOCKS[1:]:
+        for cmd in _JSC_F_LOCKS:
             p.skip_unless("eq", cmd)
             p.goto("fcntl:fd")
-        p.ret(_JSC_RET_ALLOW)
+    p.ret(_JSC_RET_ALLOW)
+    if shared or written:
         p.label("fcntl:fd")
         p.ld(_jsc_arg(0))
         for fd in shared + written:
@@ -325,7 +333,7 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
         p.ret(notify)
     p.label("ioctl")
     p.ld(_jsc_arg(1))
-    for request in _JSC_TTY_INJECT:
+    for request in _JSC_IOCTL_OUTSIDE:
         p.skip_unless("eq", request)
         p.ret(notify)
     p.ret(_JSC_RET_ALLOW)

@@ -334,7 +334,11 @@ def _sb_child(payload, write_fd, handover_fd):
         _sb_python_streams()
         _sb_mute_kernel(state)
         code_text, namespace = _sb_transform(source)
-        code = compile(code_text, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+        try:
+            code = compile(code_text, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+        except SyntaxError as exc:  # as the real run: the cell does not even start
+            result.update(outcome="raised", exception=type(exc).__name__, message=str(exc)[:500], line=exc.lineno)
+            return _sb_answer(write_fd, result, started)
         ipython = _sb_sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
         result["jail_ms"] = timings = {"before": round((_sb_time.perf_counter() - started) * 1000, 2)}
