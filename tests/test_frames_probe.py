@@ -19,8 +19,10 @@ POLARS = (
     "def _count(s):\n"
     "    calls.append(1)\n"
     "    return s\n"
-    "pdf = pl.DataFrame({'a': [1, 2, None, 4], 'b': ['x', 'y', 'x', 'z'], 'c': [0.5, float('nan'), 2.0, 3.0]})\n"
-    "lf = pdf.lazy().with_columns(a2=pl.col('a').map_batches(_count, return_dtype=pl.Int64)).filter(pl.col('a') > 0)\n"
+    "pdf = pl.DataFrame({'a': [1, 2, None, 4], 'b': ['x', 'y', 'x', 'z'],\n"
+    "                    'c': [0.5, float('nan'), 2.0, 3.0]})\n"
+    "lf = pdf.lazy().with_columns(a2=pl.col('a').map_batches(_count, return_dtype=pl.Int64))\n"
+    "lf = lf.filter(pl.col('a') > 0)\n"
     "bad_lf = pdf.lazy().select(pl.col('zz'))\n"
 )
 
@@ -50,14 +52,16 @@ def test_polars_frames_from_schema_without_collect(kernel: Any) -> None:
     snap = snapshot(kernel, {"names": ["pdf", "lf", "bad_lf"]})
     df, lf, bad = snap.variables["pdf"], snap.variables["lf"], snap.variables["bad_lf"]
     assert df.kind == "polars_dataframe" and df.shape == [4, 3]
-    assert [(c.name, c.dtype) for c in df.columns or []] == [("a", "Int64"), ("b", "String"), ("c", "Float64")]
+    pairs = [(c.name, c.dtype) for c in df.columns or []]
+    assert pairs == [("a", "Int64"), ("b", "String"), ("c", "Float64")]
     a, b, c = (col.stats for col in df.columns or [])
     assert a is not None and (a.nan_count, a.min, a.max, a.distinct) == (1, 1, 4, 3)
     assert b is not None and b.distinct == 3 and b.value_kind == "categorical"
     assert c is not None and c.has_nan and c.nan_count == 1
     assert lf.kind == "polars_lazyframe" and lf.frame is not None and lf.frame.lazy
     assert [col.name for col in lf.columns or []] == ["a", "b", "c", "a2"] and lf.shape == [None, 4]
-    assert bad.kind == "polars_lazyframe" and bad.columns is None and "ColumnNotFoundError" in (bad.error or "")
+    assert bad.kind == "polars_lazyframe" and bad.columns is None
+    assert "ColumnNotFoundError" in (bad.error or "")
     # no plan ran (the UDF in lf counts executions), nothing new imported (not numpy, not dask)
     assert kernel.eval("len(calls)") == "0"
     new = {m.split(".")[0] for m in _modules(kernel) - before}
@@ -70,7 +74,10 @@ def test_polars_frames_from_schema_without_collect(kernel: Any) -> None:
 
 def test_polars_sampled_within_budget(kernel: Any) -> None:
     kernel.reset()
-    kernel.run("import polars as pl\nbig = pl.DataFrame({'i': range(300_000), 's': [str(i % 7) for i in range(300_000)]})")
+    kernel.run(
+        "import polars as pl\nn = 300_000\n"
+        "big = pl.DataFrame({'i': range(n), 's': [str(i % 7) for i in range(n)]})"
+    )
     snap = snapshot(kernel, {"names": ["big"], "sample_rows": 10_000})
     cols = snap.variables["big"].columns or []
     i, s = cols[0].stats, cols[1].stats

@@ -27,6 +27,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "crane_lsp.checks.sklearn",
     "crane_lsp.checks.plotting",
     "crane_lsp.checks.keras",
+    "crane_lsp.checks.frames",
 )
 
 

@@ -1,0 +1,429 @@
+"""Missing columns in Polars, Dask and Spark frames, proven from the schema the probe read.
+
+Each library raises at its own moment, and the finding goes where it does:
+
+* Polars ``DataFrame``: ``ColumnNotFoundError`` at the call (``select``, ``with_columns``, ``filter``,
+  ``sort``, ``drop``, ``join``, ``df['x']``; ``group_by(...)`` at the ``agg`` that follows);
+* Polars ``LazyFrame``: nothing until the plan resolves, so the finding sits on the ``collect()`` of a
+  plan that references a missing column (in the same expression, or through a name the cell binds
+  once);
+* Dask ``DataFrame``: ``KeyError`` at the call (it checks its ``_meta``): ``ddf['x']``, ``groupby``,
+  ``set_index``, ``merge``, ``drop(columns=)``;
+* Spark ``DataFrame``: ``AnalysisException`` at the call (the plan is analysed eagerly): ``select``,
+  ``filter``/``where``, ``withColumn``, ``orderBy``/``sort``, ``join(on=)``, ``sdf['x']``;
+  ``groupBy(...)`` at the aggregation that follows. Spark resolves names case-insensitively by
+  default, so a name is missing only when no column matches it in any case.
+
+Only column references that certainly reach the plan count: literal names, and ``pl.col('x')`` /
+``F.col('x')`` inside expression trees built from library calls and operators (not inside lambdas,
+conditionals or user functions, which may drop them). Regex and wildcard names are never read as
+columns. The schema must be complete (``exact_labels``); a deadline or a stopped session leaves the
+frame unknown and the check silent.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass, replace
+from typing import Any
+
+from crane_lsp.cellcode import CellFacts
+from crane_lsp.checks.base import Finding, check
+from crane_lsp.checks.libcommon import (
+    CellWalk,
+    CheckHook,
+    exact_labels,
+    finding_at,
+    has_star,
+    kwarg,
+    literal,
+    run_walk,
+)
+from crane_lsp.runtime import Snapshot
+
+CHECK_ID = "frames.missing-column"
+
+_LIB_OF_KIND = {
+    "polars_dataframe": "polars",
+    "polars_lazyframe": "polars",
+    "dask_dataframe": "dask",
+    "spark_dataframe": "spark",
+}
+_EXCEPTION = {"polars": "ColumnNotFoundError", "dask": "KeyError", "spark": "AnalysisException"}
+_COL_FUNCS = {"polars": ("polars", ("col",)), "spark": ("pyspark.sql", ("col", "column"))}
+
+#: methods whose result has the receiver's columns, per library
+_KEEPS = {
+    "polars": frozenset(
+        [
+            "filter",
+            "sort",
+            "head",
+            "tail",
+            "limit",
+            "slice",
+            "cache",
+            "fill_null",
+            "fill_nan",
+            "drop_nulls",
+            "unique",
+            "reverse",
+            "clone",
+            "shrink_to_fit",
+            "rechunk",
+            "sample",
+            "shift",
+            "gather_every",
+            "set_sorted",
+        ]
+    ),
+    "dask": frozenset(["repartition", "persist", "sort_values", "fillna", "dropna", "copy"]),
+    "spark": frozenset(
+        [
+            "filter",
+            "where",
+            "orderBy",
+            "sort",
+            "limit",
+            "distinct",
+            "dropDuplicates",
+            "drop_duplicates",
+            "cache",
+            "persist",
+            "repartition",
+            "coalesce",
+            "sample",
+            "fillna",
+            "dropna",
+            "alias",
+            "hint",
+            "localCheckpoint",
+        ]
+    ),
+}
+#: methods whose positional str (or list of str) arguments name input columns
+_NAMED_ARGS = {
+    "polars": frozenset(["select", "with_columns", "group_by", "sort", "drop", "get_column", "partition_by"]),
+    "dask": frozenset(["groupby", "set_index"]),
+    "spark": frozenset(["select", "orderBy", "sort", "groupBy"]),
+}
+#: keyword arguments that name input columns
+_NAMED_KWARGS = {
+    "polars": {"sort": ("by",), "unique": ("subset",), "drop_nulls": ("subset",), "group_by": ("by",)},
+    "dask": {"groupby": ("by",), "drop": ("columns",), "set_index": ("other",)},
+    "spark": {},
+}
+#: methods whose expression arguments (``pl.col`` / ``F.col``) are resolved against the receiver
+_EXPR_METHODS = {
+    "polars": frozenset(["select", "with_columns", "filter", "sort", "group_by", "agg"]),
+    "dask": frozenset(),
+    "spark": frozenset(["select", "filter", "where", "withColumn", "orderBy", "sort", "groupBy", "agg"]),
+}
+#: grouped objects whose next call resolves the group keys (eager Polars, Spark)
+_GROUPERS = {"polars": "group_by", "spark": "groupBy"}
+
+
+@dataclass(frozen=True)
+class _Frame:
+    lib: str
+    lazy: bool
+    labels: tuple[str, ...] | None  # every column, exactly; None once the cell changed the schema
+    text: str
+    variables: tuple[str, ...]
+    # a lazy plan that will fail when collected: (missing name, node holding it, labels it missed)
+    pending: tuple[str, ast.AST | None, tuple[str, ...]] | None = None
+    grouped: bool = False  # the result of group_by/groupBy: keys resolve at the next call
+
+
+@dataclass(frozen=True)
+class _Miss:
+    name: str
+    node: ast.AST | None  # the literal naming it (for a certain fix)
+
+
+def _has(lib: str, labels: tuple[str, ...], name: str) -> bool:
+    if lib == "spark":
+        return name.lower() in {label.lower() for label in labels}
+    return name in labels
+
+
+def _plain_name(lib: str, value: Any) -> bool:
+    """A literal that names one column (not a regex, wildcard or nested field)."""
+    if not isinstance(value, str) or not value or value == "*":
+        return False
+    if lib == "polars" and value.startswith("^") and value.endswith("$"):
+        return False
+    return not (lib == "spark" and any(ch in value for ch in ".`*"))
+
+
+class _Reader:
+    """Reads frames and column references off a cell's expressions, against one walk state."""
+
+    def __init__(self, w: CellWalk, bound: dict[str, _Frame]) -> None:
+        self.w = w
+        self.bound = bound
+
+    # ---- frames -------------------------------------------------------------------------------
+    def frame(self, node: ast.AST) -> _Frame | None:
+        if isinstance(node, ast.Name) and node.id in self.bound:
+            return self.bound[node.id]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return self._method_result(node, node.func.attr)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            v = self.w.ev(node)
+            if v is None or v.summary is None or v.kind not in _LIB_OF_KIND:
+                return None
+            labels = exact_labels(v.summary)
+            if labels is None or not all(isinstance(x, str) for x in labels):
+                return None
+            return _Frame(
+                _LIB_OF_KIND[v.kind], v.kind == "polars_lazyframe", labels, self.w.text(node), v.variables
+            )
+        return None
+
+    def _method_result(self, call: ast.Call, method: str) -> _Frame | None:
+        assert isinstance(call.func, ast.Attribute)
+        base = self.frame(call.func.value)
+        if base is None or base.grouped:
+            return None
+        if base.lib == "polars" and method == "lazy" and not base.lazy:
+            return _Frame("polars", True, base.labels, base.text, base.variables)
+        if base.lazy and method == "collect":
+            return None  # an eager frame, unless the plan fails: the check reports that
+        pending = base.pending
+        if base.lazy and pending is None and base.labels is not None:
+            miss = self.misses(call, method, base)
+            if miss:
+                pending = (miss[0].name, miss[0].node, base.labels)
+        if method == _GROUPERS.get(base.lib) and not base.lazy:
+            return _Frame(base.lib, False, base.labels, base.text, base.variables, grouped=True)
+        keeps = method in _KEEPS[base.lib] and not has_star(call)
+        if not base.lazy and not keeps:
+            return None
+        return _Frame(
+            base.lib, base.lazy, base.labels if keeps else None, base.text, base.variables, pending=pending
+        )
+
+    # ---- column references ------------------------------------------------------------------------
+    def misses(self, call: ast.Call, method: str, frame: _Frame) -> list[_Miss]:
+        """Columns ``frame.<method>(...)`` certainly resolves that the frame does not have."""
+        if frame.labels is None or has_star(call):
+            return []
+        lib = frame.lib
+        refs: list[_Miss] = []
+        if method in _NAMED_ARGS[lib]:
+            for arg in call.args[1:] if method == "withColumn" else call.args:
+                refs.extend(self._literal_names(lib, arg))
+        for name in _NAMED_KWARGS[lib].get(method, ()):
+            node = kwarg(call, name)
+            if node is not None:
+                refs.extend(self._literal_names(lib, node))
+        if lib == "polars" and method == "drop" and _literal_false(kwarg(call, "strict")):
+            refs = []
+        if lib == "dask" and method == "drop" and kwarg(call, "errors") is not None:
+            refs = []
+        if method in _EXPR_METHODS[lib]:
+            args = call.args[1:] if method == "withColumn" else call.args
+            for node in [*args, *(k.value for k in call.keywords)]:
+                refs.extend(self._col_refs(lib, node))
+        if method in ("join", "merge"):
+            refs.extend(self._join_refs(call, frame))
+        return [m for m in refs if not _has(lib, frame.labels, m.name)]
+
+    def _literal_names(self, lib: str, node: ast.AST) -> list[_Miss]:
+        if isinstance(node, ast.Constant):
+            value = node.value
+            return [_Miss(value, node)] if isinstance(value, str) and _plain_name(lib, value) else []
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [m for e in node.elts for m in self._literal_names(lib, e)]
+        return []
+
+    def _is_col(self, lib: str, func: ast.AST) -> bool:
+        spec = _COL_FUNCS.get(lib)
+        if spec is None:
+            return False
+        got = self.w.lib_func(func)
+        return got is not None and got[0].startswith(spec[0]) and got[1] in spec[1]
+
+    def _is_lib_call(self, lib: str, func: ast.AST) -> bool:
+        got = self.w.lib_func(func)
+        return got is not None and got[0].split(".")[0] == ("polars" if lib == "polars" else "pyspark")
+
+    def _col_refs(self, lib: str, node: ast.AST) -> list[_Miss]:
+        """``col('x')`` names inside an expression tree of library calls, methods and operators."""
+        if isinstance(node, ast.Call):
+            if self._is_col(lib, node.func):
+                if has_star(node) or node.keywords:
+                    return []
+                return [m for a in node.args for m in self._literal_names(lib, a)]
+            inner: list[ast.AST] = []
+            if isinstance(node.func, ast.Attribute) and self._is_expr(lib, node.func.value):
+                inner.append(node.func.value)
+            elif not self._is_lib_call(lib, node.func):
+                return []
+            inner.extend(node.args)
+            inner.extend(k.value for k in node.keywords)
+            return [m for n in inner for m in self._col_refs(lib, n)]
+        if isinstance(node, ast.BinOp):
+            return self._col_refs(lib, node.left) + self._col_refs(lib, node.right)
+        if isinstance(node, ast.Compare):
+            return [m for n in (node.left, *node.comparators) for m in self._col_refs(lib, n)]
+        if isinstance(node, ast.UnaryOp):
+            return self._col_refs(lib, node.operand)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [m for e in node.elts for m in self._col_refs(lib, e)]
+        return []
+
+    def _is_expr(self, lib: str, node: ast.AST) -> bool:
+        """An expression built by the library (``pl.col('a').sum()``, ``pl.when(...)``), not a user object."""
+        if isinstance(node, ast.Call):
+            if self._is_col(lib, node.func) or self._is_lib_call(lib, node.func):
+                return True
+            return isinstance(node.func, ast.Attribute) and self._is_expr(lib, node.func.value)
+        if isinstance(node, ast.BinOp):
+            return self._is_expr(lib, node.left) or self._is_expr(lib, node.right)
+        return False
+
+    def _join_refs(self, call: ast.Call, frame: _Frame) -> list[_Miss]:
+        lib = frame.lib
+        if lib == "spark":
+            on = kwarg(call, "on") or (call.args[1] if len(call.args) > 1 else None)
+            return self._literal_names(lib, on) if on is not None else []
+        refs: list[_Miss] = []
+        for name in ("on", "left_on"):
+            node = kwarg(call, name)
+            if node is not None:
+                refs.extend(self._literal_names(lib, node))
+        return refs
+
+    def other_misses(self, call: ast.Call, frame: _Frame) -> tuple[list[_Miss], _Frame | None]:
+        """Join keys missing from the OTHER frame (the first argument), when it is known too."""
+        other_node = call.args[0] if call.args else kwarg(call, "other") or kwarg(call, "right")
+        other = self.frame(other_node) if other_node is not None else None
+        if other is None or other.lib != frame.lib or other.labels is None or other.lazy != frame.lazy:
+            return [], None
+        refs: list[_Miss] = []
+        names = ("on",) if frame.lib == "spark" else ("on", "right_on")
+        for name in names:
+            node = kwarg(call, name)
+            if node is None and name == "on" and frame.lib == "spark" and len(call.args) > 1:
+                node = call.args[1]
+            if node is not None:
+                refs.extend(self._literal_names(frame.lib, node))
+        return [m for m in refs if not _has(frame.lib, other.labels, m.name)], other
+
+
+def _literal_false(node: ast.AST | None) -> bool:
+    ok, value = literal(node)
+    return ok and value is False
+
+
+def _stores(tree: ast.AST | None) -> dict[str, int]:
+    """How often each name is bound anywhere in the cell (functions included)."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                counts[name] = counts.get(name, 0) + 2
+    return counts
+
+
+def _finding(
+    w: CellWalk, frame: _Frame, node: ast.AST, miss: _Miss, labels: tuple[str, ...], where: str
+) -> list[Finding]:
+    message = f"column {miss.name!r} does not exist in {where}"
+    close = difflib.get_close_matches(miss.name, list(labels), n=1, cutoff=0.8)
+    if close:
+        message += f" (did you mean {close[0]!r}?)"
+    if frame.lazy:
+        message += "; the lazy plan fails when it is collected"
+    shown = ", ".join(repr(x) for x in labels[:12]) + (", …" if len(labels) > 12 else "")
+    evidence = [(f"{where} schema", f"[{shown}] ({len(labels)} columns)")]
+    found = finding_at(w, CHECK_ID, _EXCEPTION[frame.lib], node, message, evidence, [])
+    return [replace(f, variables=frame.variables) for f in found]
+
+
+def _hook(bound: dict[str, _Frame], stores: dict[str, int]) -> CheckHook:
+    """The walk's step hook; ``bound`` keeps the lazy plans the cell names (immutable, bound once)."""
+
+    def hook(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+        r = _Reader(w, bound)
+        found: list[tuple[tuple[int, int], list[Finding]]] = []
+        for node in w.evaluated(stmt):
+            got = _node_findings(w, r, node)
+            if got:
+                end = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+                found.append((end, got))
+        if found:
+            return min(found, key=lambda item: item[0])[1]  # the innermost call runs (and raises) first
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stores.get(stmt.targets[0].id) == 1
+        ):
+            frame = r.frame(stmt.value)
+            if frame is not None and frame.lazy:  # a LazyFrame cannot change; eager frames can
+                bound[stmt.targets[0].id] = frame
+        return []
+
+    return hook
+
+
+def _node_findings(w: CellWalk, r: _Reader, node: ast.AST) -> list[Finding]:
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        frame = r.frame(node.value)
+        if frame is None or frame.lazy or frame.grouped or frame.labels is None:
+            return []
+        misses = [
+            m for m in r._literal_names(frame.lib, node.slice) if not _has(frame.lib, frame.labels, m.name)
+        ]
+        if misses and (isinstance(node.slice, (ast.Constant, ast.List))):
+            return _finding(w, frame, node, misses[0], frame.labels, frame.text)
+        return []
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return []
+    method = node.func.attr
+    frame = r.frame(node.func.value)
+    if frame is None:
+        return []
+    if frame.lazy:
+        if method == "collect" and frame.pending is not None:
+            name, lit, labels = frame.pending
+            return _finding(w, frame, node, _Miss(name, lit), labels, frame.text)
+        return []
+    if frame.grouped:  # the grouping keys (and this call's expressions) resolve now
+        group_call = node.func.value
+        assert isinstance(group_call, ast.Call) and isinstance(group_call.func, ast.Attribute)
+        base = r.frame(group_call.func.value)
+        if base is None or base.labels is None:
+            return []
+        misses = r.misses(group_call, group_call.func.attr, base)
+        if not misses and method == "agg":
+            misses = r.misses(node, "agg", base)
+        return _finding(w, base, node, misses[0], base.labels, base.text) if misses else []
+    if method == _GROUPERS.get(frame.lib):
+        return []  # raises at the aggregation that follows
+    misses = r.misses(node, method, frame)
+    if misses:
+        return _finding(w, frame, node, misses[0], frame.labels or (), frame.text)
+    if method in ("join", "merge"):
+        other_missing, other = r.other_misses(node, frame)
+        if other_missing and other is not None and other.labels is not None:
+            return _finding(w, other, node, other_missing[0], other.labels, other.text)
+    return []
+
+
+@check(CHECK_ID)
+def missing_frame_column(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """A Polars, Dask or Spark frame asked for a column its schema does not have."""
+    if not any(s.kind in _LIB_OF_KIND for s in snapshot.variables.values()):
+        return []
+    try:
+        tree: ast.AST | None = ast.parse(facts.python)
+    except (SyntaxError, ValueError):
+        return []
+    return run_walk(facts, snapshot, _hook({}, _stores(tree)))
