@@ -22,7 +22,6 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from crane_lsp import __version__
-from crane_lsp.prediction import Prediction
 from crane_lsp.server import presentation
 from crane_lsp.server.config import parse_settings, plain
 from crane_lsp.server.documents import (
@@ -38,10 +37,11 @@ from crane_lsp.server.offload import Offload
 from crane_lsp.server.protocol import CraneProtocol, strict_converter
 from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
 from crane_lsp.server.textdoc import for_python
-from crane_lsp.settings import Settings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pydantic models: imported once the first settings or check need them
     from crane_lsp.kernel.link import KernelLink
+    from crane_lsp.prediction import Prediction
+    from crane_lsp.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class CraneServer(LanguageServer):
             protocol_cls=CraneProtocol,
             converter_factory=strict_converter,
         )
-        self.settings = Settings()
+        self._settings: Settings | None = None  # the defaults, built when first read
         self.settings_rev = 0
         self.init_options: dict[str, Any] = {}
         self.notebooks: dict[str, NotebookState] = {}
@@ -151,11 +151,36 @@ class CraneServer(LanguageServer):
         self._bypass: set[str] = set()
         self._pipelines: dict[str, tuple[Any, Any, int]] = {}  # notebook -> (pipeline, link, rev)
         self._llm: Any = None
-        self._llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
+        self._llm_slots = asyncio.Semaphore(1)  # replaced by the settings' llmConcurrency
         self._watcher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ settings
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            from crane_lsp.settings import Settings
+
+            self._settings = Settings()
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        self._settings = value
+
+    def warm_up(self) -> None:
+        """Import what the first check needs in the background, once ``initialize`` is answered."""
+        import importlib
+
+        def load() -> None:
+            for name in ("crane_lsp.settings", "crane_lsp.predict", "crane_lsp.checks.runner"):
+                try:
+                    importlib.import_module(name)
+                except Exception as exc:  # the check that needs it will say what is wrong
+                    log.info("warming up %s: %s", name, exc)
+
+        self._background(asyncio.to_thread(load))
 
     @property
     def encoding(self) -> str:

@@ -6,11 +6,10 @@ Invalid values never stop the server: the caller gets the defaults and a message
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from crane_lsp.settings import Settings
+if TYPE_CHECKING:  # pydantic is slow to import: only once settings arrive
+    from crane_lsp.settings import Settings
 
 SECTION = "crane"
 
@@ -39,6 +38,10 @@ def section(options: Any) -> dict[str, Any]:
 
 def parse_settings(options: Any) -> tuple[Settings, str | None]:
     """``(settings, None)`` when valid; ``(defaults, why)`` when not, ``why`` naming the bad fields."""
+    from pydantic import ValidationError
+
+    from crane_lsp.settings import Settings
+
     try:
         return Settings.model_validate(section(options)), None
     except ValidationError as exc:

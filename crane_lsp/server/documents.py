@@ -9,11 +9,14 @@ a prediction's (line, col) in a cell lands on the same characters the user sees,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from crane_lsp.cellcode import Span
 from crane_lsp.notebook import is_percent_script, parse_percent, split_lines
+
+if TYPE_CHECKING:  # cellcode is slow to import: not before ``initialize`` is answered
+    from crane_lsp.cellcode import Span
 
 #: Notebook types whose Python cells the server follows (VS Code's Jupyter and interactive window).
 NOTEBOOK_TYPES = ("jupyter-notebook", "interactive")
@@ -177,6 +180,8 @@ def span_of(
         if end_line == line and end_col <= col:
             end_col = len(end_text)
     end_col = max(0, min(end_col, len(end_text)))
+    from crane_lsp.cellcode import Span
+
     return Span(line, col, end_line, end_col)
 
 

@@ -34,6 +34,7 @@ def register(ls: CraneServer) -> None:
 
     @ls.feature(types.INITIALIZED)
     async def initialized(server: CraneServer, params: types.InitializedParams) -> None:
+        server.warm_up()
         pulled = await server.pull_configuration()
         server.apply_settings(pulled, base=section(server.init_options))
         server.send_status()

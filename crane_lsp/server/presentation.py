@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from crane_lsp.cellcode import Span
-from crane_lsp.prediction import Prediction
 from crane_lsp.server.documents import CellView, span_of, to_range
+
+if TYPE_CHECKING:  # both are slow to import (pydantic): not before ``initialize`` is answered
+    from crane_lsp.prediction import Prediction
 
 SOURCE = "crane"
 RECHECK = "crane.recheckCell"
@@ -186,6 +188,8 @@ def hover_markdown(
 
 def fix_edit(prediction: Prediction, cell: CellView, encoding: str) -> types.WorkspaceEdit | None:
     """The suggested fix as an edit of whole lines of the cell (end exclusive), when it is one."""
+    from crane_lsp.cellcode import Span
+
     fix = prediction.fix
     if fix is None or fix.new_text is None:
         return None
