@@ -15,6 +15,7 @@ import time as _sb_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
+    from crane_lsp.kernel.frames import _frm_refusal
     from crane_lsp.kernel.jail_fds import _jfd_neutralise
     from crane_lsp.kernel.jail_landlock import _jll_restrict
     from crane_lsp.kernel.jail_maps import _jmp_privatise, _JmpRefused
@@ -527,7 +528,7 @@ def dry_run(payload_json):
     started = _sb_time.perf_counter()
     if not hasattr(_sb_os, "fork"):
         return _DryRunResult({"outcome": "unavailable", "message": "this platform has no fork()"})
-    reason = _sb_cuda_reason() or _jsc_check_platform()
+    reason = _sb_cuda_reason() or _frm_refusal() or _jsc_check_platform()  # _frm_: frames.py
     if reason:
         return _DryRunResult({"outcome": "unavailable", "message": reason})
     payload["async_mode"] = _sb_async_mode()

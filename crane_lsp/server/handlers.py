@@ -172,7 +172,9 @@ def register(ls: CraneServer) -> None:
             return None
         nb, cell = found
         result = nb.results.get(cell.key)
-        if result is None or not result.prediction.crash or result.stamp.text != cell.text:
+        if result is None or result.stamp.text != cell.text:
+            return None
+        if not result.prediction.crash and not presentation.dry_run_headline(result.prediction):
             return None
         rng = presentation.prediction_range(result.prediction, cell, server.encoding)
         if not rng.start.line <= params.position.line <= rng.end.line:

@@ -127,6 +127,12 @@ def diagnostic(
     )
 
 
+def dry_run_headline(prediction: Prediction) -> bool:
+    """A prediction without a crash whose headline the user must see: the dry run did not finish,
+    was stopped by the jail, or saw the cell end the kernel (``crane_lsp.dryrun``)."""
+    return not prediction.crash and prediction.message.startswith(("no verdict:", "the dry run saw"))
+
+
 def _cell_md(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
@@ -143,6 +149,8 @@ def hover_markdown(
     """Verdict, diagnosis, evidence table, origin and where the verdict came from.
 
     With ``cell`` (the predicted cell) every line is named as the editor shows it (``where``)."""
+    if not prediction.crash:  # a dry run with no verdict (timeout, stopped by the jail): say which
+        return "\n\n".join([f"**crane: {prediction.message}**", *(f"*{n}*" for n in prediction.notes)])
     exc = f"`{prediction.exception}`" if prediction.exception else "a crash"
     verdict = _VERDICT.get(prediction.certainty, "may crash")
     line = ""
