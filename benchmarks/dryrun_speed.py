@@ -1,16 +1,19 @@
-"""How fast is a sandboxed dry run, and what does it save?
+"""How fast is a jailed dry run, and what does it save?
 
-Through the real ``KernelLink`` (probe ``dry_run``: fork, run the cell in the child, verdict over a
-pipe, kill and reap), for a fast failing cell (a missing column: ``KeyError``) on a fresh kernel holding
-about 10 MB, then about 1 GiB (goal: median fork-to-verdict under 100 ms). Per run it records
-- fork-to-verdict: the kernel-side ``round_trip_s`` (fork, child runs, answer read, child reaped);
+Through the real ``KernelLink`` (probe ``dry_run``: fork, confine the child — descriptors, shared
+mappings, thread pools, Landlock, seccomp —, run the cell, verdict over a pipe, kill and reap), for
+a fast failing cell (a missing column: ``KeyError``) on a fresh kernel holding about 10 MB, then
+about 1 GiB (goals: median fork-to-verdict at most 40 ms and 60 ms). Per run it records
+- fork-to-verdict: the kernel-side ``round_trip_s`` (fork, jail, child runs, answer read);
+- the jail: the child's milliseconds from the fork to the installed filter, and its CPU time;
 - the host round trip: ``link.call`` as the pipeline sees it (silent execute + user_expressions);
 - the child's private dirty memory (what copy-on-write really copied).
 Beside it, the cost the dry run saves: re-running a notebook from the top in a fresh kernel after a crash
 (kernel start + replay of the bundled example ``examples/sklearn_housing``, and of one JunoBench replay
 case from the shipped ``crane_lsp/data/junoreplay``), and rebuilding the 1 GiB state itself.
 
-Run by hand: ``python benchmarks/dryrun_speed.py [--runs 20] [--big-gib 1.0]``.
+Run by hand: ``python benchmarks/dryrun_speed.py [--runs 20] [--big-gib 1.0] [--no-replay]``. On a
+loaded machine the niced child waits for the CPU: the load average is printed with the figures.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import statistics
 import time
 from pathlib import Path
@@ -52,6 +56,8 @@ async def measure(link: KernelLink, runs: int) -> dict[str, list[float]]:
         "child": [],
         "fork": [],
         "setup": [],
+        "jail": [],
+        "cpu": [],
         "dirty_mb": [],
     }
     await link.call("dry_run", {"source": FAILING, "budget_s": 3.0}, timeout=15)  # warm-up
@@ -65,6 +71,8 @@ async def measure(link: KernelLink, runs: int) -> dict[str, list[float]]:
         out["child"].append(r["elapsed_s"])
         out["fork"].append(r.get("fork_s") or 0.0)
         out["setup"].append(r.get("setup_s") or 0.0)
+        out["jail"].append(sum((r.get("jail_ms") or {}).values()) / 1000)
+        out["cpu"].append(r.get("child_cpu_s") or 0.0)
         out["dirty_mb"].append((r.get("child_private_dirty_kb") or 0) / 1024)
     return out
 
@@ -97,7 +105,9 @@ async def main_async(args: argparse.Namespace) -> None:
         "host round trip median",
         "host round trip p95",
         "fork()",
-        "child isolation",
+        "child setup",
+        "of which jail",
+        "child CPU",
         "child total",
         "child copied MB (max)",
     )
@@ -126,11 +136,16 @@ async def main_async(args: argparse.Namespace) -> None:
             f"{p95(m['host']) * 1000:.1f}",
             f"{statistics.median(m['fork']) * 1000:.1f}",
             f"{statistics.median(m['setup']) * 1000:.1f}",
+            f"{statistics.median(m['jail']) * 1000:.1f}",
+            f"{statistics.median(m['cpu']) * 1000:.1f}",
             f"{statistics.median(m['child']) * 1000:.1f}",
             f"{max(m['dirty_mb']):.1f}",
         )
     console.print(table)
     console.print(f"building the {args.big_gib:g} GiB array in the kernel took {build_big:.2f} s")
+    console.print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    if args.no_replay:
+        return
 
     costs = Table(title="what a crash costs instead: re-running the notebook from the top in a fresh kernel")
     costs.add_column("notebook")
@@ -154,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--big-gib", type=float, default=1.0)
+    parser.add_argument("--no-replay", action="store_true", help="skip the re-run-from-the-top costs")
     asyncio.run(main_async(parser.parse_args(argv)))
 
 

@@ -8,6 +8,7 @@ outside the forked child changed.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import sqlite3
@@ -173,10 +174,11 @@ def test_native_writers_are_stopped(jk: JailKernel) -> None:
             "writes a file",
         ),
         (f"import torch\ntorch.save(torch.ones(3), {str(target) + '.pt'!r})", "writes a file"),
-        (f"import h5py\nh5py.File({str(target) + '.h5'!r}, 'w')", "writes a file"),
         ("import pandas as pd\nsave_helper(pd.DataFrame({'a': [1]}))", "writes a file"),
         (f"import numpy as np\nnp.save({str(target) + '.npy'!r}, np.ones(3))", "writes a file"),
     ]
+    if importlib.util.find_spec("h5py") is not None:  # HDF5's own C writer
+        cells.append((f"import h5py\nh5py.File({str(target) + '.h5'!r}, 'w')", "writes a file"))
     for cell, words in cells:
         _blocked(jk.dry_run(cell), words)
     assert sorted(p.name for p in jk.workdir.iterdir() if p.name.startswith("native")) == []
