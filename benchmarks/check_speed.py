@@ -5,7 +5,10 @@ target cell, then time ``analyze`` + ``run_checks`` (snapshot to prediction, the
 every keystroke once the probe has answered) over many repeats. Also prints the probe round trip
 and the o200k token count of the +RT prompt we would send for that target.
 
-    python3 benchmarks/check_speed.py [--repeats 200]
+    python3 benchmarks/check_speed.py [--repeats 200] [--big-lines 20000] [--skip-examples]
+
+It also times one generated cell of ``--big-lines`` lines (and a tenth of it, to show the growth is
+linear): ``analyze`` + ``run_checks`` against a small synthetic snapshot, CPU seconds of this process.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from crane_lsp.kernel.replay import start_and_replay
 from crane_lsp.llm.prompt import build_messages, prompt_tokens
 from crane_lsp.notebook import read_notebook
 from crane_lsp.predict import finding_to_prediction, probe_query
-from crane_lsp.runtime import render_snapshot
+from crane_lsp.runtime import ObjectSummary, Snapshot, render_snapshot
 from crane_lsp.settings import Settings
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -67,11 +70,54 @@ async def measure(path: Path, repeats: int) -> dict[str, object]:
     }
 
 
+def big_cell(lines: int) -> str:
+    """A long cell in the style of generated notebook code: column reads, arrays, fits, prints."""
+    shapes = (
+        "x{i} = df['a{m}'].mean()",
+        "y = np.zeros(({i}, 3))",
+        "model.fit(X, y)",
+        "print(x{p})",
+        "df['c{m}'] = df['a'] * 2",
+        "z = X[:, {k}].sum() + {i}",
+    )
+    out = []
+    for i in range(lines):
+        out.append(shapes[(i * 7919) % len(shapes)].format(i=i, m=i % 7, p=max(i - 1, 0), k=i % 3))
+    return "\n".join(out) + "\n"
+
+
+def time_big_cell(lines: int) -> tuple[float, float]:
+    """CPU seconds of ``analyze`` and of ``run_checks`` on a ``lines``-line cell."""
+    snap = Snapshot(
+        variables={
+            "df": ObjectSummary(name="df", kind="dataframe", type="pandas.DataFrame", shape=[10, 3]),
+            "np": ObjectSummary(name="np", kind="module", type="module", module="numpy"),
+        }
+    )
+    source = big_cell(lines)
+    started = time.process_time()
+    facts = analyze(source)
+    parsed = time.process_time()
+    run_checks(facts, snap)
+    return parsed - started, time.process_time() - parsed
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--big-lines", type=int, default=20000)
+    parser.add_argument("--skip-examples", action="store_true")
     args = parser.parse_args()
     console = Console()
+    for lines in (args.big_lines // 10, args.big_lines):
+        parse_s, checks_s = time_big_cell(lines)
+        total = parse_s + checks_s
+        console.print(
+            f"{lines}-line cell: analyze {parse_s:.2f} s + checks {checks_s:.2f} s = {total:.2f} s CPU"
+            f" ({total / lines * 1e6:.0f} us/line)"
+        )
+    if args.skip_examples:
+        return
     table = Table(title="checks: snapshot -> prediction (analyze + run_checks), and prompt sizes")
     columns = ("example", "verdict", "probe round trip", "checks median", "checks p95", "-RT tok", "+RT tok")
     for column in columns:

@@ -28,6 +28,7 @@ from jupyter_client.manager import KernelManager
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from crane_lsp.analysis.reach import first_risky_line  # noqa: E402
 from crane_lsp.cellcode import analyze  # noqa: E402
 from crane_lsp.checks.runner import run_checks  # noqa: E402
 from crane_lsp.kernel.probe_install import call_expression, install_code, installed_expression  # noqa: E402
@@ -44,6 +45,7 @@ class Row:
     truth: str | None
     setup_error: str | None = None
     seconds: float = 0.0
+    certain: bool = False  # the lines before the finding provably do not raise (else: a Warning)
 
 
 class Kernel:
@@ -127,6 +129,7 @@ def run_version(folder: Path, version: str) -> Row:
         snap = k.snapshot(ProbeQuery(**facts.probe_query_fields()))
         findings = run_checks(facts, snap)
         first = findings[0] if findings else None
+        certain = first is not None and first_risky_line(facts, snap, first.span.line, first.span.col) is None
         content = k.run(target)
         truth = content["ename"] if content["status"] == "error" else None
         return Row(
@@ -137,6 +140,7 @@ def run_version(folder: Path, version: str) -> Row:
             first.span.line if first else None,
             truth,
             seconds=time.perf_counter() - start,
+            certain=certain,
         )
     finally:
         k.close()
@@ -152,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.cases.split(","))
         folders = [f for f in folders if f.name in wanted]
     rows: list[Row] = []
-    print(f"{'case':<16} {'version':<6} {'predicted':<18} {'check':<26} {'true':<18} {'s':>5}")
+    print(f"{'case':<16} {'version':<6} {'predicted':<18} {'check':<26} {'cert':<4} {'true':<18} {'s':>5}")
     for folder in folders:
         for version in ("buggy", "fixed"):
             row = run_version(folder, version)
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             truth = row.truth if row.setup_error is None else f"setup! {row.setup_error}"
             print(
                 f"{row.case:<16} {row.version:<6} {row.predicted or '-':<18} {row.check_id or '-':<26} "
-                f"{truth or '-':<18} {row.seconds:5.1f}",
+                f"{'yes' if row.certain else '-':<4} {truth or '-':<18} {row.seconds:5.1f}",
                 flush=True,
             )
     buggy = [r for r in rows if r.version == "buggy"]
@@ -180,11 +184,15 @@ def main(argv: list[str] | None = None) -> int:
             + ", ".join(f"{r.case} {r.truth} (predicted {r.predicted or '-'})" for r in env_crash)
         )
     print(f"predictions on targets that ran clean (must be 0): {len(false_alarm)}")
+    certain_right = [r for r in caught if r.certain]
+    certain_wrong = [r for r in rows if r.certain and r.predicted != r.truth]
+    print(f"caught as certain (earlier lines proven not to raise): {len(certain_right)}/{len(caught)}")
+    print(f"certain findings that did not happen as said (must be 0): {len(certain_wrong)}")
     by_check: dict[str, int] = {}
     for r in caught:
         by_check[r.check_id or "?"] = by_check.get(r.check_id or "?", 0) + 1
     print("caught by check: " + ", ".join(f"{k} {v}" for k, v in sorted(by_check.items())))
-    return 0 if not flagged and not false_alarm else 1
+    return 0 if not flagged and not false_alarm and not certain_wrong else 1
 
 
 if __name__ == "__main__":

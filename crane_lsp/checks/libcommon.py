@@ -539,6 +539,7 @@ class CellWalk:
         self._memo: dict[tuple[int, int, int, int, bool, bool], Val | None] = {}
         self._texts: dict[int, str] = {}
         self._evaluated: dict[int, list[ast.AST]] = {}
+        self._nodes: dict[int, list[ast.AST]] = {}
         # set once the cell changed an object that other kernel names may share (``d['x'] = 1`` for a ``d``
         # from a kernel list, a user function call): from then on no kernel value is trusted
         self.opaque = False
@@ -567,15 +568,21 @@ class CellWalk:
         stmt = self._stmt
         if first < self.line or stmt is None or self._shared_line or self._guard:
             return False
+        # the root of an assignment target (``df`` in ``df['a'] = f(df)``) is read after the right side
+        # has run: it is not a use the right side could see changed
+        target_roots = {id(_target_root(t)) for t in (stmt.targets if isinstance(stmt, ast.Assign) else ())}
         uses = [
             n
-            for n in ast.walk(stmt)
-            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+            for n in self.nodes(stmt)
+            if isinstance(n, ast.Name)
+            and n.id == name
+            and isinstance(n.ctx, ast.Load)
+            and id(n) not in target_roots
         ]
         self._guard = True  # evaluating callees below must not come back here
         try:
             receiver = False
-            for n in ast.walk(stmt):
+            for n in self.nodes(stmt):
                 if isinstance(n, ast.Call):
                     if name in self._call_changes(n, receivers=False):
                         return False
@@ -764,6 +771,15 @@ class CellWalk:
             if got is not None:
                 return got
         ok, key = self.const(node.slice)
+        if base.kind in ("dataframe", "series") and isinstance(node.slice, ast.Slice):
+            return self._row_slice(base, node.slice, text)
+        if base.kind == "dataframe" and ok and isinstance(key, list):
+            return self._columns(base, key, text)
+        if base.kind == "dataframe" and not ok:  # ``df[cols]`` with a kernel list of column names
+            keys = self.ev(node.slice)
+            values = keys.summary.values if keys is not None and keys.summary is not None else None
+            if keys is not None and keys.kind == "list" and values is not None and keys.length == len(values):
+                return self._columns(base, list(values), text)
         if base.kind == "dataframe" and ok and isinstance(key, str):
             root = root_name(node)
             s = self.snapshot.variables.get(text) if root is not None and root not in self.env else None
@@ -787,6 +803,36 @@ class CellWalk:
             if new is not None:
                 return Val(kind="ndarray", text=text, shape=new, dtype=base.dtype, variables=base.variables)
         return None
+
+    def _columns(self, frame: Val, keys: list[Any], text: str) -> Val | None:
+        """``df[['a', 'b']]``: a frame of exactly those columns, when each names one existing column."""
+        labels = frame.labels
+        if labels is None or frame.shape is None or len(set(map(repr, keys))) != len(keys):
+            return None
+        if not all(isinstance(k, str) and labels.count(k) == 1 for k in keys):
+            return None
+        return Val(
+            kind="dataframe",
+            text=text,
+            shape=(frame.shape[0], len(keys)),
+            labels=tuple(keys),
+            variables=frame.variables,
+        )
+
+    def _row_slice(self, base: Val, sl: ast.Slice, text: str) -> Val | None:
+        """``df[:50]`` / ``y[:-10]``: rows by position (int bounds; not on a float index: labels there)."""
+        s = base.summary
+        if (
+            s is None
+            or base.shape is None
+            or not base.shape
+            or (s.index_dtype or "float").startswith("float")
+        ):
+            return None
+        rows = _slice_len(base.shape[0], sl, self.const)
+        if rows is None:
+            return None
+        return replace(base, text=text, shape=(rows, *base.shape[1:]), summary=None, stats=None, length=rows)
 
     def _row_mask(self, frame: Val, mask: ast.expr, text: str) -> Val | None:
         """``df[mask]`` / ``df.loc[mask]`` with a boolean Series: the same columns, fewer rows (what is known
@@ -838,6 +884,21 @@ class CellWalk:
                 return replace(base, text=text, summary=None)
             if base is not None and base.kind == "dataframe" and func.attr == "copy" and not node.args:
                 return replace(base, text=text)
+            if base is not None and base.kind in ("dataframe", "series") and not has_star(node):
+                if func.attr == "to_numpy" and not node.args and not node.keywords:
+                    return Val(kind="ndarray", text=text, shape=base.shape, variables=base.variables)
+                if func.attr == "head" and len(node.args) <= 1 and not node.keywords and base.shape:
+                    ok, n = self.const(node.args[0]) if node.args else (True, 5)
+                    rows = base.shape[0]
+                    if ok and type(n) is int and n >= 0 and rows is not None:
+                        return replace(
+                            base,
+                            text=text,
+                            shape=(min(n, rows), *base.shape[1:]),
+                            summary=None,
+                            stats=None,
+                            length=min(n, rows),
+                        )
         target = self.ev(func)
         if target is not None and target.kind in ("class", "module_attr") and target.qualname:
             module, _, cls = target.qualname.rpartition(".")
@@ -1101,7 +1162,7 @@ class CellWalk:
 
     def _changes(self, stmt: ast.stmt, skip_targets: bool) -> None:
         changed: set[str] = set()
-        for node in ast.walk(stmt):
+        for node in self.nodes(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 changed.add(node.id)
             elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(
@@ -1123,7 +1184,7 @@ class CellWalk:
         # reference later (``pipe = make_pipeline(model); pipe.fit(...)`` fits ``model``): forget it
         receivers = {
             id(n.func.value)
-            for n in ast.walk(stmt)
+            for n in self.nodes(stmt)
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
             and isinstance(n.func.value, ast.Name)
@@ -1132,14 +1193,14 @@ class CellWalk:
         # could write back into the frame makes the walk opaque
         receivers |= {
             id(n.value)
-            for n in ast.walk(stmt)
+            for n in self.nodes(stmt)
             if isinstance(n, ast.Subscript)
             and isinstance(n.ctx, ast.Load)
             and isinstance(n.value, ast.Name)
             and (v := self.env.get(n.value.id)) is not None
             and v.kind == "dataframe"
         }
-        for n in ast.walk(stmt):
+        for n in self.nodes(stmt):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in receivers:
                 v = self.env.get(n.id)
                 if v is not None and v.kind not in _IMMUTABLE_KINDS:
@@ -1200,7 +1261,7 @@ class CellWalk:
         current = self.env.get(name) if name in self.env else None
         if current is None or current.est is None or current.est.from_kernel or not _simple(stmt):
             return None
-        for node in ast.walk(stmt):
+        for node in self.nodes(stmt):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -1230,6 +1291,13 @@ class CellWalk:
         return None
 
     # ---- expressions a statement certainly evaluates --------------------------------------------
+    def nodes(self, stmt: ast.stmt) -> list[ast.AST]:
+        """``ast.walk(stmt)``, listed once per statement (the walk looks at each statement many times)."""
+        got = self._nodes.get(id(stmt))
+        if got is None:
+            got = self._nodes[id(stmt)] = list(ast.walk(stmt))
+        return got
+
     def evaluated(self, stmt: ast.stmt) -> list[ast.AST]:
         """Sub-expressions of ``stmt`` that run whenever ``stmt`` runs (no lambdas, branches, loops);
         computed once per statement, shared by every check."""
@@ -1268,6 +1336,16 @@ def _walk_executable(stmt: ast.stmt) -> Iterator[ast.AST]:
             todo.extend(node.decorator_list)
             continue
         todo.extend(ast.iter_child_nodes(node))
+
+
+def _target_root(target: ast.expr) -> ast.AST | None:
+    """The Name a subscript/attribute assignment target hangs off (``df`` in ``df.loc['a', 'b']``)."""
+    node: ast.AST = target
+    if not isinstance(node, (ast.Subscript, ast.Attribute)):
+        return None
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node if isinstance(node, ast.Name) else None
 
 
 def _simple(stmt: ast.stmt) -> bool:
@@ -1332,6 +1410,26 @@ class _UnknownType:
 _Unknown = _UnknownType()
 
 
+def _slice_len(
+    dim: int | None, sl: ast.Slice, const: Callable[[ast.AST], tuple[bool, Any]] = literal
+) -> int | None:
+    """Length of ``dim`` items after ``[lower:upper:step]`` with int (or absent) bounds; None when unsure."""
+    if dim is None:
+        return None
+    bounds: list[int | None] = []
+    for part in (sl.lower, sl.upper, sl.step):
+        if part is None:
+            bounds.append(None)
+            continue
+        ok, v = const(part)
+        if not ok or type(v) is not int:
+            return None
+        bounds.append(v)
+    if bounds[2] == 0:
+        return None
+    return len(range(*slice(*bounds).indices(dim)))
+
+
 def _index_shape(
     shape: tuple[int | None, ...], sl: ast.AST, const: Callable[[ast.AST], tuple[bool, Any]] = literal
 ) -> tuple[int | None, ...] | None:
@@ -1345,7 +1443,11 @@ def _index_shape(
             if item.lower is None and item.upper is None and item.step is None:
                 out.append(shape[i])
                 continue
-            return None
+            n = _slice_len(shape[i], item, const)
+            if n is None:
+                return None
+            out.append(n)
+            continue
         ok, v = const(item)
         if ok and isinstance(v, int) and not isinstance(v, bool):
             dim = shape[i]

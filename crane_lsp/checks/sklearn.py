@@ -299,6 +299,19 @@ def feature_mismatch(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
+#: ``sklearn.model_selection`` functions of ``(estimator, X, y)`` that need len(X) == len(y).
+_CV_FUNCS = frozenset({"cross_val_score", "cross_validate", "cross_val_predict", "learning_curve"})
+#: ``sklearn.metrics`` functions whose first two arguments must have equal lengths.
+_PAIR_METRICS = frozenset(
+    {
+        "accuracy_score", "f1_score", "precision_score", "recall_score",
+        "confusion_matrix", "classification_report", "mean_squared_error", "mean_absolute_error",
+        "r2_score", "balanced_accuracy_score", "matthews_corrcoef", "cohen_kappa_score",
+        "median_absolute_error", "explained_variance_score",
+    }
+)  # fmt: skip
+
+
 def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     for node in w.evaluated(stmt):
         if not isinstance(node, ast.Call) or has_star(node):
@@ -308,6 +321,14 @@ def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         lib = w.lib_func(node.func)
         if lib is not None and lib[0].startswith("sklearn.model_selection") and lib[1] == "train_test_split":
             pair, what = list(node.args), "train_test_split"
+        elif lib is not None and lib[0].startswith("sklearn.model_selection") and lib[1] in _CV_FUNCS:
+            pair, what = list(node.args[1:3]), lib[1]  # (estimator, X, y)
+            if len(pair) < 2:
+                continue
+        elif lib is not None and lib[0].startswith("sklearn.metrics") and lib[1] in _PAIR_METRICS:
+            pair, what = list(node.args[:2]), lib[1]
+            if len(pair) < 2:
+                continue
         else:
             got = _est_call(w, node)
             if got is not None and got[3] == "fit" and _plain(got[2]) and is_supervised(got[2].cls):
