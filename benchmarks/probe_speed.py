@@ -4,6 +4,7 @@ Starts a fresh kernel and measures, through the real ``KernelLink`` (silent exec
 1. a trivial probe (empty query): the fixed cost of one round trip;
 2. a typical notebook state: a few DataFrames, arrays, a fitted model, containers;
 3. a 5M x 20 mixed-dtype DataFrame (sampled summaries under the probe's budgets);
+4. the same in Polars, a Polars LazyFrame's schema and a 50-column Spark frame (schema only, no job);
 beside the cost of exact full-length statistics (nunique, NaN counts, min/max, value counts) on the
 same frame, computed in the kernel. Run by hand: ``python benchmarks/probe_speed.py [--rows N]``.
 """
@@ -85,6 +86,38 @@ del _exact, _exact_num, _t0, _t
 """
 
 
+POLARS = """
+import polars as pl, numpy as np
+_r = np.random.default_rng(2)
+_n = {rows}
+pbig = pl.DataFrame({{
+    **{{f"f{{i}}": _r.normal(size=_n) for i in range(8)}},
+    **{{f"i{{i}}": _r.integers(0, 1000, _n) for i in range(4)}},
+    **{{f"c{{i}}": _r.choice(["red", "green", "blue", "cyan"], _n) for i in range(3)}},
+    "flag": _r.integers(0, 2, _n).astype(bool),
+    "when": pl.datetime_range(pl.datetime(2020, 1, 1), pl.datetime(2020, 1, 1) + pl.duration(seconds=_n - 1),
+                              "1s", eager=True),
+    "cat": pl.Series(_r.choice(["a", "b", "c"], _n)).cast(pl.Categorical),
+    "nan_f": np.where(_r.random(_n) < 0.1, np.nan, 1.0),
+    "id": np.arange(_n),
+}})
+plazy = pbig.lazy().filter(pl.col("i0") > 10).with_columns(z=pl.col("f0") * 2)
+del _r, _n
+print(pbig.shape)
+"""
+
+SPARK = """
+from pyspark.sql import SparkSession, functions as F
+spark = (SparkSession.builder.master("local[1]").config("spark.driver.memory", "512m")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
+spark.sparkContext.setLogLevel("OFF")
+swide = spark.range(1000).select(*[(F.col("id") * i).cast("double").alias(f"c{i}") for i in range(50)])
+_ = swide.schema  # first schema fetch of the frame (later ones are cached by pyspark)
+swide2 = swide.select(*[F.col(f"c{i}") for i in range(50)])  # a frame whose schema is not fetched yet
+jobs0 = len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+"""
+
+
 def _ms(values: list[float]) -> str:
     p90 = sorted(values)[min(len(values) - 1, math.ceil(len(values) * 0.9) - 1)]
     return f"{statistics.median(values):.1f} ms (p90 {p90:.1f})"
@@ -103,7 +136,7 @@ async def _timed_snapshots(
     return round_trips, in_kernel
 
 
-async def main(rows: int, repeat: int, exact: bool) -> None:
+async def main(rows: int, repeat: int, exact: bool, frames: bool = True, pandas: bool = True) -> None:
     console = Console(width=160)
     table = Table(title=f"probe round trips (median of {repeat}; fresh ipykernel, KernelLink)")
     for col in ("what", "round trip", "inside the probe", "notes"):
@@ -113,6 +146,10 @@ async def main(rows: int, repeat: int, exact: bool) -> None:
         rt, inside = await _timed_snapshots(link, ProbeQuery(), repeat)
         table.add_row("trivial probe (empty query)", _ms(rt), _ms(inside) if inside else "-", "")
 
+        if not pandas:
+            await _frames(link, table, console, rows, repeat)
+            console.print(table)
+            return
         result = await link.execute(TYPICAL, timeout=300)
         assert result.ok, result.evalue
         query = ProbeQuery(names=TYPICAL_NAMES, chains=["model.predict", "train_df.append"])
@@ -151,7 +188,48 @@ async def main(rows: int, repeat: int, exact: bool) -> None:
                 "-",
                 "nunique + NaN count + top-3 value_counts per column, min/max of numeric columns",
             )
+        if frames:
+            await _frames(link, table, console, rows, repeat)
     console.print(table)
+
+
+async def _frames(link: KernelLink, table: Table, console: Console, rows: int, repeat: int) -> None:
+    """Polars (5M x 20 eager, and a lazy plan's schema) and a 50-column Spark frame (schema only)."""
+    console.print(f"building a {rows:,} x 20 Polars frame in the kernel ...")
+    result = await link.execute(POLARS.format(rows=rows), timeout=600)
+    if not result.ok:
+        table.add_row("polars", f"skipped: {result.ename}", "-", "")
+    else:
+        for names, what in (
+            (["pbig"], f"polars {rows:,} x 20 frame (sampled)"),
+            (["plazy"], "polars LazyFrame schema"),
+        ):
+            query = ProbeQuery(names=names)
+            rt, inside = await _timed_snapshots(link, query, max(1, repeat // 5))
+            snap = await link.snapshot(query, timeout=120)
+            table.add_row(what, _ms(rt), _ms(inside) if inside else "-", f"deadline hit: {snap.deadline_hit}")
+    console.print("starting Spark (local[1]) in the kernel ...")
+    result = await link.execute(SPARK, timeout=600)
+    if not result.ok:
+        table.add_row("spark", f"skipped: {result.ename}", "-", "")
+        return
+    for name, what in (
+        ("swide", "spark 50-column frame (schema cached)"),
+        ("swide2", "spark 50-column frame"),
+    ):
+        query = ProbeQuery(names=[name])
+        rt, inside = await _timed_snapshots(link, query, 1)  # the first probe fetches the schema
+        first = rt[0]
+        rt, inside = await _timed_snapshots(link, query, max(1, repeat // 5))
+        snap = await link.snapshot(query, timeout=120)
+        cols = snap.variables[name].n_columns
+        table.add_row(
+            what, _ms(rt), _ms(inside) if inside else "-", f"first probe {first:.1f} ms; {cols} columns"
+        )
+    result = await link.execute(
+        "print('JOBS', len(spark.sparkContext.statusTracker().getJobIdsForGroup(None)) - jobs0)", timeout=60
+    )
+    table.add_row("spark jobs run by probing", result.stdout.strip(), "-", "statusTracker")
 
 
 if __name__ == "__main__":
@@ -159,5 +237,7 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--no-exact", action="store_true", help="skip the exact statistics (slow)")
+    parser.add_argument("--no-frames", action="store_true", help="skip Polars and Spark")
+    parser.add_argument("--frames-only", action="store_true", help="only Polars and Spark")
     args = parser.parse_args()
-    asyncio.run(main(args.rows, args.repeat, not args.no_exact))
+    asyncio.run(main(args.rows, args.repeat, not args.no_exact, not args.no_frames, not args.frames_only))

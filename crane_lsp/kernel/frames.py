@@ -377,7 +377,8 @@ def _frm_refusal():
     not the JVM, so a cell's Spark calls would reach the real session. A Dask distributed client
     likewise talks to a scheduler and workers outside the process. Read statically, no call."""
     for module in ("pyspark.core.context", "pyspark.context"):
-        if _frm_class_attr(module, "SparkContext", "_active_spark_context") is not None:
+        sc = _frm_class_attr(module, "SparkContext", "_active_spark_context")
+        if sc is not None and (_instance_dict(sc) or {}).get("_jsc") is not None:  # not stopped
             return (
                 "a Spark session is live: its JVM runs outside the kernel, a fork cannot copy or confine it"
             )
