@@ -42,14 +42,13 @@ def _jfd_open_fds():
     return sorted(int(n) for n in names if n.isdigit() and int(n) != listing)
 
 
-def _jfd_neutralise(keep):
-    """Replace every inherited descriptor but ``keep`` (the verdict pipe, the handover socket)."""
-    result = _JfdResult()
-    devnull = _jfd_os.open(_jfd_os.devnull, _jfd_os.O_RDWR | _jfd_os.O_CLOEXEC)
-    for fd in (0, 1, 2):
-        _jfd_os.dup2(devnull, fd)
+def _jfd_classify(keep):
+    """What to do with each inherited descriptor: ``(fd, flags, action)``, action one of "file"
+    (reopen read-only), "written" (reopen read-only; it was open for writing), "null" (/dev/null).
+    Pure: the kernel calls it before the fork to prepare the filter, the child to act on it."""
+    plan = []
     for fd in _jfd_open_fds():
-        if fd in keep or fd == devnull or fd <= 2:
+        if fd in keep or fd <= 2:
             continue
         try:
             info = _jfd_os.fstat(fd)
@@ -59,19 +58,41 @@ def _jfd_neutralise(keep):
         if flags & _JFD_O_PATH:
             continue  # an O_PATH handle reads and writes nothing; openat through it is filtered
         mode = info.st_mode
-        writable = flags & _jfd_os.O_ACCMODE != _jfd_os.O_RDONLY
         if _jfd_stat.S_ISCHR(mode) and (_jfd_os.major(info.st_rdev), _jfd_os.minor(info.st_rdev)) in (
             _JFD_HARMLESS_DEVICES
         ):
             continue
         if _jfd_stat.S_ISREG(mode) or _jfd_stat.S_ISDIR(mode):
+            writable = flags & _jfd_os.O_ACCMODE != _jfd_os.O_RDONLY
+            plan.append((fd, flags, "written" if writable else "file"))
+        else:
+            plan.append((fd, flags, "null"))
+    return plan
+
+
+def _jfd_expected(plan):
+    """The (shared, written) lists the child will report for ``plan`` if every reopen works."""
+    return sorted(fd for fd, _, a in plan if a == "null"), sorted(fd for fd, _, a in plan if a == "written")
+
+
+def _jfd_neutralise(keep):
+    """Replace every inherited descriptor but ``keep`` (the verdict pipe, the handover socket)."""
+    result = _JfdResult()
+    devnull = _jfd_os.open(_jfd_os.devnull, _jfd_os.O_RDWR | _jfd_os.O_CLOEXEC)
+    for fd in (0, 1, 2):
+        _jfd_os.dup2(devnull, fd)
+    for fd, flags, action in _jfd_classify(keep | {devnull}):
+        if action != "null":
             if _jfd_reopen(fd, flags):
-                (result.written if writable else []).append(fd)
+                if action == "written":
+                    result.written.append(fd)
                 continue
             result.notes.append(f"descriptor {fd} could not be reopened: it is poisoned")
         _jfd_os.dup2(devnull, fd, inheritable=False)
         result.shared.append(fd)
     _jfd_os.close(devnull)
+    result.shared.sort()
+    result.written.sort()
     return result
 
 

@@ -340,6 +340,38 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
     return p.assemble()
 
 
+_JSC_PID_MARK = 0x7FFFFFF0  # stands for the child's pid in a filter built before the fork
+_jsc_prepared: dict[tuple, tuple] = {}  # the last filter built, by descriptor sets (rarely change)
+
+
+def _jsc_prepare(notify, shared_fds, written_fds, pinned_fds, handover_fd):
+    """The filter for a child not forked yet: built (or taken from the cache) with a placeholder
+    pid, plus the offsets of the pid constants, so the child only patches a few words."""
+    key = (notify, tuple(shared_fds), tuple(written_fds), tuple(sorted(pinned_fds)), handover_fd)
+    found = _jsc_prepared.get(key)
+    if found is None:
+        program = _jsc_build(_JSC_PID_MARK, notify, shared_fds, written_fds, pinned_fds, handover_fd)
+        marks = (_JSC_PID_MARK, -_JSC_PID_MARK & 0xFFFFFFFF)
+        slots = [
+            (at, k == marks[1])
+            for at in range(0, len(program), 8)
+            for op, _jt, _jf, k in [_jsc_struct.unpack_from("HBBI", program, at)]
+            if op == 0x15 and k in marks
+        ]
+        _jsc_prepared.clear()
+        found = _jsc_prepared[key] = (program, slots)
+    return key, found
+
+
+def _jsc_for_pid(prepared, pid):
+    """A prepared filter with the child's pid written into its pid constants."""
+    program, slots = prepared
+    patched = bytearray(program)
+    for at, negative in slots:
+        _jsc_struct.pack_into("I", patched, at + 4, (-pid if negative else pid) & 0xFFFFFFFF)
+    return bytes(patched)
+
+
 class _JscFprog(_jsc_ctypes.Structure):
     _fields_ = [("len", _jsc_ctypes.c_ushort), ("filter", _jsc_ctypes.c_char_p)]
 

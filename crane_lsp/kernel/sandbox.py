@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
     from crane_lsp.kernel.frames import _frm_refusal
-    from crane_lsp.kernel.jail_fds import _jfd_neutralise
+    from crane_lsp.kernel.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
     from crane_lsp.kernel.jail_landlock import _jll_restrict
     from crane_lsp.kernel.jail_maps import _jmp_privatise, _JmpRefused
     from crane_lsp.kernel.jail_seccomp import (
@@ -25,7 +25,9 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _jsc_build,
         _jsc_check_platform,
         _jsc_describe,
+        _jsc_for_pid,
         _jsc_install,
+        _jsc_prepare,
         _jsc_probe_listener,
         _jsc_receive,
         _JscUnavailable,
@@ -143,7 +145,7 @@ def _sb_python_streams():
     _sb_sys.dont_write_bytecode = True
 
 
-def _sb_confine(handover_fd, keep, timings):
+def _sb_confine(handover_fd, keep, timings, prepared=None):
     """The jail, before any user code: descriptors, shared mappings, thread pools, Landlock, seccomp.
     Raises ``_JscUnavailable``/``_JmpRefused`` when the child cannot be confined (it then runs nothing)."""
     import socket
@@ -167,14 +169,12 @@ def _sb_confine(handover_fd, keep, timings):
         notes.append("thread pools set to one thread: " + ", ".join(sorted(set(threads))))
     listener = _jsc_probe_listener()
     notify = _JSC_RET_USER_NOTIF if listener else _JSC_RET_KILL_PROCESS
-    program = _jsc_build(
-        _sb_os.getpid(),
-        notify,
-        shared_fds=fds.shared,
-        written_fds=fds.written,
-        pinned_fds=[*fds.pinned, handover_fd],
-        handover_fd=handover_fd,
-    )
+    pinned = [*fds.pinned, handover_fd, *keep]  # the verdict pipe cannot be closed either
+    key = (notify, tuple(fds.shared), tuple(fds.written), tuple(sorted(pinned)), handover_fd)
+    if prepared is not None and prepared[0] == key:  # the kernel's forecast held: patch the pid in
+        program = _jsc_for_pid(prepared[1], _sb_os.getpid())
+    else:
+        program = _jsc_build(_sb_os.getpid(), notify, fds.shared, fds.written, pinned, handover_fd)
     import ctypes
 
     if ctypes.CDLL(None).prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, needed by Landlock too
@@ -338,7 +338,7 @@ def _sb_child(payload, write_fd, handover_fd):
         ipython = _sb_sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
         result["jail_ms"] = timings = {"before": round((_sb_time.perf_counter() - started) * 1000, 2)}
-        notes.extend(_sb_confine(handover_fd, {write_fd}, timings))
+        notes.extend(_sb_confine(handover_fd, {write_fd}, timings, payload.get("_filter")))
         result["notes"] = notes
         result["setup_s"] = round(_sb_time.perf_counter() - started, 4)
     except (_JscUnavailable, _JmpRefused) as exc:
@@ -507,6 +507,19 @@ def _sb_wait(pid, read_fd, handover, budget_s, started):
         return {"outcome": "unavailable", "message": "the sandboxed copy answered garbage"}
 
 
+def _sb_forecast_filter(keep, handover_fd):
+    """The seccomp filter the child will need, built here before the fork from this process's
+    descriptors (the child's are the same), or None; the child checks the forecast and rebuilds
+    it when a descriptor changed in between."""
+    try:
+        notify = _JSC_RET_USER_NOTIF if _jsc_probe_listener() else _JSC_RET_KILL_PROCESS
+        shared, written = _jfd_expected(_jfd_classify(keep | {handover_fd}))
+        pinned = [*shared, *written, handover_fd, *keep]
+        return _jsc_prepare(notify, shared, written, pinned, handover_fd)
+    except Exception:
+        return None
+
+
 def _sb_async_mode():
     """Whether the kernel runs cells inside an event loop (ipykernel 6+: ``asyncio.run`` fails)."""
     asyncio = _sb_sys.modules.get("asyncio")
@@ -544,6 +557,7 @@ def dry_run(payload_json):
 
     read_fd, write_fd = _sb_os.pipe()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    payload["_filter"] = _sb_forecast_filter({write_fd}, theirs.fileno())
     forking = _sb_time.perf_counter()
     begun = _sb_time.monotonic()
     with warnings.catch_warnings():
@@ -558,7 +572,12 @@ def dry_run(payload_json):
         _sb_os.setpgid(pid, pid)  # also here: killpg must work even before the child ran
     _sb_os.close(write_fd)
     theirs.close()
-    result = _sb_wait(pid, read_fd, ours, budget, begun)
+    try:
+        result = _sb_wait(pid, read_fd, ours, budget, begun)
+    except BaseException:  # an interrupt of the kernel while waiting: the child must not outlive it
+        _sb_kill(pid)
+        _sb_reap(pid)
+        raise
     result["fork_s"] = round(forked - forking, 4)
     result["round_trip_s"] = round(_sb_time.perf_counter() - started, 4)
     result["child_pid"] = pid
