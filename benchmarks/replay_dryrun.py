@@ -8,7 +8,7 @@ One kernel per notebook, sequential. Prints one row per notebook and the totals:
 
 - buggy targets observed with the labelled exception class (``meta.json`` ``ename``);
 - fixed targets flagged (must be 0: a flagged fixed target is a sandbox bug);
-- the reasons for the rest (timeout, blocked, unsupported, screened, ran clean).
+- the reasons for the rest (timeout, blocked, exits, unavailable, screened, ran clean).
 
 Run by hand: ``python benchmarks/replay_dryrun.py [--cases DIR] [--only SUBSTRING] [--budget S]``.
 """
@@ -151,7 +151,7 @@ def print_report(rows: list[Row], console: Console, budget: float) -> None:
     for r in rows:
         o = r.outcome
         on = r.on_verdict + (f" ({o.line})" if o and o.line else "")
-        if o and o.outcome in ("blocked", "timeout", "unsupported") and o.message:
+        if o and o.outcome in ("blocked", "timeout", "exits", "unavailable") and o.message:
             on += f": {o.message[:40]}"
         truth = (r.truth or "clean") + (f" ({r.truth_line})" if r.truth_line else "")
         ms = f"{(o.round_trip_s or 0) * 1000:.0f}" if o else "-"

@@ -1,10 +1,14 @@
-"""Kernel-side dry run: STANDARD LIBRARY ONLY, appended to the probe's source and sent as text.
+"""Kernel-side dry run: STANDARD LIBRARY ONLY, joined after the probe and the jail modules.
 
-``dry_run(payload_json)`` forks the kernel process. The child shares the parent's memory
-copy-on-write, cuts itself off (output to /dev/null, no network, side effects blocked by an audit
-hook, first in line for the OOM killer, dies with the parent), runs the cell against ITS copy of
-the namespace and reports over a pipe. The parent waits at most the budget, kills and reaps the
-child, and returns the outcome: raised / completed / timeout / blocked / unsupported.
+``dry_run(payload_json)`` transforms and compiles the cell, forecasts the seccomp filter, and forks
+the kernel process. The child shares the parent's memory copy-on-write; before any user code it
+confines itself (``jail_fds``: inherited descriptors replaced; ``jail_maps``: shared mappings made
+private; ``jail_threads``: native pools at one thread; ``jail_landlock``; ``jail_seccomp``, whose
+listener it hands to the parent), then runs the cell against ITS copy of the namespace and answers
+over a pipe. The parent polls the answer and the listener until the budget: the first syscall the
+filter parks ends the run as ``blocked``. It kills the child's process group, reaps it, and returns
+the outcome: raised / completed / timeout / blocked / exits (the cell ends the kernel) /
+unavailable (the jail cannot be built here: nothing ran).
 """
 
 import contextlib as _sb_contextlib
