@@ -185,12 +185,16 @@ class Pipeline:
 
     async def snapshot_for(self, facts: CellFacts) -> tuple[Snapshot | None, str | None]:
         """The kernel's view for this cell, or why there is none (busy, dead, no kernel)."""
+        return await self.snapshot_for_query(probe_query(facts, self.settings))
+
+    async def snapshot_for_query(self, query: ProbeQuery) -> tuple[Snapshot | None, str | None]:
+        """``snapshot_for`` with the query already built (the server builds it in its worker)."""
         if self.link is None:
             return None, "no kernel attached"
         from crane_lsp.kernel.link import KernelBusy, KernelDead, ProbeError
 
         try:
-            snap = await self.link.snapshot(probe_query(facts, self.settings))
+            snap = await self.link.snapshot(query)
         except KernelBusy:
             return None, "kernel busy: checked without runtime information"
         except KernelDead as exc:

@@ -23,6 +23,7 @@ from pygls.lsp.server import LanguageServer
 
 from crane_lsp import __version__
 from crane_lsp.server import presentation
+from crane_lsp.server.checkpass import DRY_RUN_MAX_LINES, run_checks_phase
 from crane_lsp.server.config import parse_settings, plain
 from crane_lsp.server.documents import (
     CellView,
@@ -37,6 +38,7 @@ from crane_lsp.server.offload import Offload
 from crane_lsp.server.protocol import CraneProtocol, strict_converter
 from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
 from crane_lsp.server.textdoc import for_python
+from crane_lsp.server.workerproc import ProcessOffload
 
 if TYPE_CHECKING:  # pydantic models: imported once the first settings or check need them
     from crane_lsp.kernel.link import KernelLink
@@ -146,7 +148,8 @@ class CraneServer(LanguageServer):
         self.cells = Debouncer(self._check_job)
         self.states = Debouncer(self._state_job)
         self.stats = Stats()
-        self.offload = Offload()  # checks run in a worker thread, interrupted when superseded
+        self.offload = Offload()  # the dry run / LLM CPU work: a thread, interrupted when superseded
+        self.procs = ProcessOffload()  # the built-in checks: a worker process (a parse holds the GIL)
         self.notices = Notices(self._show_message)
         self._bypass: set[str] = set()
         self._pipelines: dict[str, tuple[Any, Any, int]] = {}  # notebook -> (pipeline, link, rev)
@@ -181,6 +184,7 @@ class CraneServer(LanguageServer):
                     log.info("warming up %s: %s", name, exc)
 
         self._background(asyncio.to_thread(load))
+        self.procs.start()
 
     @property
     def encoding(self) -> str:
@@ -336,6 +340,7 @@ class CraneServer(LanguageServer):
         self.cells.cancel_all()
         self.states.cancel_all()
         await self.kernels.close()
+        self.procs.close()
 
     async def _state_job(self, uri: str) -> None:
         nb = self.notebooks.get(uri)
@@ -456,9 +461,7 @@ class CraneServer(LanguageServer):
             before = pipeline.last_snapshot
             source = for_python(cell.text)
             executed = [for_python(text) for text in executed]
-            prediction = await pipeline.predict(
-                source, executed=executed, layers={"checks"}, bypass_cache=bypass
-            )
+            prediction = await run_checks_phase(self.procs, pipeline, source, executed)
             snapshot = pipeline.last_snapshot if pipeline.last_snapshot is not before else None
             if snapshot is not None:
                 self.kernels.attachment(nb.uri).error = None  # the kernel answered
@@ -486,6 +489,9 @@ class CraneServer(LanguageServer):
             if prediction.crash and prediction.certainty in CERTAIN:
                 return
             if pipeline.llm is None and pipeline.dryrun is None:
+                return
+            if cell.line_count > DRY_RUN_MAX_LINES:  # its facts would be parsed in this process
+                log.info("%s: %d lines, no dry run / LLM from the editor", key, cell.line_count)
                 return
             later = await self._second_phase(pipeline, cell, source, executed, snapshot, bypass)
             self.stats.second_phase += 1
