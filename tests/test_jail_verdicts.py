@@ -8,7 +8,10 @@ a blocked operation and a cell that ends the kernel say so up front; ``on`` gets
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -82,3 +85,15 @@ def test_check_json_reports_the_timeout(tmp_path: Path, capsys: pytest.CaptureFi
     out = json.loads(capsys.readouterr().out)
     assert code in (0, 1)
     assert "did not finish in 3 s" in out[0]["message"], out
+
+
+async def test_a_kernel_that_dies_during_the_dry_run_is_reported(fresh_kernel: TestKernel) -> None:
+    pid = int(fresh_kernel.eval("__import__('os').getpid()"))
+    async with await KernelLink.connect(fresh_kernel.connection_file) as link:
+        pipeline = _pipeline(link, mode="on", budget=20.0)
+        task = asyncio.create_task(pipeline.predict("import time\ntime.sleep(15)", layers={"dryrun"}))
+        await asyncio.sleep(2.0)  # the dry run is under way
+        os.kill(pid, signal.SIGKILL)
+        prediction = await asyncio.wait_for(task, 60)
+    assert not prediction.crash
+    assert prediction.message == "the kernel died during the dry run", prediction
