@@ -29,7 +29,7 @@ SLOW_CRASH = "import time\ntime.sleep(3.5)\n1 / 0"
 
 
 def _pipeline(link: KernelLink, mode: str = "safe", budget: float = 1.0, recheck: float = 8.0) -> Pipeline:
-    settings = Settings(dry_run=mode, dry_run_budget_s=budget, dry_run_recheck_budget_s=recheck)  # type: ignore[arg-type]
+    settings = Settings(dry_run=mode, dry_run_budget_s=budget, dry_run_recheck_budget_s=recheck)  # type: ignore[arg-type,call-arg]
     return Pipeline(settings, link=link, dryrun=DryRunner(link, settings))
 
 
