@@ -51,6 +51,7 @@ class JupyterProc:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     proc: subprocess.Popen[bytes] | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    extra_args: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -89,6 +90,7 @@ class JupyterProc:
             f"--ServerApp.root_dir={self.root}",
             "--ServerApp.allow_remote_access=False",
         ]
+        cmd += self.extra_args
         if os.geteuid() == 0:
             cmd.append("--allow-root")
         if self.app != "server":

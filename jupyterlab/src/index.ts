@@ -226,6 +226,13 @@ class Crane {
     this.refresh();
   }
 
+  closeAll(): void {
+    for (const sync of this.syncs.values()) {
+      sync.dispose();
+    }
+    this.syncs.clear();
+  }
+
   current(): NotebookSync | null {
     const panel = this.tracker.currentWidget;
     return panel ? this.syncs.get(panel) || null : null;
@@ -322,6 +329,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker.currentChanged.connect(() => crane.refresh());
     tracker.forEach(panel => crane.track(panel));
     crane.installGuard();
+    // the server may outlive this page (jupyter-lsp shares it): tell it the notebooks are gone
+    window.addEventListener('pagehide', () => crane.closeAll());
 
     app.commands.addCommand(RECHECK, {
       label: 'crane: Re-check cell',

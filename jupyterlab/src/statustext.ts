@@ -69,11 +69,14 @@ export function statusLine(s: IStatusInput): IStatusLine {
   if (!srv) {
     return { text: 'crane: starting…', title: 'waiting for the first status of crane-lsp', level: 'busy' };
   }
-  if (srv.checking) {
-    return { text: 'crane: checking…', title: 'checking cells against the kernel', level: 'busy' };
-  }
   if (srv.kernel === 'none' || !srv.kernel) {
+    if (srv.checking) {
+      return { text: 'crane: checking…', title: 'checking cells (no kernel attached yet)', level: 'busy' };
+    }
     return warn('crane: not attached', oneLine(srv.message || 'the kernel is not attached yet'));
+  }
+  if (srv.checking) {
+    return { text: 'crane: ✓ attached · checking…', title: 'checking cells against the kernel', level: 'busy' };
   }
   const latency = typeof srv.lastLatencyMs === 'number' ? ` (last check ${Math.round(srv.lastLatencyMs)} ms)` : '';
   if (srv.kernel === 'busy') {

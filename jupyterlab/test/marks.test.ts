@@ -72,6 +72,9 @@ test('the status item says what is missing in one line', () => {
   assert.match(statusLine({ ...base, connection: 'ready', kernelStatus: 'dead' }).text, /kernel dead/);
   const attached = statusLine({ ...base, connection: 'ready', server: { kernel: 'attached', lastLatencyMs: 41.6 } });
   assert.equal(attached.text, 'crane: ✓ attached');
+  const checking = statusLine({ ...base, connection: 'ready', server: { kernel: 'attached', checking: true } });
+  assert.equal(checking.text, 'crane: ✓ attached · checking…');
+  assert.equal(statusLine({ ...base, connection: 'ready', server: { kernel: 'none', checking: true } }).text, 'crane: checking…');
   assert.match(attached.title, /42 ms/);
   const why = statusLine({ ...base, connection: 'ready', server: { kernel: 'none', message: 'no kernel yet for\n a.ipynb' } });
   assert.equal(why.title, 'no kernel yet for a.ipynb');
