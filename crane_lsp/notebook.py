@@ -68,13 +68,18 @@ class Notebook:
         """Code-cell indexes to execute before ``target``, as the notebook records its state.
 
         Cells other than the target that carry an execution count run in execution-count order (a
-        cell without one was never run, which is how out-of-order crashes reproduce); a notebook with
-        no counts at all runs the cells above the target in order.
+        cell without one was never run, which is how out-of-order crashes reproduce); when the target
+        itself ran, only the cells run before it (a lower count) built its state. A notebook with no
+        counts at all runs the cells above the target in order.
         """
         cells = self.code_cells
         counted = [(c.execution_count, i) for i, c in enumerate(cells) if i != target and c.execution_count]
         if not any(c.execution_count for c in cells):
             return list(range(target))
+        # a target that ran saw only the cells run before it: later runs were not part of its state
+        own = cells[target].execution_count if 0 <= target < len(cells) else None
+        if own:
+            counted = [(n, i) for n, i in counted if n < own]
         return [i for _, i in sorted(counted)]
 
 

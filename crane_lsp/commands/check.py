@@ -261,6 +261,8 @@ async def _check_target(
     try:
         if not quiet:
             report_replay_failures(console, report)
+            built = ", ".join(str(run.index + 1) for run in report.runs) or "none"
+            console.print(f"state for code cell {target + 1} built by code cells {built} (execution order)")
         cells = notebook.code_cells
         executed = [cells[run.index].source for run in report.runs if run.result.ok]
         pipeline = _pipeline(settings, link, llm)
