@@ -72,7 +72,7 @@ async def measure(link: KernelLink, runs: int) -> dict[str, list[float]]:
         out["fork"].append(r.get("fork_s") or 0.0)
         out["setup"].append(r.get("setup_s") or 0.0)
         out["jail"].append(sum((r.get("jail_ms") or {}).values()) / 1000)
-        out["cpu"].append(r.get("child_cpu_s") or 0.0)
+        out["cpu"].append(r.get("setup_cpu_s") or 0.0)
         out["dirty_mb"].append((r.get("child_private_dirty_kb") or 0) / 1024)
     return out
 
@@ -107,7 +107,7 @@ async def main_async(args: argparse.Namespace) -> None:
         "fork()",
         "child setup",
         "of which jail",
-        "child CPU",
+        "child CPU to the cell",
         "child total",
         "child copied MB (max)",
     )

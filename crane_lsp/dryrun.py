@@ -273,6 +273,7 @@ class DryRunOutcome(BaseModel):
     fork_s: float | None = None  # in the kernel: the fork() call itself
     round_trip_s: float | None = None
     budget_s: float | None = None
+    setup_cpu_s: float | None = None  # CPU time the child used up to the cell (limits + jail)
     child_cpu_s: float | None = None  # CPU time the child used (process_time counts from the fork)
     jail_ms: dict[str, float] | None = None  # in the child: milliseconds per confinement step
     child_private_dirty_kb: int | None = None

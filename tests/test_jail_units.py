@@ -169,3 +169,11 @@ def test_descriptors_and_mappings_are_replaced(tmp_path: Path) -> None:
     appender.close()
     reader.close()
     shared.close()
+
+
+def test_a_forecast_filter_patched_with_the_pid_is_the_filter_built_for_it() -> None:
+    sets = {"shared_fds": [5, 9], "written_fds": [7], "pinned_fds": [5, 7, 9, 11], "handover_fd": 11}
+    notify = jail_seccomp._JSC_RET_USER_NOTIF
+    _key, prepared = jail_seccomp._jsc_prepare(notify, *sets.values())  # type: ignore[arg-type]
+    for pid in (2, 4242, 4_000_000):
+        assert jail_seccomp._jsc_for_pid(prepared, pid) == jail_seccomp._jsc_build(pid, notify, **sets)  # type: ignore[arg-type]

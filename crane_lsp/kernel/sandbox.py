@@ -177,6 +177,7 @@ def _sb_confine(handover_fd, keep, timings, prepared=None):
     key = (notify, tuple(fds.shared), tuple(fds.written), tuple(sorted(pinned)), handover_fd)
     if prepared is not None and prepared[0] == key:  # the kernel's forecast held: patch the pid in
         program = _jsc_for_pid(prepared[1], _sb_os.getpid())
+        timings["forecast"] = 1.0
     else:
         program = _jsc_build(_sb_os.getpid(), notify, fds.shared, fds.written, pinned, handover_fd)
     import ctypes
@@ -345,6 +346,7 @@ def _sb_child(payload, write_fd, handover_fd):
         notes.extend(_sb_confine(handover_fd, {write_fd}, timings, payload.get("_filter")))
         result["notes"] = notes
         result["setup_s"] = round(_sb_time.perf_counter() - started, 4)
+        result["setup_cpu_s"] = round(_sb_time.process_time(), 4)  # the child's CPU clock starts at the fork
     except (_JscUnavailable, _JmpRefused) as exc:
         result.update(outcome="unavailable", message=str(exc))
         return _sb_answer(write_fd, result, started)
@@ -511,13 +513,13 @@ def _sb_wait(pid, read_fd, handover, budget_s, started):
         return {"outcome": "unavailable", "message": "the sandboxed copy answered garbage"}
 
 
-def _sb_forecast_filter(keep, handover_fd):
+def _sb_forecast_filter(keep, handover_fd, closed_in_child):
     """The seccomp filter the child will need, built here before the fork from this process's
     descriptors (the child's are the same), or None; the child checks the forecast and rebuilds
     it when a descriptor changed in between."""
     try:
         notify = _JSC_RET_USER_NOTIF if _jsc_probe_listener() else _JSC_RET_KILL_PROCESS
-        shared, written = _jfd_expected(_jfd_classify(keep | {handover_fd}))
+        shared, written = _jfd_expected(_jfd_classify(keep | {handover_fd} | closed_in_child))
         pinned = [*shared, *written, handover_fd, *keep]
         return _jsc_prepare(notify, shared, written, pinned, handover_fd)
     except Exception:
@@ -561,7 +563,7 @@ def dry_run(payload_json):
 
     read_fd, write_fd = _sb_os.pipe()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    payload["_filter"] = _sb_forecast_filter({write_fd}, theirs.fileno())
+    payload["_filter"] = _sb_forecast_filter({write_fd}, theirs.fileno(), {read_fd})
     forking = _sb_time.perf_counter()
     begun = _sb_time.monotonic()
     with warnings.catch_warnings():
