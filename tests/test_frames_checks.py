@@ -25,6 +25,8 @@ DD = (
     "right = dd.from_pandas(pd.DataFrame({'a': [1, 2], 'c': [5, 6]}), npartitions=1)\n"
 )
 CNF = "ColumnNotFoundError"
+DT = "frames.dtype"
+IOE = "InvalidOperationError"
 
 CASES = [
     # Polars DataFrame: raises at the call
@@ -63,6 +65,18 @@ CASES = [
     Case("lazy-no-collect", MC, PL, "plan = lf.select('zz')\nn = plan.explain\n", None),
     Case("lazy-fine", MC, PL, "x = lf.filter(pl.col('a') > 1).select('b').collect()\n", None),
     Case("lazy-rebound", MC, PL, "plan = lf.select('zz')\nplan = lf.select('a')\nx = plan.collect()\n", None),
+    # Polars dtypes: arithmetic between a String column and a number
+    Case("pl-str-arith", DT, PL, "x = df.with_columns(n=pl.col('b') + 1)\n", IOE, 0),
+    Case("pl-str-arith-filter", DT, PL, "x = df.filter(pl.col('a') > 0).select(2 * pl.col('b'))\n", IOE, 0),
+    Case("pl-str-arith-lazy", DT, PL, "plan = lf.select(pl.col('b') * 2)\nx = plan.collect()\n", IOE, 1),
+    Case(
+        "pl-str-arith-fine",
+        DT,
+        PL,
+        "x = df.with_columns(n=pl.col('a') + 1, s=pl.col('b') + 'x', t=pl.col('b').str.len_chars() + 1)\n"
+        "plan = lf.select(pl.col('b') * 2)\n",
+        None,
+    ),
     # Dask: KeyError at the call (checked against _meta)
     Case("dask-subscript", MC, DD, "x = ddf['zz']\n", "KeyError", 0),
     Case("dask-subscript-list", MC, DD, "x = ddf[['a', 'zz']]\n", "KeyError", 0),

@@ -18,7 +18,11 @@ Only column references that certainly reach the plan count: literal names, and `
 ``F.col('x')`` inside expression trees built from library calls and operators (not inside lambdas,
 conditionals or user functions, which may drop them). Regex and wildcard names are never read as
 columns. The schema must be complete (``exact_labels``); a deadline or a stopped session leaves the
-frame unknown and the check silent.
+frame unknown and the check silent. Spark Connect frames analyse lazily (the error comes at an
+action), so only classic ones are checked.
+
+``frames.dtype``: arithmetic between a Polars String column and a number (``pl.col('s') + 1``)
+raises ``InvalidOperationError`` — at the call, or at ``collect`` for a lazy plan.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from crane_lsp.checks.libcommon import (
 from crane_lsp.runtime import Snapshot
 
 CHECK_ID = "frames.missing-column"
+DTYPE_ID = "frames.dtype"
 
 _LIB_OF_KIND = {
     "polars_dataframe": "polars",
@@ -50,6 +55,7 @@ _LIB_OF_KIND = {
     "dask_dataframe": "dask",
     "spark_dataframe": "spark",
 }
+_ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _EXCEPTION = {"polars": "ColumnNotFoundError", "dask": "KeyError", "spark": "AnalysisException"}
 _COL_FUNCS = {"polars": ("polars", ("col",)), "spark": ("pyspark.sql", ("col", "column"))}
 
@@ -122,6 +128,17 @@ _EXPR_METHODS = {
 }
 #: grouped objects whose next call resolves the group keys (eager Polars, Spark)
 _GROUPERS = {"polars": "group_by", "spark": "groupBy"}
+#: the calls on a grouped object that certainly resolve its keys (an aggregation)
+_AGGREGATIONS = frozenset(
+    ("agg", "count", "sum", "mean", "avg", "max", "min", "len", "first", "last", "median", "n_unique")
+)
+
+
+@dataclass(frozen=True)
+class _Miss:
+    name: str
+    node: ast.AST | None  # the literal naming it (for a certain fix)
+    dtype_error: str | None = None  # set: the column exists, its dtype refuses the operation
 
 
 @dataclass(frozen=True)
@@ -132,14 +149,9 @@ class _Frame:
     text: str
     variables: tuple[str, ...]
     # a lazy plan that will fail when collected: (missing name, node holding it, labels it missed)
-    pending: tuple[str, ast.AST | None, tuple[str, ...]] | None = None
+    pending: tuple[_Miss, tuple[str, ...]] | None = None
     grouped: bool = False  # the result of group_by/groupBy: keys resolve at the next call
-
-
-@dataclass(frozen=True)
-class _Miss:
-    name: str
-    node: ast.AST | None  # the literal naming it (for a certain fix)
+    dtypes: tuple[str, ...] | None = None  # beside ``labels``
 
 
 def _has(lib: str, labels: tuple[str, ...], name: str) -> bool:
@@ -174,12 +186,16 @@ class _Reader:
             v = self.w.ev(node)
             if v is None or v.summary is None or v.kind not in _LIB_OF_KIND:
                 return None
+            if v.kind == "spark_dataframe" and (
+                v.summary.frame is None or v.summary.frame.library != "pyspark"
+            ):
+                return None  # Spark Connect analyses lazily: a missing column raises at the first action
             labels = exact_labels(v.summary)
             if labels is None or not all(isinstance(x, str) for x in labels):
                 return None
-            return _Frame(
-                _LIB_OF_KIND[v.kind], v.kind == "polars_lazyframe", labels, self.w.text(node), v.variables
-            )
+            lazy = v.kind == "polars_lazyframe"
+            dtypes = tuple(c.dtype for c in v.summary.columns or [])
+            return _Frame(_LIB_OF_KIND[v.kind], lazy, labels, self.w.text(node), v.variables, dtypes=dtypes)
         return None
 
     def _method_result(self, call: ast.Call, method: str) -> _Frame | None:
@@ -188,22 +204,24 @@ class _Reader:
         if base is None or base.grouped:
             return None
         if base.lib == "polars" and method == "lazy" and not base.lazy:
-            return _Frame("polars", True, base.labels, base.text, base.variables)
+            return _Frame("polars", True, base.labels, base.text, base.variables, dtypes=base.dtypes)
         if base.lazy and method == "collect":
             return None  # an eager frame, unless the plan fails: the check reports that
         pending = base.pending
         if base.lazy and pending is None and base.labels is not None:
             miss = self.misses(call, method, base)
             if miss:
-                pending = (miss[0].name, miss[0].node, base.labels)
+                pending = (miss[0], base.labels)
         if method == _GROUPERS.get(base.lib) and not base.lazy:
-            return _Frame(base.lib, False, base.labels, base.text, base.variables, grouped=True)
+            return _Frame(
+                base.lib, False, base.labels, base.text, base.variables, grouped=True, dtypes=base.dtypes
+            )
         keeps = method in _KEEPS[base.lib] and not has_star(call)
         if not base.lazy and not keeps:
             return None
-        return _Frame(
-            base.lib, base.lazy, base.labels if keeps else None, base.text, base.variables, pending=pending
-        )
+        if not keeps:
+            return _Frame(base.lib, base.lazy, None, base.text, base.variables, pending=pending)
+        return replace(base, pending=pending)
 
     # ---- column references ------------------------------------------------------------------------
     def misses(self, call: ast.Call, method: str, frame: _Frame) -> list[_Miss]:
@@ -229,7 +247,63 @@ class _Reader:
                 refs.extend(self._col_refs(lib, node))
         if method in ("join", "merge"):
             refs.extend(self._join_refs(call, frame))
-        return [m for m in refs if not _has(lib, frame.labels, m.name)]
+        missing = [m for m in refs if not _has(lib, frame.labels, m.name)]
+        if missing or lib != "polars" or frame.dtypes is None or method not in _EXPR_METHODS[lib]:
+            return missing
+        return self._dtype_misuse(call, frame)
+
+    def _dtype_misuse(self, call: ast.Call, frame: _Frame) -> list[_Miss]:
+        """``pl.col('s') + 1`` on a String column: Polars refuses arithmetic between str and numbers."""
+        assert frame.labels is not None and frame.dtypes is not None
+        dtype_of = dict(zip(frame.labels, frame.dtypes, strict=False))
+        out: list[_Miss] = []
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            for node in self._tree("polars", arg):
+                if not isinstance(node, ast.BinOp) or not isinstance(node.op, _ARITH):
+                    continue
+                for col_side, other in ((node.left, node.right), (node.right, node.left)):
+                    name = self._bare_col(col_side)
+                    if (
+                        name is not None
+                        and dtype_of.get(name) in ("String", "Utf8", "str")
+                        and isinstance(other, ast.Constant)
+                        and type(other.value) in (int, float)
+                    ):
+                        text = self.w.text(node)
+                        out.append(_Miss(name, None, f"arithmetic on the String column {name!r} ({text})"))
+        return out
+
+    def _bare_col(self, node: ast.AST) -> str | None:
+        if not (isinstance(node, ast.Call) and self._is_col("polars", node.func)):
+            return None
+        if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Constant):
+            return None
+        value = node.args[0].value
+        return value if isinstance(value, str) and _plain_name("polars", value) else None
+
+    def _tree(self, lib: str, node: ast.AST) -> list[ast.AST]:
+        """The nodes of an expression tree that certainly reach the plan (as ``_col_refs`` walks it)."""
+        out: list[ast.AST] = [node]
+        if isinstance(node, ast.Call):
+            if self._is_col(lib, node.func):
+                return out
+            inner: list[ast.AST] = []
+            if isinstance(node.func, ast.Attribute) and self._is_expr(lib, node.func.value):
+                inner.append(node.func.value)
+            elif not self._is_lib_call(lib, node.func):
+                return []
+            inner.extend(node.args)
+            inner.extend(k.value for k in node.keywords)
+            return out + [n for i in inner for n in self._tree(lib, i)]
+        if isinstance(node, ast.BinOp):
+            return out + self._tree(lib, node.left) + self._tree(lib, node.right)
+        if isinstance(node, ast.Compare):
+            return out + [n for c in (node.left, *node.comparators) for n in self._tree(lib, c)]
+        if isinstance(node, ast.UnaryOp):
+            return out + self._tree(lib, node.operand)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return out + [n for e in node.elts for n in self._tree(lib, e)]
+        return out
 
     def _literal_names(self, lib: str, node: ast.AST) -> list[_Miss]:
         if isinstance(node, ast.Constant):
@@ -334,26 +408,33 @@ def _stores(tree: ast.AST | None) -> dict[str, int]:
 def _finding(
     w: CellWalk, frame: _Frame, node: ast.AST, miss: _Miss, labels: tuple[str, ...], where: str
 ) -> list[Finding]:
-    message = f"column {miss.name!r} does not exist in {where}"
-    close = difflib.get_close_matches(miss.name, list(labels), n=1, cutoff=0.8)
-    if close:
-        message += f" (did you mean {close[0]!r}?)"
+    check_id, exc = CHECK_ID, _EXCEPTION[frame.lib]
+    if miss.dtype_error is not None:
+        check_id, exc, message = DTYPE_ID, "InvalidOperationError", f"{miss.dtype_error} in {where}"
+    else:
+        message = f"column {miss.name!r} does not exist in {where}"
+        close = difflib.get_close_matches(miss.name, list(labels), n=1, cutoff=0.8)
+        if close:
+            message += f" (did you mean {close[0]!r}?)"
     if frame.lazy:
         message += "; the lazy plan fails when it is collected"
     shown = ", ".join(repr(x) for x in labels[:12]) + (", …" if len(labels) > 12 else "")
     evidence = [(f"{where} schema", f"[{shown}] ({len(labels)} columns)")]
-    found = finding_at(w, CHECK_ID, _EXCEPTION[frame.lib], node, message, evidence, [])
+    if miss.dtype_error is not None and frame.dtypes is not None:
+        dtype = dict(zip(labels, frame.dtypes, strict=False)).get(miss.name)
+        evidence.append((f"{where}[{miss.name!r}] dtype", str(dtype)))
+    found = finding_at(w, check_id, exc, node, message, evidence, [])
     return [replace(f, variables=frame.variables) for f in found]
 
 
-def _hook(bound: dict[str, _Frame], stores: dict[str, int]) -> CheckHook:
+def _hook(bound: dict[str, _Frame], stores: dict[str, int], want: str) -> CheckHook:
     """The walk's step hook; ``bound`` keeps the lazy plans the cell names (immutable, bound once)."""
 
     def hook(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         r = _Reader(w, bound)
         found: list[tuple[tuple[int, int], list[Finding]]] = []
         for node in w.evaluated(stmt):
-            got = _node_findings(w, r, node)
+            got = [f for f in _node_findings(w, r, node) if f.check_id == want]
             if got:
                 end = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
                 found.append((end, got))
@@ -392,10 +473,12 @@ def _node_findings(w: CellWalk, r: _Reader, node: ast.AST) -> list[Finding]:
         return []
     if frame.lazy:
         if method == "collect" and frame.pending is not None:
-            name, lit, labels = frame.pending
-            return _finding(w, frame, node, _Miss(name, lit), labels, frame.text)
+            miss, labels = frame.pending
+            return _finding(w, frame, node, miss, labels, frame.text)
         return []
-    if frame.grouped:  # the grouping keys (and this call's expressions) resolve now
+    if frame.grouped:  # the grouping keys (and this call's expressions) resolve at an aggregation
+        if method not in _AGGREGATIONS:
+            return []
         group_call = node.func.value
         assert isinstance(group_call, ast.Call) and isinstance(group_call.func, ast.Attribute)
         base = r.frame(group_call.func.value)
@@ -417,13 +500,23 @@ def _node_findings(w: CellWalk, r: _Reader, node: ast.AST) -> list[Finding]:
     return []
 
 
-@check(CHECK_ID)
-def missing_frame_column(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
-    """A Polars, Dask or Spark frame asked for a column its schema does not have."""
+def _run(facts: CellFacts, snapshot: Snapshot, want: str) -> list[Finding]:
     if not any(s.kind in _LIB_OF_KIND for s in snapshot.variables.values()):
         return []
     try:
         tree: ast.AST | None = ast.parse(facts.python)
     except (SyntaxError, ValueError):
         return []
-    return run_walk(facts, snapshot, _hook({}, _stores(tree)))
+    return run_walk(facts, snapshot, _hook({}, _stores(tree), want))
+
+
+@check(CHECK_ID)
+def missing_frame_column(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """A Polars, Dask or Spark frame asked for a column its schema does not have."""
+    return _run(facts, snapshot, CHECK_ID)
+
+
+@check(DTYPE_ID)
+def frame_dtype(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+    """Arithmetic between a Polars String column and a number (``InvalidOperationError``)."""
+    return _run(facts, snapshot, DTYPE_ID)

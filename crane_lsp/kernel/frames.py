@@ -291,8 +291,9 @@ def _frm_spark_pairs(schema):
 
 def _frm_sum_spark(obj, s, query, clock):
     """``schema`` (a metadata round trip to the JVM or Connect server, no job), bounded."""
-    s["frame"] = {"library": "pyspark", "lazy": True}
     d = _instance_dict(obj) or {}
+    # classic DataFrames hold a JVM Dataset (analysed eagerly); Spark Connect ones a plan for a server
+    s["frame"] = {"library": "pyspark" if "_jdf" in d else "pyspark.connect", "lazy": True}
     schema = d.get("schema") or d.get("_schema")  # already fetched: no round trip at all
     if schema is None:
         if _frm_spark_stopped(obj):
