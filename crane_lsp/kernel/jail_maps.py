@@ -15,7 +15,6 @@ Joined into the probe's private module: top-level names carry the ``_jmp_`` pref
 
 import ctypes as _jmp_ctypes
 import os as _jmp_os
-import re as _jmp_re
 
 _JMP_PROT = {"r": 1, "w": 2, "x": 4}
 _JMP_MAP_PRIVATE = 0x02
@@ -23,10 +22,8 @@ _JMP_MAP_FIXED = 0x10
 _JMP_MAP_ANONYMOUS = 0x20
 _JMP_MREMAP_MAYMOVE = 1
 _JMP_MREMAP_FIXED = 2
-#: one row of /proc/self/maps whose permissions end in "s" (shared): start, end, rwx, offset, path
-_JMP_SHARED_ROW = _jmp_re.compile(
-    rb"^([0-9a-f]+)-([0-9a-f]+) ([r-][w-][x-])s ([0-9a-f]+) \S+ \S+ *(.*)$", _jmp_re.M
-)
+#: the permission fields of shared mappings, with the spaces around them
+_JMP_SHARED_PERMS = tuple(f" {r}{w}{x}s ".encode() for r in "r-" for w in "w-" for x in "x-")
 _JMP_FAILED = _jmp_ctypes.c_void_p(-1).value
 
 
@@ -48,14 +45,25 @@ def _jmp_libc():
 
 
 def _jmp_shared(maps):
-    """(start, end, prot, offset, path) of every shared mapping in ``maps`` (/proc/self/maps)."""
+    """(start, end, prot, offset, path) of every shared mapping in ``maps`` (/proc/self/maps).
+
+    Found with ``bytes.find`` on the eight shared permission fields rather than line by line: a
+    torch kernel has thousands of mappings and the child runs on a copy-on-write heap."""
     found = []
-    for m in _JMP_SHARED_ROW.finditer(maps):
-        start, end, perms, offset, path = m.groups()
-        prot = sum(_JMP_PROT[c] for c in perms.decode() if c in _JMP_PROT)
-        name = path.strip().decode("utf-8", "surrogateescape")
-        found.append((int(start, 16), int(end, 16), prot, int(offset, 16), name))
-    return found
+    for perms in _JMP_SHARED_PERMS:
+        at = maps.find(perms)
+        while at >= 0:
+            start = maps.rfind(b"\n", 0, at) + 1
+            end = maps.find(b"\n", at)
+            end = len(maps) if end < 0 else end
+            if b" " not in maps[start:at]:  # the permissions field, right after the address range
+                parts = maps[start:end].split(None, 5)
+                low, high = (int(x, 16) for x in parts[0].split(b"-"))
+                prot = sum(_JMP_PROT[c] for c in parts[1][:3].decode() if c in _JMP_PROT)
+                path = parts[5].strip().decode("utf-8", "surrogateescape") if len(parts) > 5 else ""
+                found.append((low, high, prot, int(parts[2], 16), path))
+            at = maps.find(perms, end)
+    return sorted(found)
 
 
 def _jmp_privatise(maps):
