@@ -303,3 +303,35 @@ def test_without_jupyter_lsp_the_status_says_so_and_the_notebook_works(browser: 
         context.close()
     finally:
         proc.stop()
+
+
+def test_a_server_that_does_not_start_is_said_in_the_status(browser: Any, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    write_notebook(root / "plain.ipynb", ["a = 1"])
+    proc = JupyterProc(root=root, dirs=tmp_path / "dirs", app="lab")
+    (proc.dirs / "config").mkdir(parents=True)
+    broken = {
+        "argv": [sys.executable, "-c", "raise SystemExit(3)"],  # a server that exits at once
+        "languages": ["crane-notebook"],
+        "version": 2,
+        "display_name": "broken",
+    }
+    config = {"LanguageServerManager": {"language_servers": {"crane-lsp": broken}}}
+    (proc.dirs / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
+    install_extension(proc.dirs / "data")
+    proc.start(timeout=120)
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        ui = Lab(page)
+        page.goto(f"{proc.url}lab/tree/plain.ipynb?token={proc.token}", wait_until="domcontentloaded")
+        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(state="visible", timeout=90_000)
+        ui.wait(lambda: "failed to start" in ui.status().inner_text(), timeout=60, what="the status line")
+        page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
+        ui.run(0)
+        ui.wait(lambda: ui.prompt(0) == "[1]:", what="the cell to run")
+        assert not ui.crane_errors(), ui.crane_errors()
+        context.close()
+    finally:
+        proc.stop()

@@ -24,6 +24,7 @@ interface IPending {
 
 const PREFIX = 'crane-jl-';
 const RETRY_MS = [1000, 2000, 5000, 10000, 30000];
+const INITIALIZE_TIMEOUT_MS = 30000;
 
 export class RpcClient {
   state: ConnectionState = 'connecting';
@@ -121,12 +122,26 @@ export class RpcClient {
 
   private async handshake(): Promise<void> {
     try {
-      await this.request('initialize', this.options.initialize(), 60000);
+      await this.request('initialize', this.options.initialize(), INITIALIZE_TIMEOUT_MS);
     } catch (err) {
-      // a second client on a shared server gets an error here; the session still works
       if (!this.socket) {
         return;
       }
+      if (String(err).includes('timed out')) {
+        // jupyter-lsp accepted the socket but the process never answered: it did not start
+        this.failures += 1;
+        this.setState('failed', 'crane-lsp did not answer (see the Jupyter server log)');
+        const socket = this.socket;
+        this.socket = null;
+        try {
+          socket.close();
+        } catch {
+          // already closed
+        }
+        this.retryTimer = setTimeout(() => this.connect(), RETRY_MS[RETRY_MS.length - 1]);
+        return;
+      }
+      // an error reply: a second client of a server another client initialised; the session works
     }
     this.ready = true;
     this.failures = 0;
