@@ -46,7 +46,8 @@ def register(ls: CraneServer) -> None:
     ) -> None:
         pushed = plain(params.settings)
         if isinstance(pushed, dict) and isinstance(pushed.get("crane"), dict):
-            server.apply_settings(pushed["crane"])
+            # a push names what changed: initializationOptions (e.g. the connection file) still hold
+            server.apply_settings(pushed["crane"], base=section(server.init_options))
         else:
             server.apply_settings(await server.pull_configuration(), base=section(server.init_options))
 

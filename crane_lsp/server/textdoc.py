@@ -48,12 +48,20 @@ def adopt(workspace: Any) -> None:
         workspace.__class__ = LspWorkspace
 
 
-def for_python(text: str) -> str:
-    """The cell text as the checks read it: one kind of line end, no lone surrogates.
+_LEADING_FORM_FEED = re.compile(r"^[ \t]*\f[ \t\f]*", re.MULTILINE)
 
-    Both keep every line and column where it was (a line end is not part of a line; a surrogate
-    becomes U+FFFD, one character), so findings map back onto the editor's text unchanged; a lone
-    surrogate cannot be compiled, and would otherwise cost the cell (and its script) its warnings."""
+
+def for_python(text: str) -> str:
+    """The cell text as the checks read it: one kind of line end, no lone surrogates, and form
+    feeds in indentation (Emacs page breaks) as spaces.
+
+    All keep every line and column where it was (a line end is not part of a line; a surrogate
+    becomes U+FFFD and a form feed a space, one character each), so findings map back onto the
+    editor's text unchanged. A lone surrogate cannot be compiled, and would otherwise cost the
+    cell (and its script) its warnings; Python reads a leading form feed as whitespace, but
+    IPython's cell transforms drop such lines and the positions after them would drift."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\f" in text:
+        text = _LEADING_FORM_FEED.sub(lambda m: m.group().replace("\f", " "), text)
     return _LONE_SURROGATE.sub("\ufffd", text)
