@@ -100,6 +100,10 @@ def test_dask_frames_from_meta_without_tasks(kernel: Any) -> None:
     assert by_s.kind == "dask_dataframe" and by_s.frame is not None and by_s.frame.npartitions is None
     assert [c.name for c in by_s.columns or []] == ["k", "v"]
     assert kernel.eval("len(tasks)") == "0"
+    assert (
+        "dask lazy (nothing runs until collect/compute/an action), npartitions 2, divisions known [0, 2, 3]"
+        in (render_snapshot(snap))
+    )
     kernel.run("ddf['v'].sum().compute()")
     assert int(kernel.eval("len(tasks)")) > 0  # the spy works: computing runs tasks
 

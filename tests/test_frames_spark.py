@@ -71,6 +71,22 @@ def test_spark_schema_without_a_job(spark_kernel: Any) -> None:
     assert _jobs(k) > before  # the tracker does see jobs: an action runs some
 
 
+def test_pandas_on_spark_labels_without_a_job(spark_kernel: Any) -> None:
+    k = spark_kernel
+    k.run(SPARK)
+    reply = k.run(
+        "import pyspark.pandas as ps\npsdf = ps.DataFrame({'a': [1, 2], 'b': ['x', 'y']})", allow_error=True
+    )
+    if reply["status"] == "error":
+        pytest.skip(f"pyspark.pandas unusable here: {reply['ename']}")
+    before = _jobs(k)
+    snap = snapshot(k, {"names": ["psdf"], "object_budget_s": 10, "request_budget_s": 30})
+    psdf = snap.variables["psdf"]
+    assert psdf.kind == "pandas_on_spark" and [c.name for c in psdf.columns or []] == ["a", "b"]
+    assert (psdf.columns or [])[0].dtype == "int64" and psdf.shape == [None, 2]
+    assert _jobs(k) == before
+
+
 CASES = [
     Case("spark-subscript", MC, SPARK, "x = sdf['zz']\n", AE, 0),
     Case("spark-select", MC, SPARK, "n = 1\nx = sdf.select('a', 'zz')\n", AE, 1),
