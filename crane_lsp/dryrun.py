@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
 from crane_lsp.cellcode import CellFacts, analyze
 from crane_lsp.prediction import Prediction, Source
 from crane_lsp.settings import Settings
@@ -66,7 +67,7 @@ _NETWORK_METHODS = _words(
 )
 _SHELL_CALLS = frozenset({"os.system", "os.popen", "os.execv", "os.execvp", "os.spawnl", "pty.spawn"})
 _STDIN_CALLS = frozenset({"input", "getpass", "getpass.getpass", "breakpoint", "fileinput.input"})
-_DYNAMIC_CALLS = frozenset({"exec", "eval", "compile", "__import__"})
+_DYNAMIC_CALLS = DYNAMIC_CODE_CALLS  # the one effects table (analysis/effects.py)
 _NETWORK_MODULES = _words(
     """
     requests urllib urllib3 httpx aiohttp socket smtplib ftplib paramiko boto3 botocore wandb mlflow
@@ -275,7 +276,7 @@ class DryRunOutcome(BaseModel):
     budget_s: float | None = None
     setup_cpu_s: float | None = None  # CPU time the child used up to the cell (limits + jail)
     child_cpu_s: float | None = None  # CPU time the child used (process_time counts from the fork)
-    jail_ms: dict[str, float] | None = None  # in the child: milliseconds per confinement step
+    jail_ms: dict[str, float] | None = None  # in the child: CPU milliseconds per confinement step
     child_private_dirty_kb: int | None = None
     child_pid: int | None = None
     notes: list[str] | None = None
