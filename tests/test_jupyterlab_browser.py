@@ -204,6 +204,16 @@ def test_squiggle_verdict_tooltip_status_recheck_fix_and_clean_cell(browser: Any
     ui.wait(lambda: int(status.get_attribute("data-predictions") or 0) > before, what="the re-check")
     assert "KeyError" in ui.verdict(1)
 
+    # Ignore this finding: gone for this text (the context menu holds the same two commands)
+    ui.cell(1).click(button="right")
+    menu = page.locator(".lm-Menu")
+    assert menu.locator(".lm-Menu-item", has_text="crane: Re-check cell").count() == 1
+    assert menu.locator(".lm-Menu-item", has_text="crane: Ignore this finding").count() == 1
+    page.keyboard.press("Escape")
+    ui.cell(1).locator(".cm-content").click()
+    ui.palette("crane: Ignore this finding")
+    ui.wait(lambda: not ui.marks(1) and not ui.verdict(1), what="the ignored finding to disappear")
+
     # a typed crash, then the fix
     typed = ui.set_text(1, 'total = df["qty"].sum() + df["prce"].max()')
     shown = ui.wait(lambda: ui.marks(1) in (['"prce"'], ['df["prce"]']), what="the typed KeyError")
