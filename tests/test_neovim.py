@@ -60,6 +60,7 @@ def test_neovim_squiggle_hover_action_fix(kernel: TestKernel, tmp_path: Path, od
     )
     seen = json.loads(out.read_text())
     assert "error" not in seen, seen
+    assert seen["attached"]["attached"] is True, seen  # crane.attachKernel, as the README documents it
     diag = seen["diag"]
     assert diag["code"] == "KeyError" and "amout" in diag["message"], seen
     assert diag["lnum"] == line, (diag, line)  # the file's line, as Neovim counts it

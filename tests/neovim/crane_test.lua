@@ -10,7 +10,7 @@ local function run()
     name = "crane",
     cmd = vim.fn.json_decode(vim.env.CRANE_NVIM_CMD),
     root_dir = vim.fn.fnamemodify(vim.env.CRANE_NVIM_FILE, ":h"),
-    init_options = { connectionFile = vim.env.CRANE_KERNEL, debounce = 200 },
+    init_options = { debounce = 200 },
   }
   local client_id
   if vim.lsp.start then
@@ -25,6 +25,11 @@ local function run()
   vim.wait(30000, function() return client.initialized end, 50)
   -- settings pushed later, as `:lua client.notify(...)` or a plugin would
   client.notify("workspace/didChangeConfiguration", { settings = { crane = { debounce = 50 } } })
+
+  -- attach the kernel as the README says (the reply tells whether it worked)
+  local attached = vim.lsp.buf_request_sync(bufnr, "workspace/executeCommand",
+    { command = "crane.attachKernel", arguments = { vim.uri_from_bufnr(bufnr), vim.env.CRANE_KERNEL } }, 30000)
+  for _, r in pairs(attached or {}) do result.attached = r.result end
 
   local function diags() return vim.diagnostic.get(bufnr) end
   vim.wait(90000, function() return #diags() > 0 end, 50)
