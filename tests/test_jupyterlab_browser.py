@@ -227,6 +227,11 @@ def test_squiggle_verdict_tooltip_status_recheck_fix_and_clean_cell(browser: Any
     # a kernel restart empties the state: crane re-attaches and the verdict follows the new state
     ui.set_text(1, 'total = df["prise"].sum()')
     ui.wait(lambda: "KeyError" in ui.verdict(1), what="KeyError again")
+    # an edit makes the shown verdict stale at once (the re-check comes after the debounce)
+    page.keyboard.press("End")
+    page.keyboard.type(" ")
+    ui.wait(lambda: "stale" in ui.verdict(1), timeout=0.25, what="the verdict to be marked stale")
+    ui.wait(lambda: "KeyError" in ui.verdict(1) and "stale" not in ui.verdict(1), what="the fresh verdict")
     page.keyboard.press("Escape")
     ui.palette("Restart Kernel…")
     page.locator(".jp-Dialog button", has_text="Restart").click()
