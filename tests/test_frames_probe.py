@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from crane_lsp.kernel.probe_install import call_expression
 from crane_lsp.runtime import render_snapshot
-from tests.probe_util import snapshot
+from tests.probe_util import _user_expressions, install_probe, snapshot
 
 pytest.importorskip("polars")
 pytest.importorskip("dask.dataframe")
@@ -114,3 +115,27 @@ def test_user_subclass_of_a_frame_is_not_read(kernel: Any) -> None:
     kernel.run("import polars as pl\nclass Mine(pl.DataFrame):\n    pass\nm = Mine({'a': [1]})")
     snap = snapshot(kernel, {"names": ["m"]})
     assert snap.variables["m"].kind == "other" and snap.variables["m"].columns is None
+
+
+def test_dry_run_refuses_polars_cells_once_its_pool_runs(kernel: Any) -> None:
+    """Polars' worker threads do not survive fork(): a forked Polars cell would hang to the budget."""
+    kernel.reset()
+    kernel.run(
+        "import polars as pl\nn = 100_000\n"
+        "df = pl.DataFrame({'a': range(n), 'b': [i % 7 for i in range(n)]})\n"
+        "g = df.group_by('b').agg(pl.col('a').sum())\n"
+    )
+    install_probe(kernel)
+
+    def dry(source: str) -> dict[str, Any]:
+        expr = call_expression("dry_run", {"source": source, "budget_s": 5.0})
+        result: dict[str, Any] = _user_expressions(kernel, "", {"r": expr}, 60)["r"]["data"][
+            "application/json"
+        ]
+        return result
+
+    polars_cell = dry("y = df.group_by('b').agg(pl.col('a').sum())\n")
+    assert polars_cell["outcome"] == "unavailable" and "Polars' thread pool" in polars_cell["message"]
+    other = dry("z = sum(range(10))\n")  # touches no Polars object: not refused for Polars
+    assert "Polars" not in (other.get("message") or "")
+    assert other["outcome"] in ("completed", "unavailable")

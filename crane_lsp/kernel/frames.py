@@ -15,8 +15,11 @@ or Dask distributed client. Joined into the probe's private module after ``probe
 names carry the ``_frm_`` prefix, the probe's helpers are used by their names.
 """
 
+import os as _frm_os
+import re as _frm_re
 import sys as _frm_sys
 import threading as _frm_threading
+import types as _frm_types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # in the kernel these come from probe.py, joined into the same module
@@ -29,6 +32,7 @@ if TYPE_CHECKING:  # in the kernel these come from probe.py, joined into the sam
         _instance_dict,
         _jsonable_number,
         _mro,
+        _shell,
         _trunc,
         _value_kind_numeric,
     )
@@ -371,12 +375,14 @@ def _frm_class_attr(module, cls_name, attr):
     return None
 
 
-def _frm_refusal():
-    """Why a fork of this kernel cannot run a cell faithfully and confined, or None.
+def _frm_refusal(source=""):
+    """Why a fork of this kernel cannot run the cell ``source`` faithfully and confined, or None.
 
     A live Spark session is a JVM (or a Connect server) behind a socket: the fork shares the socket,
     not the JVM, so a cell's Spark calls would reach the real session. A Dask distributed client
-    likewise talks to a scheduler and workers outside the process. Read statically, no call."""
+    likewise talks to a scheduler and workers outside the process. Polars' worker threads do not
+    survive a fork: once its pool runs, a cell using Polars deadlocks in the child on its first
+    parallel operation (measured: every group_by/collect timed out). Read statically, no call."""
     for module in ("pyspark.core.context", "pyspark.context"):
         sc = _frm_class_attr(module, "SparkContext", "_active_spark_context")
         if sc is not None and (_instance_dict(sc) or {}).get("_jsc") is not None:  # not stopped
@@ -397,4 +403,47 @@ def _frm_refusal():
         live = []
     if live:
         return "a Dask distributed client is live: its scheduler and workers run outside the kernel"
+    if source and _frm_polars_pool_live() and _frm_uses_polars(source):
+        return "Polars' thread pool is running: a forked copy would deadlock on its first parallel operation"
     return None
+
+
+def _frm_polars_pool_live():
+    if "polars" not in _frm_sys.modules:
+        return False
+    try:
+        tasks = _frm_os.listdir("/proc/self/task")
+    except OSError:
+        return False
+    for tid in tasks:
+        try:
+            with open("/proc/self/task/" + tid + "/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if name.startswith("polars-") and name[7:].isdigit():
+            return True
+    return False
+
+
+def _frm_uses_polars(source):
+    """Whether the cell names a Polars object, function or the module itself (by the user's names)."""
+    shell = _shell()
+    ns = shell.user_ns if shell is not None else _frm_sys.modules["__main__"].__dict__
+    for name in set(_frm_re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source)):
+        if name == "polars":
+            return True
+        value = ns.get(name, None)
+        if value is None:
+            continue
+        mro = _mro(value)
+        if _frm_types.ModuleType in mro:
+            mod = (_instance_dict(value) or {}).get("__name__")
+        elif type(value) in (_frm_types.FunctionType, _frm_types.BuiltinFunctionType):
+            mod = object.__getattribute__(value, "__module__")
+        else:
+            mod = _cls_module(value if type in mro else type(value))
+        top = mod.split(".")[0] if type(mod) is str else ""
+        if top == "polars":
+            return True
+    return False

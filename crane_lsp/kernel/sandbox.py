@@ -542,7 +542,7 @@ def dry_run(payload_json):
     started = _sb_time.perf_counter()
     if not hasattr(_sb_os, "fork"):
         return _DryRunResult({"outcome": "unavailable", "message": "this platform has no fork()"})
-    reason = _sb_cuda_reason() or _frm_refusal() or _jsc_check_platform()  # _frm_: frames.py
+    reason = _sb_cuda_reason() or _frm_refusal(payload.get("source", "")) or _jsc_check_platform()
     if reason:
         return _DryRunResult({"outcome": "unavailable", "message": reason})
     payload["async_mode"] = _sb_async_mode()
