@@ -221,6 +221,7 @@ export class Controller implements Disposable {
     for (const problem of problems) this.log(`Settings: ${problem}`);
     if (problems.length > 0) void this.host.showWarning(`crane: ${problems.join('; ')}`);
     this.options = options;
+    if (options.connectionFile !== this.state.connectionFile) this.update({ connectionFile: options.connectionFile });
     return options;
   }
 

@@ -45,6 +45,8 @@ export interface ClientState {
   status: ServerStatus;
   attachMode: AttachMode;
   detail?: string;
+  /** crane.connectionFile: the kernel for notebooks the editor gives none (instead of discovery). */
+  connectionFile?: string;
 }
 
 export interface StatusView {
@@ -66,8 +68,10 @@ export function formatLatency(ms: number): string {
 }
 
 export function renderStatus(state: ClientState): StatusView {
-  const fallback = FALLBACK_NOTE[state.attachMode];
-  const discovery = fallback ? ' (discovery)' : '';
+  const fallback = FALLBACK_NOTE[state.attachMode] && state.connectionFile
+    ? `Kernel from crane.connectionFile: ${state.connectionFile}`
+    : FALLBACK_NOTE[state.attachMode];
+  const discovery = fallback && !state.connectionFile ? ' (discovery)' : '';
   const lines: string[] = [];
   if (state.detail) lines.push(state.detail);
   switch (state.server) {

@@ -33,6 +33,15 @@ describe('crane/status handling', () => {
     assert.equal(parseStatus({ lastLatencyMs: null }, { ...INITIAL_STATUS, lastLatencyMs: 9 }).lastLatencyMs, null);
   });
 
+  it('names the kernel of crane.connectionFile instead of "discovery"', () => {
+    const state = { ...running({ kernel: 'attached', lastLatencyMs: 12 }, 'noJupyter'), connectionFile: '/k/kernel-1.json' };
+    const view = renderStatus(state);
+    assert.equal(view.text, '$(check) crane 12 ms');
+    assert.match(view.tooltip, /Kernel from crane\.connectionFile: \/k\/kernel-1\.json/);
+    assert.doesNotMatch(view.tooltip, /discovers kernels itself/);
+    assert.equal(renderStatus(running({ kernel: 'attached' }, 'noJupyter')).text, '$(check) crane (discovery)');
+  });
+
   it('renders kernel state, checking and latency', () => {
     assert.equal(renderStatus(running({ kernel: 'attached', lastLatencyMs: 37.4 })).text, '$(check) crane 37 ms');
     assert.equal(renderStatus(running({ kernel: 'attached', checking: true, lastLatencyMs: 37 })).text, '$(sync~spin) crane: checking');
