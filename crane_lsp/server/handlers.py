@@ -130,8 +130,8 @@ def register(ls: CraneServer) -> None:
         old_texts = {c.text for c in nb.view.cells}
         server.refresh_view(nb)
         edited = [c.key for c in nb.view.code_cells if c.text not in old_texts]
+        server.edited(nb, edited)  # first: an edited cell keeps its squiggle (stale) while re-checked
         server.publish(nb)  # lines may have moved: every squiggle of the script is placed again
-        server.edited(nb, edited)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def doc_close(server: CraneServer, params: types.DidCloseTextDocumentParams) -> None:
