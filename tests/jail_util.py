@@ -158,6 +158,8 @@ def jail_kernels(user: str) -> Iterator[JailKernel]:
             kernel, proc = _start_unprivileged(workdir)
         except Exception:
             searchable.__exit__(None, None, None)
+            shutil.rmtree(workdir, ignore_errors=True)
+            Path(f"{workdir}.log").unlink(missing_ok=True)
             raise
     else:
         kernel = start_test_kernel(workdir)
@@ -175,6 +177,7 @@ def jail_kernels(user: str) -> Iterator[JailKernel]:
             proc.wait(10)
             searchable.__exit__(None, None, None)
         shutil.rmtree(workdir, ignore_errors=True)
+        Path(f"{workdir}.log").unlink(missing_ok=True)
 
 
 def no_process_in_group(pgid: int) -> bool:
