@@ -11,16 +11,21 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import json
 import mmap
 import os
+import platform
 import signal
 import subprocess
+import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crane_lsp.kernel import jail_fds, jail_landlock, jail_maps, jail_seccomp
+from crane_lsp.kernel.probe_install import PROBE_SOURCE
 
 
 def _in_child(body: Callable[[], int]) -> int:
@@ -177,3 +182,39 @@ def test_a_forecast_filter_patched_with_the_pid_is_the_filter_built_for_it() -> 
     _key, prepared = jail_seccomp._jsc_prepare(notify, *sets.values())  # type: ignore[arg-type]
     for pid in (2, 4242, 4_000_000):
         assert jail_seccomp._jsc_for_pid(prepared, pid) == jail_seccomp._jsc_build(pid, notify, **sets)  # type: ignore[arg-type]
+
+
+def _probe_module() -> Any:
+    """The probe + jail + sandbox as the kernel gets them, loaded into a private module here."""
+    module = types.ModuleType("_crane_probe_test")
+    exec(compile(PROBE_SOURCE, "<crane-probe>", "exec"), module.__dict__)
+    return module
+
+
+def _dry_run(module: Any, source: str) -> dict[str, Any]:
+    result: dict[str, Any] = module.dry_run(json.dumps({"source": source, "budget_s": 5.0}))._data
+    return result
+
+
+def test_without_user_notification_a_blocked_call_kills_the_child(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    module = _probe_module()
+    module._jsc_probe_listener = lambda: False  # a kernel older than 5.0: SECCOMP_RET_KILL_PROCESS
+    result = _dry_run(module, f"import os\ntry:\n    os.unlink({str(victim)!r})\nexcept OSError:\n    pass")
+    assert result["outcome"] == "blocked" and "killed" in result["message"], result
+    assert victim.read_text() == "keep"
+
+
+def test_no_unconfined_fallback_where_the_jail_cannot_be_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _probe_module()
+    monkeypatch.setattr(platform, "machine", lambda: "riscv64")
+    result = _dry_run(module, "x = 1")
+    assert result["outcome"] == "unavailable" and "x86_64" in result["message"], result
+    monkeypatch.undo()
+    module._jsc_install = lambda program, listener: (_ for _ in ()).throw(
+        module._JscUnavailable("seccomp() failed: Operation not permitted")
+    )
+    result = _dry_run(module, "open('/tmp/crane-never-written', 'w')")
+    assert result["outcome"] == "unavailable" and "seccomp() failed" in result["message"], result
+    assert not os.path.exists("/tmp/crane-never-written")
