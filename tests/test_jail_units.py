@@ -79,6 +79,8 @@ def test_landlock_alone_refuses_writes(tmp_path: Path) -> None:
         "fork",
         "inherited_fd_high_bits",
         "fsetown",
+        "priority",
+        "raise_limit",
     ],
 )
 def test_seccomp_filter_cases(attempt: str, tmp_path: Path) -> None:
@@ -107,6 +109,13 @@ def test_seccomp_filter_cases(attempt: str, tmp_path: Path) -> None:
             import fcntl
 
             fcntl.fcntl(r, fcntl.F_SETOWN, victim.pid)
+        elif attempt == "priority":  # real-time priority as root would starve the machine
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+        elif attempt == "raise_limit":
+            import resource
+
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)  # reading passes
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         return 3  # still alive: the filter let it through
 
     code = _in_child(body)

@@ -28,7 +28,7 @@ _JSC_X86_64 = {
     "shmget": 29, "shmat": 30, "shmctl": 31, "fcntl": 72, "flock": 73, "fsync": 74, "fdatasync": 75,
     "truncate": 76, "ftruncate": 77, "rename": 82, "mkdir": 83, "rmdir": 84, "creat": 85, "link": 86,
     "unlink": 87, "symlink": 88, "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93, "lchown": 94,
-    "ptrace": 101, "syslog": 103, "setpriority": 141, "sched_setparam": 142,
+    "ptrace": 101, "syslog": 103, "setpriority": 141, "sched_setparam": 142, "setrlimit": 160,
     "sched_setscheduler": 144, "rt_sigqueueinfo": 129, "utime": 132, "mknod": 133, "uselib": 134,
     "vhangup": 153, "pivot_root": 155, "_sysctl": 156, "adjtimex": 159, "chroot": 161, "acct": 163,
     "settimeofday": 164, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169,
@@ -100,8 +100,9 @@ _JSC_WHAT = {
     "uses a descriptor shared with the kernel": "read readv pread64 preadv preadv2 ioctl epoll_ctl "
     "epoll_wait epoll_pwait epoll_pwait2 dup2 dup3 flock fcntl",
     "reaches into another process": "ptrace process_vm_writev pidfd_getfd process_madvise "
-    "migrate_pages move_pages prlimit64 setpriority sched_setparam sched_setscheduler "
-    "sched_setaffinity sched_setattr ioprio_set",
+    "migrate_pages move_pages sched_setaffinity",
+    "changes its priority or limits (it runs niced and capped)": "setpriority sched_setparam "
+    "sched_setscheduler sched_setattr ioprio_set setrlimit prlimit64",
     "uses shared memory or message queues": "shmget shmat shmctl semget semop semctl msgget msgsnd "
     "msgrcv msgctl semtimedop mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr",
     "changes the system": "mount umount2 pivot_root chroot open_tree move_mount fsopen fsconfig "
@@ -225,10 +226,8 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
     for name, label in (("open", "open"), ("openat", "openat"), ("clone", "clone"),
                         ("socket", "socket"), ("sendto", "sendto"), ("sendmsg", "sendmsg"),
                         ("kill", "kill"), ("rt_sigqueueinfo", "tgid"), ("tgkill", "tgid"),
-                        ("rt_tgsigqueueinfo", "tgid"), ("tkill", "tgid"), ("prlimit64", "self0"),
-                        ("sched_setaffinity", "self0"), ("sched_setparam", "self0"),
-                        ("sched_setscheduler", "self0"), ("sched_setattr", "self0"),
-                        ("setpriority", "self1"), ("ioprio_set", "self1"), ("ioctl", "ioctl"),
+                        ("rt_tgsigqueueinfo", "tgid"), ("tkill", "tgid"), ("prlimit64", "prlimit"),
+                        ("sched_setaffinity", "self0"), ("ioctl", "ioctl"),
                         ("migrate_pages", "self0"), ("move_pages", "self0")):  # fmt: skip
         p.skip_unless("eq", nr[name])
         p.goto(label)
@@ -238,9 +237,8 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
         p.skip_unless("eq", nr[name])
         p.ret(_JSC_RET_ERRNO | _JSC_ENOSYS)
     decided = {"open", "openat", "clone", "socket", "sendto", "sendmsg", "kill", "rt_sigqueueinfo",
-               "tgkill", "rt_tgsigqueueinfo", "tkill", "prlimit64", "sched_setaffinity",
-               "sched_setparam", "sched_setscheduler", "sched_setattr", "setpriority",
-               "ioprio_set", "ioctl", "migrate_pages", "move_pages", "fcntl", "read", "readv",
+               "tgkill", "rt_tgsigqueueinfo", "tkill", "prlimit64", "sched_setaffinity", "ioctl",
+               "migrate_pages", "move_pages", "fcntl", "read", "readv",
                "pread64", "preadv", "preadv2", "recvfrom", "recvmsg", "recvmmsg", "epoll_ctl",
                "epoll_wait", "epoll_pwait", "epoll_pwait2", "write", "writev", "pwrite64",
                "pwritev", "pwritev2", "ftruncate", "fallocate", "fsync", "fdatasync",
@@ -324,7 +322,15 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
         p.skip_unless("eq", target)
         p.ret(_JSC_RET_ALLOW)
     p.ret(notify)
-    for label, arg in (("tgid", 0), ("self0", 0), ("self1", 1)):
+    p.label("prlimit")  # reading limits passes; setting them (raising the memory cap as root) does not
+    p.ld(_jsc_arg(2))
+    p.skip_if("eq", 0)
+    p.ret(notify)
+    p.ld(_jsc_arg(2, high=True))
+    p.skip_if("eq", 0)
+    p.ret(notify)
+    p.ret(_JSC_RET_ALLOW)
+    for label, arg in (("tgid", 0), ("self0", 0)):
         p.label(label)
         p.ld(_jsc_arg(arg))
         for target in (pid,) if label == "tgid" else (pid, 0):

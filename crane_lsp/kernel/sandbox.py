@@ -188,6 +188,8 @@ def _sb_confine(handover_fd, keep, timings, prepared=None):
     abi = _jll_restrict()
     notes.append(f"landlock ABI {abi}" if abi else "landlock unavailable: seccomp only")
     t5 = clock()
+    with _sb_contextlib.suppress(OSError):
+        _sb_os.nice(10)  # the cell yields the CPU to everything else (the filter forbids it later)
     fd = _jsc_install(program, listener)
     channel = socket.socket(fileno=handover_fd)
     try:
@@ -353,8 +355,6 @@ def _sb_child(payload, write_fd, handover_fd):
     except BaseException as exc:  # a failure of the sandbox itself, not of the cell: nothing ran
         result.update(outcome="unavailable", message=f"the jail failed: {type(exc).__name__}: {exc}")
         return _sb_answer(write_fd, result, started)
-    with _sb_contextlib.suppress(OSError):
-        _sb_os.nice(10)  # the cell, not the jail's few milliseconds, yields the CPU to everything else
     try:
         _sb_execute(code, namespace, payload.get("async_mode", False))
     except _SandboxBlocked:
