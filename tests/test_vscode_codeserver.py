@@ -10,10 +10,11 @@ the external kernel, where the test ran the setup code. code-server is a *remote
 VS Code ignores machine-scoped settings from the User settings: the squiggle only appears when the
 extension's settings apply there.
 
-One code-server, one page, in order: notebook squiggle + hover (page load -> squiggle is printed),
-the fix clearing it (edit -> cleared is printed) and a new bug bringing it back, "crane: Re-check
-cell" from the command palette, the ``# %%`` script, the status-bar item, and the server's exit once
-its window is closed. ``-s`` shows the delays; they are also written to ``vscode-timings.json`` in the
+One code-server, one page, in order: notebook squiggle, hover and Quick Fix menu (page load ->
+squiggle is printed), the fix clearing it (edit -> cleared is printed) and a new bug bringing it
+back, "crane: Re-check cell" from the command palette, the ``# %%`` script, "crane: Attach kernel from
+connection file…" with VS Code's file dialog, the status-bar item, and the server's exit once its
+window is closed. ``-s`` shows the delays; they are also written to ``vscode-timings.json`` in the
 test's temporary folder. Screenshot: docs/img/vscode.png.
 
 Needs ``code-server`` (``.ci/setup.d/50-code-server.sh``), chromium and Playwright; without them the
@@ -281,6 +282,23 @@ class Workbench:
         self.wait(lambda: hover.count() and "crane" in str(hover.inner_text()), "crane's hover", timeout=15)
         return str(hover.inner_text())
 
+    def quick_fixes(self) -> list[str]:
+        """The Quick Fix menu (Ctrl+.) at the first squiggle: its entries, then closes it."""
+        box = self.page.locator(".squiggly-error:visible").first.bounding_box()
+        assert box is not None
+        self.page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        self.page.keyboard.press("Control+Period")
+        menu = self.page.locator(".action-widget:visible")
+        self.wait(
+            lambda: menu.count() and "crane" in str(menu.inner_text()), "crane's code actions", timeout=15
+        )
+        entries = [str(t).strip() for t in menu.locator(".action-label, .title").all_inner_texts()]
+        if not entries:
+            entries = [line.strip() for line in str(menu.inner_text()).splitlines()]
+        self.page.keyboard.press("Escape")
+        menu.wait_for(state="hidden", timeout=10_000)
+        return entries
+
     def pick_file(self, title: str, path: Path) -> None:
         """Answers the open dialog titled ``title``: in a remote window VS Code's own, a quick input
         that starts at the folder it was given and takes a typed path."""
@@ -450,6 +468,10 @@ def test_notebook_squiggle_hover_fix_and_new_bug(workbench: Workbench) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "vscode.png"))
     page.mouse.move(5, 5)
+
+    fixes = bench.quick_fixes()
+    assert any("crane: Apply suggested fix" in f and "price" in f for f in fixes), fixes
+    assert "crane: Ignore this finding" in fixes, fixes
 
     assert bench.problems() == "Errors: 1", bench.problems()
     typed = bench.edit_cell(1, BUGGY, "s", "c")  # 'prise' -> 'price'
