@@ -76,11 +76,15 @@ def _quiet_library_warnings() -> None:
     """Libraries' warnings (nbformat's validation, deprecations) stay off the user's terminal.
 
     They are about the libraries, not the notebook; ``PYTHONWARNINGS`` or ``-W`` still show them.
+    debugpy (imported with ipykernel when a kernel is started) prints a "frozen modules" notice
+    unless told not to validate its file names.
     """
+    import os
     import warnings
 
     if not sys.warnoptions:
         warnings.simplefilter("ignore")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
 
 if __name__ == "__main__":

@@ -62,9 +62,9 @@ def test_unreachable_llm_exits_non_zero_with_one_line() -> None:
         "--base-url", url, "--model", "m", "--votes", "1",
     )  # fmt: skip
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = _error_lines(proc.stderr)
-    assert len(lines) == 1, proc.stderr
-    assert "gave no answer" in lines[0]
+    errors = [line for line in _error_lines(proc.stderr) if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert "gave no answer" in errors[0] and _error_lines(proc.stderr)[-1] == errors[0]
     assert "Traceback" not in proc.stderr and proc.stdout.strip() == ""
 
 

@@ -98,9 +98,8 @@ def test_series_index_ndarray(k: TestKernel) -> None:
     assert arr.stats and arr.stats.has_nan and arr.stats.min == 1 and arr.stats.max == 4
     vec = snap.variables["vec"]
     assert vec.stats and vec.stats.value_kind == "categorical" and vec.stats.distinct == 7
-    assert (
-        snap.variables["scalar0d"].kind == "float" and snap.variables["scalar0d"].value == "np.float64(2.5)"
-    )
+    scalar = snap.variables["scalar0d"]
+    assert scalar.kind == "float" and scalar.value in ("np.float64(2.5)", "2.5")  # numpy 2 / numpy 1.26
 
 
 def test_index_membership_of_row_labels(k: TestKernel) -> None:
