@@ -539,6 +539,19 @@ def test_attach_kernel_from_connection_file_command(workbench: Workbench, tmp_pa
         other.stop()
 
 
+def test_user_settings_apply_in_the_remote_window(workbench: Workbench) -> None:
+    """code-server is a remote window: the interpreter of the User settings runs the server (VS Code
+    drops machine-scoped settings from there, and crane then fell back to `python3` on PATH)."""
+    logs = list(
+        (workbench.folder.parent / "user-data").glob("logs/*/exthost*/output_logging_*/*crane-lsp.log")
+    )
+    assert logs, "the extension's output channel has no log"
+    text = "\n".join(log.read_text() for log in logs)
+    assert (
+        f"Server command: {sys.executable} -m crane_lsp.cli serve (from crane.server.pythonPath)" in text
+    ), text
+
+
 def test_status_bar_item(workbench: Workbench) -> None:
     bench = workbench
     item = bench.page.locator("[id='crane-lsp.crane-lsp.crane.status']")
