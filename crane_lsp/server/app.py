@@ -23,7 +23,7 @@ from pygls.lsp.server import LanguageServer
 
 from crane_lsp import __version__
 from crane_lsp.server import presentation
-from crane_lsp.server.checkpass import DRY_RUN_MAX_LINES, run_checks_phase
+from crane_lsp.server.checkpass import DRY_RUN_MAX_LINES, PROCESS_MIN_LINES, run_checks_phase
 from crane_lsp.server.config import parse_settings, plain
 from crane_lsp.server.documents import (
     CellView,
@@ -461,7 +461,12 @@ class CraneServer(LanguageServer):
             before = pipeline.last_snapshot
             source = for_python(cell.text)
             executed = [for_python(text) for text in executed]
-            prediction = await run_checks_phase(self.procs, pipeline, source, executed)
+            if cell.line_count > PROCESS_MIN_LINES:  # a parse this big would hold the GIL too long
+                prediction = await run_checks_phase(self.procs, pipeline, source, executed)
+            else:  # a worker thread: no process round trips on the way of every keystroke
+                prediction = await pipeline.predict(
+                    source, executed=executed, layers={"checks"}, bypass_cache=bypass
+                )
             snapshot = pipeline.last_snapshot if pipeline.last_snapshot is not before else None
             if snapshot is not None:
                 self.kernels.attachment(nb.uri).error = None  # the kernel answered

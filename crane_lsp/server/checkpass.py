@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from crane_lsp.runtime import Snapshot
     from crane_lsp.settings import Settings
 
+#: cells longer than this are checked in the worker process; shorter ones in a worker thread of the
+#: server (their parse holds the GIL for milliseconds, and a process round trip costs more than that)
+PROCESS_MIN_LINES = 500
+
 #: cells longer than this are not dry-run from the editor (the dry run reads the cell's facts in
 #: the server process); their built-in checks still run, and ``crane-lsp check`` dry-runs any size
 DRY_RUN_MAX_LINES = 2000
@@ -50,9 +54,7 @@ def check(text: str, snapshot: Snapshot, executed: Sequence[str]) -> dict[str, A
 # ---------------------------------------------------------------------- on the event loop
 
 
-async def run_checks_phase(
-    offload: Any, pipeline: Any, text: str, executed: Sequence[str]
-) -> Prediction:
+async def run_checks_phase(offload: Any, pipeline: Any, text: str, executed: Sequence[str]) -> Prediction:
     """What ``pipeline.predict(text, layers={"checks"})`` answers, with the CPU work in ``offload``."""
     from crane_lsp.prediction import Prediction
     from crane_lsp.runtime import ProbeQuery

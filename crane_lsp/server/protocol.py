@@ -101,6 +101,8 @@ class FrameReader:
                 del buf[: end.end()]
                 continue
             size, body = int(length.group(1)), end.end()
+            if len(buf) < body + size and not settled:
+                return None  # the body is still on its way (a big message comes in many chunks)
             if len(buf) >= body + size:
                 ok, value = _loads(bytes(buf[body : body + size]))
                 if ok:
