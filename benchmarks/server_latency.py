@@ -1,10 +1,16 @@
-"""Last keystroke → ``publishDiagnostics`` through ``crane-lsp serve``, built-in checks only.
+"""``crane-lsp serve`` as an editor feels it, built-in checks only.
 
-Run by hand: ``python3 benchmarks/server_latency.py [--edits 60]``. Starts a real kernel holding a
-few DataFrames and a fitted scikit-learn model, the server over stdio (debounce 0, so the debounce
-delay is excluded), attaches the kernel the way the VS Code client does, then times edits to one
-cell (alternating crashing and clean texts) until the diagnostics for that cell arrive. Prints the
-median and p95, client-measured and as the server reports it (``crane/status.lastLatencyMs``).
+Run by hand: ``python3 benchmarks/server_latency.py [--edits 60] [--soak 2000] [--big 20000]``.
+Starts a real kernel holding a few DataFrames and a fitted scikit-learn model, the server over
+stdio (debounce 0, so the debounce delay is excluded), attaches the kernel the way the VS Code
+client does, and prints:
+
+- time to ``initialize`` (process start → reply), median of three starts;
+- keystroke → ``publishDiagnostics`` for one cell (alternating crashing and clean texts): median and
+  p95, client-measured and as the server reports it (``crane/status.lastLatencyMs``);
+- the longest event-loop stall while a ``--big``-line cell is checked: hovers on a small cell are
+  sent back to back until the big cell's diagnostic arrives; the slowest answer bounds the stall;
+- server RSS growth over ``--soak`` edits (kB per edit), read from ``/proc/<pid>/status``.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lsprotocol import types
-from pytest_lsp import make_test_lsp_client
+from pytest_lsp import LanguageClient, make_test_lsp_client
 
 from tests.conftest import start_test_kernel, stop_test_kernel
+from tests.raw_client import RawServer
 from tests.server_client import SERVER_COMMAND, SERVER_ENV, Notebook, start
 
 STATE = """
@@ -50,7 +57,61 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def main(edits: int) -> None:
+def time_to_initialize() -> float:
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        server = RawServer()
+        server.initialize()
+        times.append((time.perf_counter() - started) * 1000)
+        server.close()
+    return statistics.median(times)
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def next_diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    while True:
+        params = await client.protocol.wait_for_notification_async(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if params.uri == uri:
+            return list(params.diagnostics)
+
+
+async def longest_stall(client: LanguageClient, nb: Notebook, lines: int) -> tuple[float, float, int]:
+    """(slowest hover ms, check duration s, hovers answered) while a ``lines``-line cell is checked."""
+    body = "\n".join(f"v{i} = v{i - 1} + np.sqrt({i})" for i in range(1, lines))
+    text = f"import numpy as np\nv0 = 1\n{body}\nprint(big_cell_missing_name)\n"
+    done = asyncio.ensure_future(
+        _until(client, nb.cell_uris[1], lambda ds: any("big_cell_missing_name" in d.message for d in ds))
+    )
+    started = time.perf_counter()
+    nb.edit(1, text)
+    slowest, hovers = 0.0, 0
+    while not done.done():
+        t0 = time.perf_counter()
+        await client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=nb.cell_uris[0]),
+                position=types.Position(line=0, character=1),
+            )
+        )
+        slowest, hovers = max(slowest, (time.perf_counter() - t0) * 1000), hovers + 1
+        await asyncio.sleep(0.005)
+    return slowest, time.perf_counter() - started, hovers
+
+
+async def _until(client: LanguageClient, uri: str, predicate: object) -> None:
+    while not predicate(await next_diagnostics(client, uri)):  # type: ignore[operator]
+        pass
+
+
+async def main(edits: int, soak: int, big: int) -> None:
+    print(f"time to initialize (median of 3 starts): {time_to_initialize():.0f} ms")
     kernel = start_test_kernel()
     client = make_test_lsp_client()
     try:
@@ -97,6 +158,30 @@ async def main(edits: int) -> None:
                 f"check job (server, lastLatencyMs):      median {statistics.median(server_side):.1f} ms, "
                 f"p95 {pct(server_side, 0.95):.1f} ms"
             )
+        if big:
+            slowest, took, hovers = await longest_stall(client, nb, big)
+            print(
+                f"{big:,}-line cell checked in {took:.1f} s; longest event-loop stall meanwhile "
+                f"(slowest of {hovers} hovers): {slowest:.0f} ms"
+            )
+        if soak:
+            pid = client._server.pid if client._server else 0
+            for i in range(200):  # warm up: caches fill, then growth is what stays
+                nb.edit(1, TEXTS[i % len(TEXTS)] + f"\n# warm {i}")
+            nb.edit(1, "x = 1")
+            await asyncio.sleep(2.0)
+            before = rss_kb(pid)
+            for i in range(soak):
+                nb.edit(1, TEXTS[i % len(TEXTS)] + f"\n# soak {i}")
+                if i % 50 == 0:
+                    await asyncio.sleep(0.05)  # typing speed: let checks run
+            nb.edit(1, "x = 2")
+            await asyncio.sleep(3.0)
+            after = rss_kb(pid)
+            print(
+                f"RSS over {soak} edits: {before / 1024:.1f} → {after / 1024:.1f} MiB "
+                f"({(after - before) / soak:.2f} kB per edit)"
+            )
         await client.shutdown_session()
     finally:
         await client.stop()
@@ -106,4 +191,7 @@ async def main(edits: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=60)
-    asyncio.run(main(parser.parse_args().edits))
+    parser.add_argument("--soak", type=int, default=2000, help="edits for the RSS soak (0: skip)")
+    parser.add_argument("--big", type=int, default=20_000, help="lines of the big cell (0: skip)")
+    args = parser.parse_args()
+    asyncio.run(main(args.edits, args.soak, args.big))
