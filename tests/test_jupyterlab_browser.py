@@ -228,9 +228,14 @@ def test_squiggle_verdict_tooltip_status_recheck_fix_and_clean_cell(browser: Any
     ui.set_text(1, 'total = df["prise"].sum()')
     ui.wait(lambda: "KeyError" in ui.verdict(1), what="KeyError again")
     # an edit makes the shown verdict stale at once (the re-check comes after the debounce)
+    page.evaluate(
+        """() => { window.__craneStale = false; new MutationObserver(() => {
+             if (document.querySelector('.crane-verdict-stale')) { window.__craneStale = true; }
+           }).observe(document.body, { subtree: true, childList: true, attributes: true }); }"""
+    )
     page.keyboard.press("End")
     page.keyboard.type(" ")
-    ui.wait(lambda: "stale" in ui.verdict(1), timeout=0.25, what="the verdict to be marked stale")
+    ui.wait(lambda: page.evaluate("() => window.__craneStale"), what="the verdict to be marked stale")
     ui.wait(lambda: "KeyError" in ui.verdict(1) and "stale" not in ui.verdict(1), what="the fresh verdict")
     page.keyboard.press("Escape")
     ui.palette("Restart Kernel…")
