@@ -27,9 +27,8 @@ def test_cells_and_their_first_lines_round_trip() -> None:
     assert [b.text for b in blocks] == cells
     text_lines = joined(cells).split("\n")
     for block in blocks:
-        assert text_lines[block.first_line : block.first_line + block.text.count("\n") + 1] == block.text.split(
-            "\n"
-        )
+        shown = text_lines[block.first_line : block.first_line + block.text.count("\n") + 1]
+        assert shown == block.text.split("\n")
 
 
 def test_a_cell_with_two_blank_lines_is_kept_whole_when_the_saved_notebook_shows_it(tmp_path: Path) -> None:
@@ -50,7 +49,8 @@ def test_line_magics_come_back_as_typed() -> None:
 
 
 def test_virtual_documents_path_maps_to_the_notebook() -> None:
-    assert notebook_path(Path("/srv/nbs/.virtual_documents/sub/Sales.ipynb")) == Path("/srv/nbs/sub/Sales.ipynb")
+    virtual = Path("/srv/nbs/.virtual_documents/sub/Sales.ipynb")
+    assert notebook_path(virtual) == Path("/srv/nbs/sub/Sales.ipynb")
     assert notebook_path(Path("/srv/nbs/sub/Sales.ipynb")) == Path("/srv/nbs/sub/Sales.ipynb")
 
 
@@ -95,6 +95,7 @@ def test_attach_by_kernel_id_resolves_the_connection_file(tmp_path: Path) -> Non
     assert with_connection_file(args, [tmp_path])["connectionFile"] == str(cf)
     bare = {"notebookUri": "file:///x.ipynb", "connectionFile": "kernel-0b5c-11.json"}
     assert with_connection_file(bare, [tmp_path])["connectionFile"] == str(cf)
-    assert with_connection_file({"kernelId": "../../etc/passwd"}, [tmp_path]) == {"kernelId": "../../etc/passwd"}
+    escape = {"kernelId": "../../etc/passwd"}
+    assert with_connection_file(escape, [tmp_path]) == escape
     explicit = {"connectionFile": "/abs/kernel-1.json"}
     assert with_connection_file(explicit, [tmp_path]) == explicit
