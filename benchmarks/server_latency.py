@@ -166,8 +166,10 @@ async def main(edits: int, soak: int, big: int) -> None:
             )
         if soak:
             pid = client._server.pid if client._server else 0
-            for i in range(200):  # warm up: caches fill, then growth is what stays
+            for i in range(700):  # warm up: the parse cache (512 texts) fills, then growth is what stays
                 nb.edit(1, TEXTS[i % len(TEXTS)] + f"\n# warm {i}")
+                if i % 50 == 0:
+                    await asyncio.sleep(0.05)
             nb.edit(1, "x = 1")
             await asyncio.sleep(2.0)
             before = rss_kb(pid)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -125,6 +126,10 @@ class FrameReader:
             return (True, value) if ok else (False, raw)
 
 
+def _forget(futures: dict[Any, Any], key: Any, _future: Any) -> None:
+    futures.pop(key, None)
+
+
 class CraneProtocol(LanguageServerProtocol):
     """pygls's protocol, answering what it leaves unanswered (see the module docstring)."""
 
@@ -188,6 +193,28 @@ class CraneProtocol(LanguageServerProtocol):
             from pygls.exceptions import JsonRpcInvalidParams
 
             raise JsonRpcInvalidParams(str(exc)) from exc
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: Any = None,
+        kwargs: Any = None,
+    ) -> None:
+        """pygls keeps the future of every handler it runs by a fresh id, and forgets it only when it
+        answers a request: each notification (every keystroke's didChange) would stay forever."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if getattr(callback, "func", None) == self._send_handler_result:
+            return  # a request: forgotten once answered (and cancellable until then)
+        future = self._request_futures.get(msg_id)
+        if future is None:
+            return
+        if future.done():
+            self._request_futures.pop(msg_id, None)
+        else:
+            futures = self._request_futures
+            future.add_done_callback(functools.partial(_forget, futures, msg_id))
 
     # ------------------------------------------------------------------ documents
 
