@@ -472,6 +472,7 @@ def test_notebook_squiggle_hover_fix_and_new_bug(workbench: Workbench) -> None:
     assert "KeyError" in hover and "prise" in hover and "did you mean 'price'" in hover, hover
     assert "cell 1" in hover, "the hover names the cell that assigned df"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.wait_for_timeout(500)  # the hover fades in
     page.screenshot(path=str(SCREENSHOTS / "vscode.png"))
     page.mouse.move(5, 5)
 
