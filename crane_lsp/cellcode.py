@@ -23,6 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from crane_lsp.analysis.effects import (
+    DYNAMIC_CODE_CALLS,
+    HIGHER_ORDER_BUILTINS,
+    MUTATING_METHODS,
+    NAMESPACE_CALLS,
+    PANDAS_INPLACE_ONLY,
+    PURE_BUILTINS,
+)
+
 _log = logging.getLogger(__name__)
 _BUILTIN_NAMES = frozenset(dir(builtins))
 #: Builtins the checks rely on (``open``) or prove safe (``analysis.reach``), queried when the cell
@@ -412,35 +421,11 @@ _READER_FUNCS = _words(
 _PATH_KEYWORDS = ("filepath_or_buffer", "path", "io", "fname", "file", "filename", "fp", "path_or_buf")
 _OPEN_FUNCS = frozenset({"open", "io.open", "Image.open", "PIL.Image.open", "codecs.open"})
 
-#: Methods that change their receiver in place.
-_MUTATING_METHODS = _words(
-    """
-    append extend insert pop remove clear update setdefault sort reverse popitem add discard
-    difference_update intersection_update symmetric_difference_update fit fit_transform partial_fit
-    fit_predict fit_generator compile set_params load_state_dict load_weights to cuda cpu train
-    eval zero_grad step backward requires_grad_ set_index reset_index rename fillna dropna drop
-    drop_duplicates sort_values sort_index replace interpolate where mask clip set_axis resize put
-    fill itemset setflags shuffle seed send throw close __setitem__ __delitem__ __setattr__
-    add_module register_buffer register_parameter apply_ map_ build set_weights reset_states
-    flow_from_directory flow_from_dataframe next __next__ on_epoch_end reset
-    """
-)
-_PANDAS_INPLACE_ONLY = _words(
-    """
-    set_index reset_index rename fillna dropna drop drop_duplicates sort_values sort_index replace
-    interpolate where mask clip set_axis
-    """
-)
-#: Builtins that neither mutate their arguments nor touch files.
-_PURE_BUILTINS = _words(
-    """
-    len print str int float bool list dict tuple set frozenset sorted enumerate zip range
-    isinstance issubclass type repr abs min max sum any all round hash id map filter reversed
-    display format hasattr getattr callable divmod pow ord chr bin hex oct complex bytes bytearray
-    slice iter dir help ascii super object memoryview property staticmethod classmethod
-    """
-)
-_DYNAMIC_FUNCS = frozenset({"exec", "eval", "globals", "locals", "vars", "__import__", "execfile", "runfile"})
+# the effects of calls: one table for the cell analysis, the checks' walk and the dry-run screen
+_MUTATING_METHODS = MUTATING_METHODS
+_PANDAS_INPLACE_ONLY = PANDAS_INPLACE_ONLY
+_PURE_BUILTINS = PURE_BUILTINS | HIGHER_ORDER_BUILTINS
+_DYNAMIC_FUNCS = DYNAMIC_CODE_CALLS - {"compile"} | NAMESPACE_CALLS  # ``compile`` only builds code
 _FILE_METHODS = _words(
     """
     system run call check_call check_output Popen urlretrieve download download_file extract
@@ -505,6 +490,26 @@ def _chain_parts(node: ast.AST) -> list[str] | None:
         parts.append(node.id)
         return parts[::-1]
     return None
+
+
+_LEAVES = (ast.Break, ast.Continue, ast.Return, ast.Raise, ast.Try, ast.Yield, ast.YieldFrom, ast.Await)
+
+
+def _non_empty(node: ast.expr) -> bool:
+    """A ``for`` iterable that certainly yields an item: a non-empty literal, or ``range`` of int literals."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return bool(node.elts) and not any(isinstance(e, ast.Starred) for e in node.elts)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return bool(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
+        args = [a.value if isinstance(a, ast.Constant) and type(a.value) is int else None for a in node.args]
+        if node.keywords or not 1 <= len(args) <= 3 or None in args:
+            return False
+        try:
+            return len(range(*args)) > 0  # type: ignore[arg-type]
+        except ValueError:
+            return False
+    return False
 
 
 def _bound_in(body: list[ast.stmt]) -> set[str]:
@@ -678,7 +683,14 @@ class _Analyzer:
                     n.id for n in ast.walk(node.target) if isinstance(n, ast.Name) and self.is_global(n.id)
                 } - self.bound
         self.bound |= target_names  # inside the body the loop variable is always bound
-        self.guarded_block(node.body)
+        head: list[ast.stmt] = []
+        if isinstance(node, ast.For) and _non_empty(node.iter):  # the first pass certainly runs ...
+            for st in node.body:  # ... up to a statement that could leave it early
+                if any(isinstance(n, _LEAVES) for n in ast.walk(st)):
+                    break
+                head.append(st)
+        self.stmts(head)
+        self.guarded_block(node.body[len(head) :])
         self.bound -= target_names
         self.loop_starts.pop()
         self.guarded_block(node.orelse)

@@ -58,8 +58,17 @@ def test_branches_and_loops_make_names_maybe_bound() -> None:
 
 
 def test_loop_body_reads_of_names_bound_later_in_the_body() -> None:
-    f = analyze("for _ in range(3):\n    total = total + 1\n")
+    f = analyze("for _ in range(n):\n    total = total + 1\n")
     assert f.reads[-1].name == "total" and f.reads[-1].maybe_bound and f.reads[-1].guarded
+    # over a non-empty literal range the first pass certainly runs: not guarded, but still maybe bound
+    f = analyze("for _ in range(3):\n    total = total + 1\n")
+    assert f.reads[-1].name == "total" and f.reads[-1].maybe_bound and not f.reads[-1].guarded
+
+
+def test_first_pass_of_a_loop_over_known_items_is_certain() -> None:
+    f = analyze("for c in ['a', 'b']:\n    print(x)\n    if c:\n        break\n    print(y)\n")
+    assert [(r.name, r.guarded) for r in f.reads if r.name in "xy"] == [("x", False), ("y", True)]
+    assert all(r.guarded for r in analyze("for c in []:\n    print(x)\n").reads if r.name == "x")
 
 
 def test_try_boolop_ifexp_are_guarded() -> None:

@@ -137,3 +137,136 @@ def test_values_built_inside_the_call(kernel, case: Case) -> None:
     import crane_lsp.checks.sklearn  # noqa: F401  (registers the checks)
 
     verify(kernel, case)
+
+
+LOOP_SETUP = (
+    "from sklearn.decomposition import PCA\npca = PCA(n_components=2)\n"
+    "fitted = PCA(n_components=2).fit([[0, 1], [1, 0], [2, 2]])"
+)
+
+LOOP_BODIES = [
+    # the first pass of a loop over a non-empty literal or range certainly runs its body
+    Case(
+        "undefined-in-range-loop",
+        "python.undefined-name",
+        "",
+        "total = 0\nfor i in range(3):\n    total += undefined_step\n",
+        "NameError",
+        2,
+    ),
+    Case(
+        "defined-in-range-loop",
+        "python.undefined-name",
+        "step = 2",
+        "total = 0\nfor i in range(3):\n    total += step\n",
+        None,
+    ),
+    Case(
+        "empty-range-loop",
+        "python.undefined-name",
+        "",
+        "for i in range(0):\n    print(undefined_step)\n",
+        None,
+    ),
+    Case(
+        "unfitted-components-in-loop",
+        "python.missing-attribute",
+        LOOP_SETUP,
+        "for k in [0, 1]:\n    print(pca.components_[k])\n",
+        "AttributeError",
+        1,
+    ),
+    Case(
+        "fitted-components-in-loop",
+        "python.missing-attribute",
+        LOOP_SETUP,
+        "for k in [0, 1]:\n    print(fitted.components_[k])\n",
+        None,
+    ),
+    Case(
+        "break-before-the-use",
+        "python.undefined-name",
+        "",
+        "for i in range(3):\n    if i == 0:\n        break\n    print(undefined_step)\n",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", LOOP_BODIES, ids=str)
+def test_loop_bodies(kernel, case: Case) -> None:
+    import crane_lsp.checks.python  # noqa: F401  (registers the checks)
+
+    verify(kernel, case)
+
+
+KERAS_ARRAYS = """
+import numpy as np
+from tensorflow import keras
+X = np.zeros((8, 4), dtype='float32')
+y3 = np.eye(3, dtype='float32')[[0, 1, 2, 0, 1, 2, 0, 1]]
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation='softmax')])
+model.compile(optimizer='adam', loss='categorical_crossentropy')
+model3 = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation='softmax')])
+model3.compile(optimizer='adam', loss='categorical_crossentropy')
+"""
+
+KERAS_TARGETS = [
+    Case(
+        "one-hot-width",
+        "keras.units-classes",
+        KERAS_ARRAYS,
+        "h = model.fit(X, y3, epochs=1, verbose=0)\n",
+        "ValueError",
+        0,
+    ),
+    Case(
+        "one-hot-width-matches",
+        "keras.units-classes",
+        KERAS_ARRAYS,
+        "h = model3.fit(X, y3, epochs=1, verbose=0)\n",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", KERAS_TARGETS, ids=str)
+def test_keras_one_hot_array_targets(kernel, case: Case) -> None:
+    import crane_lsp.checks.keras  # noqa: F401  (registers the checks)
+
+    verify(kernel, case)
+
+
+TEXT = """
+import pandas as pd
+shop = pd.DataFrame({'price': [1.5, 2.0], 'qty': [3, 4]})
+shop['name'] = pd.Series(['pen', 'ink'], dtype='string')
+"""
+
+TEXT_ARITHMETIC = [
+    Case(
+        "number-plus-text",
+        "pandas.text-arithmetic",
+        TEXT,
+        "total = shop['price'] + shop['name']\n",
+        "TypeError",
+        0,
+    ),
+    Case(
+        "text-minus-number",
+        "pandas.text-arithmetic",
+        TEXT,
+        "n = 1\nd = shop['name'] - shop['qty']\n",
+        "TypeError",
+        1,
+    ),
+    Case("number-times-text", "pandas.text-arithmetic", TEXT, "rep = shop['qty'] * shop['name']\n", None),
+    Case("number-plus-number", "pandas.text-arithmetic", TEXT, "total = shop['price'] * shop['qty']\n", None),
+]
+
+
+@pytest.mark.parametrize("case", TEXT_ARITHMETIC, ids=str)
+def test_arithmetic_with_a_text_column(kernel, case: Case) -> None:
+    import crane_lsp.checks.frame_ops  # noqa: F401  (registers the check)
+
+    verify(kernel, case)

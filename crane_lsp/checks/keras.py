@@ -50,8 +50,48 @@ def _output_width(model: Val) -> int | None:
     return None
 
 
+def _array_targets(w: CellWalk, node: ast.AST) -> list[Finding]:
+    """``model.fit(X, y)`` with a one-hot array ``y`` (n, k) against a categorical loss and a final width
+    other than k: Keras rejects the shapes on the first batch."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or has_star(node):
+        return []
+    if node.func.attr not in DATA_METHODS:
+        return []
+    model = w.ev(node.func.value)
+    if model is None or model.kind != "keras_model" or model.summary is None or model.summary.nn is None:
+        return []
+    nn = model.summary.nn
+    y_node = node.args[1] if len(node.args) > 1 else kwarg(node, "y")
+    y = w.ev(y_node) if y_node is not None else None
+    if y is None or y.kind != "ndarray" or y.shape is None or len(y.shape) != 2 or y.shape[1] is None:
+        return []
+    width = _output_width(model)
+    if nn.loss not in ("categorical_crossentropy", "CategoricalCrossentropy") or width is None:
+        return []
+    if width == y.shape[1]:
+        return []
+    return [
+        Finding(
+            check_id="keras.units-classes",
+            exception="ValueError",
+            span=span_of(node, w.lines),
+            message=f"{model.text} outputs {width} values per sample but {y.text} holds one-hot targets of "
+            f"{y.shape[1]} classes ({nn.loss})",
+            evidence=(
+                (f"{model.text} output width", str(width)),
+                (f"{y.text}.shape", str(tuple(y.shape))),
+                (f"{model.text}.loss", str(nn.loss)),
+            ),
+            variables=tuple(dict.fromkeys((*model.variables, *y.variables))),
+        )
+    ]
+
+
 def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     for node in w.evaluated(stmt):
+        found = _array_targets(w, node)
+        if found:
+            return found
         got = _model_and_iterator(w, node)
         if got is None:
             continue

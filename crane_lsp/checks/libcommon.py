@@ -19,11 +19,13 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from crane_lsp.analysis.effects import MUTATING_LIB_FUNCS, PURE_BUILTINS, PURE_LIBRARIES
 from crane_lsp.cellcode import UNTRUSTED_ALL, CellFacts, Span
 from crane_lsp.checks.base import Finding
 from crane_lsp.runtime import ObjectSummary, Snapshot, ValueStats
@@ -31,53 +33,8 @@ from crane_lsp.runtime import ObjectSummary, Snapshot, ValueStats
 #: Passes of one ``for`` loop the walk follows, and loop-body statements it visits in all.
 MAX_LOOP_PASSES = 50
 MAX_LOOP_STEPS = 2000
-#: Library modules whose functions do not mutate (or reshape) their arguments.
-PURE_LIBS = (
-    "numpy",
-    "pandas",
-    "sklearn",
-    "matplotlib",
-    "seaborn",
-    "torch",
-    "tensorflow",
-    "keras",
-    "scipy",
-    "statsmodels",
-    "math",
-)
-#: Builtins that never change their arguments.
-PURE_BUILTINS = frozenset(
-    {
-        "print",
-        "len",
-        "sum",
-        "min",
-        "max",
-        "range",
-        "list",
-        "tuple",
-        "sorted",
-        "repr",
-        "str",
-        "int",
-        "float",
-        "bool",
-        "abs",
-        "round",
-        "type",
-        "isinstance",
-        "display",
-        "enumerate",
-        "zip",
-        "set",
-        "dict",
-        "any",
-        "all",
-        "format",
-        "id",
-        "hash",
-    }
-)
+#: What calls do (pure libraries and builtins, in-place library functions): the one effects table.
+PURE_LIBS = PURE_LIBRARIES
 #: Kinds of value whose methods only ever change the value itself, never their arguments.
 LIB_KINDS = frozenset(
     {
@@ -299,8 +256,6 @@ _CHAIN_METHODS = (
 )
 #: Values that no change through another reference can affect.
 _IMMUTABLE_KINDS = frozenset({"int", "str", "module", "module_attr"})
-#: Library functions that DO change an argument in place.
-MUTATING_LIB_FUNCS = frozenset({"shuffle", "copyto", "put", "place", "fill_diagonal", "putmask"})
 
 
 @dataclass(frozen=True)
@@ -1473,22 +1428,34 @@ class _Trace:
     states: list[tuple[ast.stmt, int, int, ast.stmt | None, bool, bool, int, frozenset[str], str]]
 
 
-_TRACES: OrderedDict[tuple[int, int], _Trace] = OrderedDict()
+#: The walk shared by the checks of one ``run_checks`` call (see ``shared_walk``); None outside one.
+_SHARED: ContextVar[list[_Trace] | None] = ContextVar("crane_shared_walk", default=None)
+
+
+@contextmanager
+def shared_walk() -> Iterator[None]:
+    """Within this block every check walking the same (facts, snapshot) replays ONE recorded walk."""
+    token = _SHARED.set([])
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def _trace(facts: CellFacts, snapshot: Snapshot) -> _Trace:
-    key = (id(facts), id(snapshot))
-    got = _TRACES.get(key)
-    if got is not None and got.facts is facts and got.snapshot is snapshot:
-        return got
+    shared = _SHARED.get()
+    if shared:
+        got = shared[0]
+        if got.facts is facts and got.snapshot is snapshot:
+            return got
     w = CellWalk(facts, snapshot)
     states = [
         (stmt, len(w.log), w.line, w._stmt, w._shared_line, w.opaque, w._ver, w._dirty, w.loop_note)
         for stmt in w.steps()
     ]
-    got = _TRACES[key] = _Trace(facts, snapshot, w, states)
-    while len(_TRACES) > 8:
-        _TRACES.popitem(last=False)
+    got = _Trace(facts, snapshot, w, states)
+    if shared is not None:
+        shared[:] = [got]
     return got
 
 

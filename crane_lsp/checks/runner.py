@@ -13,8 +13,10 @@ import importlib
 import logging
 from collections.abc import Callable
 
+from crane_lsp.analysis.effects import PURE_LIBRARIES
 from crane_lsp.cellcode import CellFacts
 from crane_lsp.checks.base import REGISTRY, CheckFn, Finding
+from crane_lsp.checks.libcommon import shared_walk
 from crane_lsp.runtime import Snapshot
 
 _log = logging.getLogger(__name__)
@@ -28,6 +30,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "crane_lsp.checks.plotting",
     "crane_lsp.checks.keras",
     "crane_lsp.checks.frames",
+    "crane_lsp.checks.frame_ops",
 )
 
 
@@ -48,14 +51,8 @@ def load_checks(modules: tuple[str, ...] = CHECK_MODULES) -> dict[str, CheckFn]:
     return dict(REGISTRY.checks)
 
 
-#: Top-level packages whose functions do not change the arguments they are given (numpy's
-#: ``shuffle``/``copyto`` style exceptions are method calls, which ``cellcode`` treats on their own).
-LIBRARIES = frozenset(
-    {
-        "numpy", "pandas", "sklearn", "scipy", "matplotlib", "seaborn", "torch", "tensorflow", "keras",
-        "statsmodels", "xgboost", "lightgbm", "catboost", "math", "json", "os", "re", "builtins",
-    }
-)  # fmt: skip
+#: Top-level packages whose functions do not change the arguments they are given (the effects table).
+LIBRARIES = PURE_LIBRARIES
 
 
 def library_function(facts: CellFacts, snapshot: Snapshot) -> Callable[[str], bool]:
@@ -83,15 +80,16 @@ def run_checks(facts: CellFacts, snapshot: Snapshot, *, only: set[str] | None = 
     """Every finding of every check (or of the ids in ``only``), sorted by position in the cell."""
     facts = facts.refined(library_function(facts, snapshot))
     findings: list[Finding] = []
-    for check_id, fn in load_checks().items():
-        if only is not None and check_id not in only:
-            continue
-        try:
-            found = fn(facts, snapshot)
-        except Exception:
-            _log.exception("check %s raised; skipped", check_id)
-            continue
-        findings.extend(found)
+    with shared_walk():  # the library checks replay one walk of the cell
+        for check_id, fn in load_checks().items():
+            if only is not None and check_id not in only:
+                continue
+            try:
+                found = fn(facts, snapshot)
+            except Exception:
+                _log.exception("check %s raised; skipped", check_id)
+                continue
+            findings.extend(found)
     findings.sort(key=_order)
     return findings
 

@@ -23,13 +23,15 @@ Rules this module keeps (ARCHITECTURE, "trace-free probing"):
   (each with a slice of what is left), so a budget that runs out leaves out the costly ones.
 
 Missing attributes (``AttributeFact``): a static miss is proof only when no ``__getattr__`` can
-answer. Known library ``__getattr__`` hooks are replayed exactly (pandas column access, torch
-``nn.Module`` parameters/buffers/submodules). A module-level ``__getattr__`` (PEP 562, e.g.
-numpy's, which raises for removed aliases such as ``np.float`` and lazily imports submodules) is
-decided without calling it: a findable submodule or a name in the module's ``__dir__`` (trusted
-libraries only) reads ``exists=None`` (it may be lazily provided); any other name of a trusted
-library module reads ``exists=False``; elsewhere ``exists=None``. ``dynamic`` is True in all
-those cases.
+answer, and no ``__getattribute__`` beyond ``object``/``type``/``module`` (statsmodels results
+wrappers, NumPy ``recarray``/``record`` fields), nor a module class of its own (TensorFlow's lazy
+``keras``): those read ``exists=None``. Known library ``__getattr__`` hooks are replayed exactly
+(pandas column access, torch ``nn.Module`` parameters/buffers/submodules). A module-level
+``__getattr__`` (PEP 562, e.g. numpy's, which raises for removed aliases such as ``np.float`` and
+lazily imports submodules) is decided without calling it: a findable submodule or a name in the
+module's ``__dir__`` (trusted libraries only) reads ``exists=None`` (it may be lazily provided); any
+other name of a trusted library module reads ``exists=False``; elsewhere ``exists=None``.
+``dynamic`` is True in all those cases.
 """
 
 import ast as _ast
@@ -1569,7 +1571,7 @@ _STATIC_GETATTRIBUTE = (object, None, type, _types.ModuleType)
 
 
 def _dynamic_class(obj):
-    """The first class of ``type(obj)`` beyond the static ones defining ``__getattr__``/``__getattribute__``."""
+    """The first class of ``type(obj)`` past the static ones defining ``__getattr__``/``__getattribute__``."""
     for cls in _mro(obj):
         if cls in _STATIC_GETATTRIBUTE:
             continue
