@@ -67,6 +67,8 @@ def test_5m_by_20_frame_answers_well_within_budget(k: TestKernel) -> None:
 
 
 N_NAN_FLOAT = len(range(0, 5_000_000, 97))
+#: A text column's dtype: ``object`` in pandas 2, the ``str`` string dtype by default in pandas 3.
+TEXT_DTYPES = ("object", "str", "string")
 
 
 def test_subscripted_and_cheap_columns_first_and_sampled_fields_say_so(k: TestKernel) -> None:
@@ -75,19 +77,19 @@ def test_subscripted_and_cheap_columns_first_and_sampled_fields_say_so(k: TestKe
     snapshot(k, query)  # warm-up
     snap = snapshot(k, query)
     cols = {c.name: c for c in snap.variables["big"].columns or []}
-    cheap = [name for name, c in cols.items() if c.dtype != "object"]
+    cheap = [name for name, c in cols.items() if c.dtype not in TEXT_DTYPES]
     assert len(cheap) == 16
     missing = [name for name in ["s3", "i3", *cheap] if cols[name].stats is None]
     assert not missing, f"subscripted or cheap columns without stats: {missing} ({snap.elapsed_ms:.0f} ms)"
     for name, c in cols.items():
         st = c.stats
         if st is None:  # only an object column may run out of its slice of the budget: then unknown
-            assert c.dtype == "object" and snap.deadline_hit and snap.variables["big"].error == "deadline"
+            assert c.dtype in TEXT_DTYPES and snap.deadline_hit and snap.variables["big"].error == "deadline"
             continue
         # 5M rows > sample_rows: distinct counts and examples come from a sample and say so
         assert st.sampled, name
         assert st.distinct is not None and st.distinct <= 100_000, name
-        if c.dtype == "object":
+        if c.dtype in TEXT_DTYPES:
             assert st.nan_sampled and st.nan_count is not None and st.nan_count < 100_000, name
             assert st.non_numeric_examples and "'alpha'" in st.non_numeric_examples
         else:  # full-length NaN counts and ranges: exact, so they must be right
@@ -114,8 +116,8 @@ def test_tight_budget_leaves_out_object_columns_before_cheap_ones(k: TestKernel,
         assert snap.deadline_hit and snap.variables["big"].error == "deadline"
     # s3 is computed first; any cheap column left out means every other object column was too
     assert "s3" in with_stats
-    if any(c.dtype != "object" and c.stats is None for c in cols):
-        assert not any(c.dtype == "object" and c.name != "s3" and c.stats is not None for c in cols)
+    if any(c.dtype not in TEXT_DTYPES and c.stats is None for c in cols):
+        assert not any(c.dtype in TEXT_DTYPES and c.name != "s3" and c.stats is not None for c in cols)
     assert [c.name for c in cols] == [f"f{i}" for i in range(8)] + [f"i{i}" for i in range(4)] + [
         f"s{i}" for i in range(4)
     ] + ["c0", "c1", "d0", "d1"]  # output order is the frame's order, whatever the work order
