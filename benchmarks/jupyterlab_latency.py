@@ -20,8 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.browser_util import CHROMIUM, CHROMIUM_ARGS
 from tests.jupyterlab_util import JupyterProc, write_notebook
-from tests.test_jupyterlab_browser import CHROMIUM, CHROMIUM_ARGS, Lab, install_extension
+from tests.test_jupyterlab_browser import Lab, install_extension
 
 
 def main() -> int:

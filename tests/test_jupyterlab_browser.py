@@ -20,22 +20,13 @@ from typing import Any
 
 import pytest
 
+from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, screenshot_dir
 from tests.jupyterlab_util import JupyterProc, write_notebook
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 REPO = Path(__file__).resolve().parents[1]
-SCREENSHOTS = REPO / "docs" / "img"
+SCREENSHOTS = screenshot_dir()
 CELLS = [
     'import pandas as pd\ndf = pd.DataFrame({"price": [1.5, 2.0], "qty": [3, 4]})',
     'total = df["prise"].sum()',
@@ -192,7 +183,6 @@ def test_squiggle_verdict_tooltip_status_recheck_fix_and_clean_cell(browser: Any
     tooltip = page.locator(".cm-tooltip-lint")
     tooltip.wait_for(state="visible", timeout=10_000)
     assert "KeyError" in tooltip.inner_text() and "prise" in tooltip.inner_text()
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "jupyterlab.png"))
     page.mouse.move(5, 5)
 

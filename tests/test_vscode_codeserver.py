@@ -15,7 +15,7 @@ squiggle is printed), the fix clearing it (edit -> cleared is printed) and a new
 back, "crane: Re-check cell" from the command palette, the ``# %%`` script, "crane: Attach kernel from
 connection file…" with VS Code's file dialog, the status-bar item, and the server's exit once its
 window is closed. ``-s`` shows the delays; they are also written to ``vscode-timings.json`` in the
-test's temporary folder. Screenshot: docs/img/vscode.png.
+test's temporary folder. Screenshot: vscode.png (docs/img with CRANE_UPDATE_SCREENSHOTS=1).
 
 Needs ``code-server`` (``.ci/setup.d/50-code-server.sh``), chromium and Playwright; without them the
 test is skipped, except in CI (``CI`` set), where it fails.
@@ -38,22 +38,14 @@ from typing import Any
 
 import pytest
 
+from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, screenshot_dir
+
 pytestmark = [pytest.mark.timeout(420), pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
 CLIENT = REPO / "vscode-client"
 VSIX = CLIENT / "crane-lsp-0.1.0.vsix"
-SCREENSHOTS = REPO / "docs" / "img"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+SCREENSHOTS = screenshot_dir()
 #: seconds code-server keeps a closed window's extension host for a reconnect (default: 3 hours)
 GRACE_S = 5
 #: where a timed-out wait leaves its screenshot (default: the test's temporary folder)
@@ -471,7 +463,6 @@ def test_notebook_squiggle_hover_fix_and_new_bug(workbench: Workbench) -> None:
     hover = bench.hover_text()
     assert "KeyError" in hover and "prise" in hover and "did you mean 'price'" in hover, hover
     assert "cell 1" in hover, "the hover names the cell that assigned df"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.wait_for_timeout(500)  # the hover fades in
     page.screenshot(path=str(SCREENSHOTS / "vscode.png"))
     page.mouse.move(5, 5)
