@@ -15,6 +15,7 @@ from check_util import facts_and_snapshot, predict, prepare, run_cell
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.predict import Pipeline
 from crane_lsp.prediction import Prediction
+from crane_lsp.server import checkpass
 from crane_lsp.settings import Settings
 
 STATSMODELS = """
@@ -100,6 +101,8 @@ def test_an_earlier_line_that_raises_makes_the_finding_a_warning(kernel) -> None
     verdict = _pipeline_predict(kernel, setup, crash)
     assert (verdict.crash, verdict.certainty, verdict.line) == (True, "predicted", 2)
     assert "raises at line 3 if reached" in verdict.message
+    worker = checkpass.check(crash, snap, [])  # the server's path for big cells rules the same
+    assert worker is not None and worker["certainty"] == "predicted" and "if reached" in worker["message"]
     prepare(kernel, setup)
     assert run_cell(kernel, crash) == ("LinAlgError", 0)  # the check's line is never reached
 

@@ -500,6 +500,8 @@ class CraneServer(LanguageServer):
                 return
             later = await self._second_phase(pipeline, cell, source, executed, snapshot, bypass)
             self.stats.second_phase += 1
+            if later is not None and prediction.crash and not later.crash and later.source.layer != "dryrun":
+                later = None  # no observation overrules the checks' "raises at line k if reached"
             if later is None or not self._current(nb, key, stamp):
                 return
             nb.results[key] = CellResult(later, stamp, executed_cells)

@@ -42,13 +42,19 @@ def prepare(text: str, settings: Settings) -> tuple[dict[str, Any] | None, dict[
 
 def check(text: str, snapshot: Snapshot, executed: Sequence[str]) -> dict[str, Any] | None:
     """The first finding of the checks as a prediction (a dict), or None when nothing is found."""
+    from crane_lsp.analysis.reach import first_risky_line
     from crane_lsp.checks.runner import run_checks
-    from crane_lsp.predict import analyze_cached, finding_to_prediction
+    from crane_lsp.predict import analyze_cached, finding_to_prediction, if_reached
 
-    findings = run_checks(analyze_cached(text), snapshot)
+    facts = analyze_cached(text)
+    findings = run_checks(facts, snapshot)
     if not findings:
         return None
-    return finding_to_prediction(findings[0], executed, text).model_dump()
+    prediction = finding_to_prediction(findings[0], executed, text)
+    span = findings[0].span
+    if first_risky_line(facts, snapshot, span.line, span.col) is not None:  # as Pipeline.predict rules
+        prediction = if_reached(prediction)
+    return prediction.model_dump()
 
 
 # ---------------------------------------------------------------------- on the event loop
