@@ -12,12 +12,23 @@ from pathlib import Path
 from typing import Any
 
 _HERE = Path(__file__).parent
-#: The probe, the jail and the dry-run sandbox travel as one private module (all standard library
-#: only). Each jail module prefixes its top-level names, so joining them cannot clash; the sandbox
-#: comes last and uses their names.
+#: The kernel agent, the jail and the dry-run sandbox travel as one private module (standard library
+#: only), joined as text in this order: a module uses names of the modules before it at call time,
+#: and a module-level table only those before it. ``tests/test_probe_install.py`` fails on a top-level
+#: name that two of them define. To move a module into ``agent/``, change its path here.
 SOURCES = (
-    "probe.py",
-    "frames.py",
+    "agent/wire.py",
+    "agent/guard.py",
+    "agent/safe.py",
+    "agent/stats.py",
+    "agent/frames.py",
+    "agent/sum_data.py",
+    "agent/sum_ml.py",
+    "agent/sum_python.py",
+    "agent/summaries.py",
+    "agent/facts.py",
+    "agent/refusal.py",
+    "agent/probe.py",
     "jail_seccomp.py",
     "jail_fds.py",
     "jail_maps.py",

@@ -1,0 +1,305 @@
+"""Facts about the cell's expressions: attribute chains, literal subscripts, importable modules.
+
+Missing attributes (``AttributeFactWire``): a static miss is proof only when no ``__getattr__`` can
+answer, and no ``__getattribute__`` beyond ``object``/``type``/``module`` (statsmodels results
+wrappers, NumPy ``recarray``/``record`` fields), nor a module class of its own (TensorFlow's lazy
+``keras``): those read ``exists=None``. Known library ``__getattr__`` hooks are replayed exactly
+(pandas column access, torch ``nn.Module`` parameters/buffers/submodules). A module-level
+``__getattr__`` (PEP 562, e.g. numpy's, which raises for removed aliases such as ``np.float`` and
+lazily imports submodules) is decided without calling it: a findable submodule or a name in the
+module's ``__dir__`` (trusted libraries only) reads ``exists=None`` (it may be lazily provided); any
+other name of a trusted library module reads ``exists=False``; elsewhere ``exists=None``.
+``dynamic`` is True in all those cases.
+"""
+
+import ast as _ast
+import contextlib
+import importlib.machinery as _machinery
+import importlib.util as _imputil
+import inspect as _inspect
+import sys as _sys
+import types as _types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
+    from crane_lsp.kernel.agent.safe import (
+        _MISSING,
+        _TRUSTED,
+        _defining_class,
+        _instance_dict,
+        _is_class,
+        _is_descriptor,
+        _is_trusted_cls,
+        _isa,
+        _mro,
+        _qualname,
+        _trusted,
+    )
+    from crane_lsp.kernel.agent.summaries import (
+        _classify,
+    )
+
+
+def _module_miss(mod, attr):
+    """AttributeFact for a static miss on a module (see the module docstring for the rule)."""
+    d = _instance_dict(mod) or {}
+    name = d.get("__name__")
+    if _dynamic_class(mod) is not None:  # a lazy loader module (TF's ``keras``, importlib's _LazyModule)
+        return {"exists": None, "dynamic": True}
+    if "__getattr__" not in d:
+        return {"exists": False}
+    full = f"{name}.{attr}"
+    if full in _sys.modules:
+        return {"exists": True, "dynamic": True}
+    if "__path__" in d:
+        try:
+            if _imputil.find_spec(full) is not None:
+                return {"exists": None, "dynamic": True}
+        except Exception:
+            return {"exists": None, "dynamic": True}
+    if type(name) is str and name.split(".")[0] in _TRUSTED:
+        dirfn = d.get("__dir__")
+        if callable(dirfn):
+            try:
+                listed = dirfn()
+                if attr in listed:
+                    return {"exists": None, "dynamic": True}
+            except Exception:
+                return {"exists": None, "dynamic": True}
+        return {"exists": False, "dynamic": True}
+    return {"exists": None, "dynamic": True}
+
+
+#: Classes whose ``__getattribute__`` only reads what ``getattr_static`` sees (plus ``None``: none at all).
+_STATIC_GETATTRIBUTE = (object, None, type, _types.ModuleType)
+
+
+def _dynamic_class(obj):
+    """The first class of ``type(obj)`` past the static ones defining ``__getattr__``/``__getattribute__``."""
+    for cls in _mro(obj):
+        if cls in _STATIC_GETATTRIBUTE:
+            continue
+        try:
+            cd = cls.__dict__
+        except Exception:
+            return cls
+        if "__getattr__" in cd or "__getattribute__" in cd:
+            return cls
+    return None
+
+
+def _instance_miss(owner, attr):
+    """AttributeFact for a static miss on an instance or class."""
+    if _defining_class(owner, "__getattribute__") not in _STATIC_GETATTRIBUTE:
+        # statsmodels results wrappers, numpy recarray/record fields: answered by code, not stored
+        return {"exists": None, "dynamic": True}
+    if _isa(owner, "ndframe") and _trusted(owner):
+        if attr.startswith("_"):
+            return {"exists": False, "dynamic": True}
+        try:
+            holds = bool(owner._info_axis._can_hold_identifiers_and_holds_name(attr))
+        except Exception:
+            return {"exists": None, "dynamic": True}
+        return {"exists": holds, "dynamic": True}
+    if _isa(owner, "torch_module"):
+        d = _instance_dict(owner) or {}
+        for key in ("_parameters", "_buffers", "_modules"):
+            sub = d.get(key)
+            if type(sub) is dict and attr in sub:
+                return {"exists": True, "dynamic": True}
+        if _defining_class(owner, "__getattr__") is not None and not _is_trusted_cls(
+            _defining_class(owner, "__getattr__")
+        ):
+            return {"exists": None, "dynamic": True}
+        return {"exists": False, "dynamic": True}
+    if _is_class(owner):
+        meta_getattr = None
+        for cls in type.__dict__["__mro__"].__get__(type(owner)):
+            if "__getattr__" in cls.__dict__:
+                meta_getattr = cls
+        if meta_getattr is not None:
+            return {"exists": None, "dynamic": True}
+        return {"exists": False}
+    if _defining_class(owner, "__getattr__") is not None:
+        return {"exists": None, "dynamic": True}
+    return {"exists": False}
+
+
+def _torch_member(owner, attr):
+    """A torch ``nn.Module`` parameter, buffer or submodule: the plain entries its ``__getattr__`` returns."""
+    if not _isa(owner, "torch_module"):
+        return _MISSING
+    d = _instance_dict(owner) or {}
+    for key in ("_parameters", "_buffers", "_modules"):
+        sub = d.get(key)
+        if type(sub) is dict and attr in sub:
+            return sub[attr]
+    return _MISSING
+
+
+def _resolve_chain(base_obj, attrs):
+    """Walk ``attrs`` statically; yields (prefix_len, fact, value_or_MISSING, summarisable, drop_self)."""
+    owner = base_obj
+    out = []
+    for i, attr in enumerate(attrs):
+        owner_kind = None
+        with contextlib.suppress(Exception):
+            owner_kind = _classify(owner)[0]
+        fact = {"owner_type": _qualname(type(owner)), "owner_kind": owner_kind}
+        inst = _instance_dict(owner)
+        is_module = _types.ModuleType in _mro(owner)
+        try:
+            if inst is not None and attr in inst and not _is_class(owner):
+                value, plain, drop_self = inst[attr], True, False
+            else:
+                value = _inspect.getattr_static(owner, attr, _MISSING)
+                drop_self = False
+                if value is _MISSING:
+                    plain = False
+                elif is_module or _is_class(owner):
+                    plain = not _is_descriptor(value) or type(value) is _types.FunctionType
+                else:
+                    if type(value) is _types.FunctionType:
+                        plain, drop_self = True, True
+                    else:
+                        plain = not _is_descriptor(value)
+        except Exception:
+            fact["exists"] = None
+            out.append((i + 1, fact, _MISSING, False, False))
+            return out
+        if value is _MISSING:
+            fact.update(_module_miss(owner, attr) if is_module else _instance_miss(owner, attr))
+            held = _torch_member(owner, attr) if fact.get("exists") is True and not is_module else _MISSING
+            if held is not _MISSING:
+                out.append((i + 1, fact, held, True, False))
+                owner = held
+                continue
+            if fact.get("exists") is True and is_module:
+                sub = _sys.modules.get("{}.{}".format((inst or {}).get("__name__"), attr))
+                if sub is not None:
+                    out.append((i + 1, fact, sub, True, False))
+                    owner = sub
+                    continue
+            out.append((i + 1, fact, _MISSING, False, False))
+            return out
+        fact["exists"] = True
+        out.append((i + 1, fact, value, plain, drop_self))
+        if not plain or drop_self:
+            # a property, descriptor or bound method: what follows cannot be read without running it
+            for j in range(i + 1, len(attrs)):
+                out.append((j + 1, {"exists": None}, _MISSING, False, False))
+            return out
+        owner = value
+    return out
+
+
+def _parse_subscript(text):
+    """``"df['a']"`` -> (["df"], accessor, key) with a literal key, or None."""
+    try:
+        node = _ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    if type(node) is not _ast.Subscript:
+        return None
+    try:
+        key = _ast.literal_eval(node.slice)
+    except Exception:
+        return None
+    target = node.value
+    parts = []
+    while type(target) is _ast.Attribute:
+        parts.append(target.attr)
+        target = target.value
+    if type(target) is not _ast.Name:
+        return None
+    parts.append(target.id)
+    parts = parts[::-1]
+    accessor = None
+    if len(parts) > 1 and parts[-1] in ("loc", "iloc", "at", "iat"):
+        accessor = parts.pop()
+    return parts, accessor, key
+
+
+def _lookup_static(ns, parts):
+    """Object at ``parts`` via plain stored values only, or _MISSING."""
+    if parts[0] not in ns:
+        return _MISSING
+    obj = ns[parts[0]]
+    if len(parts) == 1:
+        return obj
+    steps = _resolve_chain(obj, parts[1:])
+    if len(steps) != len(parts) - 1:
+        return _MISSING
+    _, _fact, value, plain, drop_self = steps[-1]
+    return value if plain and not drop_self else _MISSING
+
+
+def _subscript_value(obj, accessor, key):
+    """The value of ``obj[key]`` where that is pure library code, else _MISSING."""
+    if accessor is not None:
+        return _MISSING
+    mro = _mro(obj)
+    if dict in mro:
+        if type(key) in (str, int, float, bool, tuple, type(None)) and dict.__contains__(obj, key):
+            return dict.__getitem__(obj, key)
+        return _MISSING
+    if list in mro or tuple in mro:
+        base = list if list in mro else tuple
+        if type(key) is int and -base.__len__(obj) <= key < base.__len__(obj):
+            return base.__getitem__(obj, key)
+        return _MISSING
+    if (
+        _trusted(obj)
+        and _isa(obj, "dataframe")
+        and type(key) in (str, int, float, bool, tuple)
+    ):
+        cols = obj.columns
+        if key in cols:
+            loc = cols.get_loc(key)
+            if type(loc) is int:
+                return _column_values_named(obj, loc, key)
+    return _MISSING
+
+
+def _column_values_named(df, loc, key):
+    pd = _sys.modules["pandas"]
+    try:
+        values = df._mgr.iget_values(loc)
+        return pd.Series(values, index=df.index, name=key, copy=False)
+    except Exception:
+        return df.iloc[:, loc]
+
+
+def _find_spec_static(name):
+    """Whether module ``name`` is importable, without importing anything; None when undecidable."""
+    if name in _sys.modules:
+        return True
+    parts = name.split(".")
+    if len(parts) == 1:
+        try:
+            return _imputil.find_spec(name) is not None
+        except Exception:
+            return None
+    parent = ".".join(parts[:-1])
+    if parent in _sys.modules:
+        try:
+            return _imputil.find_spec(name) is not None
+        except Exception:
+            return None
+    # walk the package directories with the path finder: finds, never imports
+    try:
+        spec = _imputil.find_spec(parts[0])
+    except Exception:
+        return None
+    if spec is None:
+        return False
+    for i in range(1, len(parts)):
+        locations = spec.submodule_search_locations
+        if locations is None:
+            return False
+        spec = _machinery.PathFinder.find_spec(".".join(parts[: i + 1]), list(locations))
+        if spec is None:
+            # packages may extend __path__ when imported, so a miss is proof only for trusted libraries
+            # that do not (TensorFlow builds virtual subpackages such as tensorflow.keras)
+            return False if parts[0] in _TRUSTED and parts[0] != "tensorflow" else None
+    return True

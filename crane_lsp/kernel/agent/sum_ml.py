@@ -1,0 +1,317 @@
+"""Summaries of ML objects: Keras iterators and models, tf.data, torch datasets/loaders/modules, sklearn.
+
+Read from stored attributes; the only user code that runs is a torch ``Dataset``'s ``__len__`` and
+``__getitem__`` (guarded, RNG states and the instance ``__dict__`` restored afterwards).
+"""
+
+import contextlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
+    from crane_lsp.kernel.agent.guard import (
+        _Deadline,
+        _guarded,
+        _restore_rng,
+    )
+    from crane_lsp.kernel.agent.safe import (
+        _MAX_COLUMN_NAMES,
+        _MISSING,
+        _cls_name,
+        _defining_class,
+        _exc_text,
+        _fn_name,
+        _instance_dict,
+        _is_scalar_like,
+        _isa,
+        _label_text,
+        _lib,
+        _lib_attr,
+        _qualname,
+        _safe_repr,
+        _static,
+        _trunc,
+        _trusted,
+    )
+    from crane_lsp.kernel.agent.summaries import (
+        _field,
+    )
+
+
+def _sum_keras_iterator(obj, s, query, clock):
+    info: dict = {}
+    for name in ("samples", "num_classes", "batch_size", "class_mode", "color_mode"):
+        v = _static(obj, name)
+        if type(v) in (int, str):
+            info[name] = v
+    ci = _static(obj, "class_indices")
+    if type(ci) is dict:
+        info["class_indices"] = {str(k): int(v) for k, v in list(ci.items())[:200] if type(v) is int}
+    for name in ("image_shape", "target_size"):
+        v = _static(obj, name)
+        if type(v) in (tuple, list):
+            info[name] = [int(d) if d is not None else None for d in v]
+    s["iterator"] = info
+    if "samples" in info:
+        s["length"] = info["samples"]
+
+
+def _sum_tf_dataset(obj, s, query, clock):
+    _field(s, clock, "element_spec", lambda: _trunc(repr(obj.element_spec), 400))
+    _field(s, clock, "cardinality", lambda: int(obj.cardinality().numpy()))
+
+
+def _describe_item(item, depth=0):
+    """(text, shape) of one dataset sample element: "Tensor[3,32,32] float32", "int"..."""
+    t = type(item)
+    if t in (tuple, list) and depth == 0:
+        parts = [_describe_item(x, 1) for x in item[:10]]
+        return ("(" if t is tuple else "[") + ", ".join(p[0] for p in parts) + (")" if t is tuple else "]"), [
+            p[1] for p in parts
+        ]
+    if t is dict and depth == 0:
+        parts = [(str(k), _describe_item(v, 1)) for k, v in list(item.items())[:10]]
+        return "{" + ", ".join(k + ": " + p[0] for k, p in parts) + "}", [p[1] for _, p in parts]
+    if _isa(item, "tensor"):
+        shape = [int(d) for d in item.shape]
+        return "Tensor[" + ",".join(map(str, shape)) + "] " + str(item.dtype).replace("torch.", ""), shape
+    if _isa(item, "ndarray"):
+        shape = [int(d) for d in item.shape]
+        return "ndarray[" + ",".join(map(str, shape)) + "] " + str(item.dtype), shape
+    if t in (int, float, bool, str):
+        return t.__name__, None
+    return _cls_name(t), None
+
+
+def _sum_torch_dataset(obj, s, query, clock):
+    info: dict = {}
+    s["dataset"] = info
+    saved = _instance_dict(obj)
+    saved = dict(saved) if saved is not None else None
+    restore = _restore_rng(list(saved.values()) if saved else ())
+    try:
+        n = None
+        try:
+            n = _guarded(clock, type(obj).__len__, obj) if _defining_class(obj, "__len__") else None
+            if type(n) is not int:
+                n = None
+        except _Deadline:
+            s["error"] = "deadline"
+            return
+        except Exception as exc:
+            s["error"] = "__len__ raised " + _cls_name(type(exc))
+        info["length"] = n
+        s["length"] = n
+        k = query.get("torch_samples", 10)
+        if not n or k <= 0:
+            return
+        idx = sorted({(i * n) // k for i in range(min(k, n))})
+        samples, texts, shapes = [], [], []
+        getitem = type(obj).__getitem__
+        for i in idx:
+            if clock.left() <= 0:
+                clock.hit = True
+                s["error"] = "deadline"
+                break
+            try:
+                item = _guarded(clock, getitem, obj, i)
+            except _Deadline:
+                s["error"] = "deadline"
+                break
+            except Exception as exc:
+                why = f"{_cls_name(type(exc))}: {_trunc(_exc_text(exc), 120)}"
+                s["error"] = f"__getitem__({i}) raised {why}"
+                break
+            text, shape = _describe_item(item)
+            samples.append(item)
+            texts.append(text)
+            shapes.append(
+                shape if type(shape) is list and (not shape or type(shape[0]) is not int) else [shape]
+            )
+        info["samples"] = texts
+        info["sample_shapes"] = shapes
+        collate = _lib("torch.utils.data._utils.collate", "default_collate")
+        if samples and collate is not None:
+            try:
+                info["collated"] = _describe_item(_guarded(clock, collate, samples))[0]
+            except _Deadline:
+                s["error"] = "deadline"
+            except Exception as exc:
+                info["collated"] = f"error: {_cls_name(type(exc))}: {_trunc(_exc_text(exc), 160)}"
+    finally:
+        restore()
+        if saved is not None:
+            d = _instance_dict(obj)
+            changed = d is not None and (
+                len(d) != len(saved) or any(d.get(k, _MISSING) is not v for k, v in saved.items())
+            )
+            if changed:  # identity, not ==: comparing tensors or user objects would run their code
+                d.clear()
+                d.update(saved)
+
+
+def _sum_iterable_dataset(obj, s, query, clock):
+    s["dataset"] = {"dataset_type": _qualname(type(obj))}
+
+
+def _sum_dataloader(obj, s, query, clock):
+    info: dict = {}
+    bs = _static(obj, "batch_size")
+    if type(bs) is int:
+        info["batch_size"] = bs
+    dl = _static(obj, "drop_last")
+    if type(dl) is bool:
+        info["drop_last"] = dl
+    ds = _static(obj, "dataset")
+    if ds is not None:
+        info["dataset_type"] = _qualname(type(ds))
+        if not _isa(ds, "torch_iterable_dataset"):
+            try:
+                n = _guarded(clock, type(obj).__len__, obj)
+                if type(n) is int:
+                    info["length"] = n
+                    s["length"] = n
+            except _Deadline:
+                s["error"] = "deadline"
+            except Exception as exc:
+                s["error"] = "__len__ raised " + _cls_name(type(exc))
+    s["dataset"] = info
+
+
+def _walk_torch(mod, out, depth=0):
+    out.append(mod)
+    if depth > 50 or len(out) > 5000:
+        return
+    d = _instance_dict(mod)
+    children = d.get("_modules") if d else None
+    if type(children) is dict:
+        for child in children.values():
+            if child is not None:
+                _walk_torch(child, out, depth + 1)
+
+
+def _sum_torch_module(obj, s, query, clock):
+    mods: list = []
+    _walk_torch(obj, mods)
+    info: dict = {}
+    linear = [m for m in mods if _isa(m, "torch_linear")]
+    if linear:
+        v = _static(linear[0], "in_features")
+        info["in_features"] = v if type(v) is int else None
+        v = _static(linear[-1], "out_features")
+        info["out_features"] = v if type(v) is int else None
+    layers = []
+    for m in mods[1:21] if len(mods) > 1 else mods:
+        name = _cls_name(type(m))
+        if m in linear:
+            name += "({}->{})".format(_static(m, "in_features"), _static(m, "out_features"))
+        layers.append(name)
+    info["layers"] = layers
+    for m in mods:
+        params = (_instance_dict(m) or {}).get("_parameters")
+        if type(params) is dict:
+            for p in params.values():
+                if p is not None:
+                    info["device"] = str(p.device)
+                    break
+        if "device" in info:
+            break
+    s["nn"] = info
+
+
+def _keras_shape(v):
+    if type(v) is tuple and all(d is None or type(d) is int for d in v):
+        return list(v)
+    if type(v) is list and v and type(v[0]) is tuple:
+        return _keras_shape(v[0])
+    return None
+
+
+def _sum_keras_model(obj, s, query, clock):
+    info: dict = {}
+    for name, key in (("input_shape", "input_shape"), ("output_shape", "output_shape")):
+        try:
+            v = _keras_shape(_lib_attr(obj, name))
+            if v is not None:
+                info[key] = v
+        except Exception:
+            pass
+    layers = None
+    with contextlib.suppress(Exception):
+        layers = list(_lib_attr(obj, "layers"))
+    if layers:
+        info["layers"] = [_cls_name(type(layer)) for layer in layers[:20]]
+        dense = [layer for layer in layers if _cls_name(type(layer)) == "Dense"]
+        if dense:
+            units = _static(dense[-1], "units")
+            info["last_units"] = units if type(units) is int else None
+            act = _static(dense[-1], "activation")
+            if act is not None:
+                info["last_activation"] = _fn_name(act)
+    loss = _static(obj, "loss")
+    if loss is None:
+        loss = _static(obj, "_loss")
+    if loss is not None:
+        info["loss"] = loss if type(loss) is str else _fn_name(loss)
+    s["nn"] = info
+
+
+def _sum_history(obj, s, query, clock):
+    h = _static(obj, "history")
+    if type(h) is dict:
+        s["nn"] = {"history_keys": [str(k) for k in list(h)[:50]]}
+
+
+def _short_list(v, privacy):
+    if v is None or not _trusted(v):  # iterating a user object would run its __iter__
+        return None
+    try:
+        items = v.tolist() if hasattr(type(v), "tolist") else list(v)
+    except Exception:
+        return None
+    return [_safe_repr(x, 60) if not privacy or type(x) is not str else "<str>" for x in items[:200]]
+
+
+def _estimator_fitted(obj):
+    d = _instance_dict(obj) or {}
+    fitted = [k for k in d if k.endswith("_") and not k.startswith("__")]
+    return bool(fitted)
+
+
+def _sum_estimator(obj, s, query, clock):
+    privacy = query.get("privacy")
+    info: dict = {}
+    steps = _static(obj, "steps")
+    target = obj
+    first = obj
+    if type(steps) is list and steps and all(type(st) is tuple and len(st) == 2 for st in steps):
+        info["steps"] = [str(name) + ": " + _cls_name(type(est)) for name, est in steps[:30]]
+        real = [est for _, est in steps if est is not None and est != "passthrough"]
+        if real:
+            target = real[-1]
+            first = real[0]
+        info["final_step"] = _cls_name(type(target))
+        info["fitted"] = _estimator_fitted(target) if target is not obj else None
+    else:
+        info["fitted"] = _estimator_fitted(obj)
+    v = _static(first, "n_features_in_")
+    if type(v) is int or (v is not None and _trusted(v) and _is_scalar_like(v)):
+        info["n_features_in"] = int(v)
+    names = _static(first, "feature_names_in_")
+    if names is not None and _trusted(names):
+        items = names.tolist() if hasattr(type(names), "tolist") else list(names)
+        info["feature_names_in"] = [
+            x if type(x) is str else _label_text(x) for x in items[:_MAX_COLUMN_NAMES]
+        ]
+    v = _static(target, "classes_")
+    if v is not None:
+        info["classes"] = _short_list(v, privacy)
+    v = _static(target, "n_outputs_")
+    if type(v) is int:
+        info["n_outputs"] = v
+    if _trusted(obj):
+        try:
+            params = obj.get_params(deep=False)
+            info["params"] = {str(k): _safe_repr(val, 60) for k, val in list(params.items())[:40]}
+        except Exception:
+            pass
+    s["estimator"] = info

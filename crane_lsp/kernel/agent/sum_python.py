@@ -1,0 +1,196 @@
+"""Summaries of plain Python values: containers, scalars, callables, classes, modules, anything else.
+
+Containers are read through the builtin base type's own methods (``dict.items``, ``list.__getitem__``),
+never the object's overrides; a ``repr`` runs only for trusted library objects, under the alarm.
+"""
+
+import inspect as _inspect
+import threading as _threading
+import types as _types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
+    from crane_lsp.kernel.agent.guard import (
+        _Deadline,
+        _guarded,
+    )
+    from crane_lsp.kernel.agent.safe import (
+        _REPR_MAX,
+        _VALUE_MAX,
+        _cls_module,
+        _cls_name,
+        _defining_class,
+        _instance_dict,
+        _mro,
+        _plain,
+        _qualname,
+        _safe_repr,
+        _static,
+        _trunc,
+        _trusted,
+    )
+
+
+def _sum_mapping(obj, s, query, clock):
+    n = dict.__len__(obj)
+    s["length"] = n
+    cap = query.get("max_list_items", 50)
+    keys = []
+    vtypes: list = []
+    for i, (k, v) in enumerate(dict.items(obj)):
+        if i >= cap:
+            break
+        keys.append(_safe_repr(k, 60) if not (query.get("privacy") and type(k) is not str) else "<key>")
+        tn = _cls_name(type(v))
+        if tn not in vtypes and len(vtypes) < 10:
+            vtypes.append(tn)
+    s["keys"] = keys
+    s["element_types"] = vtypes
+
+
+def _sum_sequence(obj, s, query, clock, base):
+    n = base.__len__(obj)
+    s["length"] = n
+    cap = query.get("max_list_items", 50)
+    types: list = []
+    if base in (list, tuple):
+        items = base.__getitem__(obj, slice(0, cap))
+    else:
+        items = []
+        for i, v in enumerate(base.__iter__(obj)):
+            if i >= cap:
+                break
+            items.append(v)
+    for v in items:
+        tn = _cls_name(type(v))
+        if tn not in types and len(types) < 10:
+            types.append(tn)
+    s["element_types"] = types
+    if base in (list, tuple) and not query.get("privacy") and n <= cap:
+        vals = _exact_values(items)
+        if vals is not None:
+            s["values"] = vals
+        r = _safe_repr(base(items))
+        if "object>" not in r:
+            s["repr"] = r
+
+
+def _exact_values(items):
+    """The items themselves when every one is a plain str (<= 200 chars), int (< 2**62) or finite float."""
+    out = []
+    for v in items:
+        t = type(v)
+        ok = (
+            (t is str and str.__len__(v) <= 200)
+            or (t is int and -(2**62) < v < 2**62)
+            or (t is float and float.__abs__(v) < float("inf"))  # False for NaN
+        )
+        if not ok:
+            return None
+        out.append(v)
+    return out
+
+
+def _sum_scalar(obj, s, query, clock):
+    t = type(obj)
+    if t is str or str in _mro(obj):
+        s["length"] = str.__len__(obj)
+        if not query.get("privacy"):
+            s["value"] = _trunc(str.__str__(obj), _VALUE_MAX)
+    elif t is bytes:
+        s["length"] = bytes.__len__(obj)
+    else:
+        s["value"] = _safe_repr(obj, _VALUE_MAX)
+
+
+def _params(sig):
+    out = []
+    for p in sig.parameters.values():
+        out.append({"name": p.name, "kind": p.kind.name, "has_default": p.default is not p.empty})
+    return out
+
+
+def _sig_text(sig):
+    parts = []
+    seen_kwonly = False
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            parts.append("*" + p.name)
+            seen_kwonly = True
+            continue
+        if p.kind == p.VAR_KEYWORD:
+            parts.append("**" + p.name)
+            continue
+        if p.kind == p.KEYWORD_ONLY and not seen_kwonly:
+            parts.append("*")
+            seen_kwonly = True
+        text = p.name
+        if p.default is not p.empty:
+            text += "=" + _safe_repr(p.default, 40)
+        parts.append(text)
+        if p.kind == p.POSITIONAL_ONLY:
+            nxt = list(sig.parameters.values())
+            if nxt.index(p) == len(nxt) - 1 or nxt[nxt.index(p) + 1].kind != p.POSITIONAL_ONLY:
+                parts.append("/")
+    return "(" + ", ".join(parts) + ")"
+
+
+def _function_module(obj):
+    """``__module__`` of a plain Python or builtin function (a slot, so ``getattr_static`` misses it)."""
+    if type(obj) in (_types.FunctionType, _types.BuiltinFunctionType):
+        mod = obj.__module__  # a C-level slot of a real function: runs no user code
+        return mod if type(mod) is str else None
+    return None
+
+
+def _sum_callable(obj, s, query, clock, drop_self=False):
+    s["callable"] = True
+    mod = _static(obj, "__module__")
+    if type(mod) is not str:
+        mod = _function_module(obj)
+    if type(mod) is str:
+        s["module"] = mod
+    try:
+        sig = _inspect.signature(obj, follow_wrapped=True)
+    except Exception:
+        return
+    if drop_self:
+        params = list(sig.parameters.values())[1:]
+        sig = sig.replace(parameters=params)
+    s["signature"] = _trunc(_sig_text(sig), 300)
+    s["params"] = _params(sig)
+
+
+def _sum_class(obj, s, query, clock):
+    s["module"] = _cls_module(obj)
+    s["repr"] = "<class " + _qualname(obj) + ">"
+    s["callable"] = True
+    try:  # reads __signature__/__init__/__new__ statically; calls none of them
+        sig = _inspect.signature(obj)
+    except Exception:
+        return
+    s["signature"] = _trunc(_sig_text(sig), 300)
+    s["params"] = _params(sig)
+
+
+def _sum_module(obj, s, query, clock):
+    d = _instance_dict(obj) or {}
+    name = d.get("__name__")
+    s["module"] = name if type(name) is str else None
+    s["repr"] = "<module " + repr(name) + ">"
+
+
+def _sum_other(obj, s, query, clock):
+    off_main = _threading.current_thread() is not _threading.main_thread()
+    if not _trusted(obj) or (off_main and _defining_class(obj, "__iter__") is not None):
+        s["repr"] = _plain(obj)  # a container's repr runs its items' __repr__; no alarm guards a subshell
+        return
+    try:
+        r = _guarded(clock, repr, obj)
+        s["repr"] = _trunc(r, _REPR_MAX) if type(r) is str else _plain(obj)
+    except _Deadline:
+        s["repr"] = _plain(obj)
+        s["error"] = "deadline"
+    except Exception as exc:
+        s["repr"] = _plain(obj)
+        s["error"] = "__repr__ raised " + _cls_name(type(exc))
