@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO))
 from crane_lsp.kernel.link import KernelLink  # noqa: E402
 from crane_lsp.kernel.replay import sanitize, start_and_replay  # noqa: E402
 from crane_lsp.notebook import Notebook, read_ipynb  # noqa: E402
-from crane_lsp.predict import Pipeline  # noqa: E402
+from crane_lsp.pipeline import Pipeline  # noqa: E402
 from crane_lsp.runtime import ProbeQuery  # noqa: E402
 from crane_lsp.settings import Settings  # noqa: E402
 
@@ -263,7 +263,9 @@ async def run_ours(nb: Notebook, target: int, row: Row, timeout: float) -> None:
         row.setup_errors += [f"ours: {r.describe_failure()}" for r in report.failures]
         source = nb.code_cells[target].source
         t0 = time.perf_counter()
-        pred = await Pipeline(Settings(dry_run="off"), link=link).predict(source, layers={"checks"})
+        pred = (
+            await Pipeline(Settings(dry_run="off"), link=link).predict(source, layers={"checks"})
+        ).prediction
         seconds = time.perf_counter() - t0
         if pred.crash:
             row.ours = Verdict(pred.exception or "?", pred.source.check_id, pred.line, seconds)

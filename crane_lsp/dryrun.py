@@ -13,17 +13,15 @@ import ast
 import logging
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
 from crane_lsp.cellcode import CellFacts, analyze
+from crane_lsp.layers import Ask, KernelReader, LayerName
 from crane_lsp.prediction import Prediction, Source
 from crane_lsp.settings import Settings
-
-if TYPE_CHECKING:
-    from crane_lsp.kernel.link import KernelLink
 
 log = logging.getLogger(__name__)
 
@@ -286,9 +284,16 @@ class DryRunner:
     """The pipeline's ``dryrun`` layer, bound to one kernel link. ``safe`` and ``on`` get the same
     jail; ``safe`` also skips cells the static screen says would only be stopped by it."""
 
-    def __init__(self, link: KernelLink, settings: Settings) -> None:
+    name: LayerName = "dryrun"
+
+    def __init__(self, link: KernelReader, settings: Settings) -> None:
         self.link = link
         self.settings = settings
+
+    async def predict(self, ask: Ask) -> Prediction | None:
+        """The ``Layer`` call: ``dry_run`` of the asked cell (an explicit Re-check waits longer)."""
+        facts = ask.facts if ask.facts is not None else analyze(ask.target)
+        return await self.dry_run(ask.target, facts, explicit=ask.explicit)
 
     def budget(self, explicit: bool = False) -> float:
         """A short budget while typing, a longer one for an explicit Re-check."""

@@ -13,7 +13,7 @@ import asyncio
 from check_util import facts_and_snapshot, predict, prepare, run_cell
 
 from crane_lsp.analysis.reach import first_risky_line
-from crane_lsp.predict import Pipeline
+from crane_lsp.pipeline import Pipeline
 from crane_lsp.prediction import Prediction
 from crane_lsp.server import checkpass
 from crane_lsp.settings import Settings
@@ -44,7 +44,7 @@ def _pipeline_predict(kernel, setup: str, cell: str) -> Prediction:
     prepare(kernel, setup)
     _, snap = facts_and_snapshot(kernel, cell)
     pipeline = Pipeline(Settings())
-    return asyncio.run(pipeline.predict(cell, snapshot=snap, layers={"checks"}))
+    return asyncio.run(pipeline.predict(cell, snapshot=snap, layers={"checks"})).prediction
 
 
 def test_statsmodels_results_wrappers_are_not_missing_attributes(kernel) -> None:

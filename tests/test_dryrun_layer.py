@@ -19,7 +19,7 @@ from crane_lsp import cli
 from crane_lsp.cellcode import analyze
 from crane_lsp.dryrun import DryRunner
 from crane_lsp.kernel.link import KernelLink
-from crane_lsp.predict import Pipeline
+from crane_lsp.pipeline import Pipeline
 from crane_lsp.settings import Settings
 from tests.conftest import REPO, TestKernel
 
@@ -49,7 +49,7 @@ def _pipeline(link: KernelLink, mode: str, budget: float = 3.0) -> Pipeline:
 
 async def test_raised_is_observed_on_the_exact_line(prepared: TestKernel) -> None:
     async with await KernelLink.connect(prepared.connection_file) as link:
-        prediction = await _pipeline(link, "on").predict(FAILING, layers={"dryrun"})
+        prediction = (await _pipeline(link, "on").predict(FAILING, layers={"dryrun"})).prediction
     assert prediction.crash
     assert prediction.certainty == "observed"
     assert prediction.exception == "KeyError"
@@ -64,9 +64,11 @@ async def test_raised_is_observed_on_the_exact_line(prepared: TestKernel) -> Non
 
 async def test_clean_cell_ran_clean_note(prepared: TestKernel) -> None:
     async with await KernelLink.connect(prepared.connection_file) as link:
-        prediction = await _pipeline(link, "safe").predict(
-            "summary = layer_df.groupby('region')['units'].sum()\nsummary.max()", layers={"dryrun"}
-        )
+        prediction = (
+            await _pipeline(link, "safe").predict(
+                "summary = layer_df.groupby('region')['units'].sum()\nsummary.max()", layers={"dryrun"}
+            )
+        ).prediction
     assert not prediction.crash
     assert prediction.certainty == "none"
     assert prediction.source.layer == "dryrun"
@@ -78,11 +80,11 @@ async def test_safe_mode_skips_a_writing_cell_with_the_reason(prepared: TestKern
     target = tmp_path / "out.csv"
     cell = f"layer_df.to_csv({str(target)!r})\nlayer_df['nope']"
     async with await KernelLink.connect(prepared.connection_file) as link:
-        prediction = await _pipeline(link, "safe").predict(cell, layers={"dryrun"})
+        prediction = (await _pipeline(link, "safe").predict(cell, layers={"dryrun"})).prediction
         assert not prediction.crash and prediction.source.layer == "none"
         assert "not dry-run (saves or writes files: layer_df.to_csv())" in prediction.notes
         # in "on" mode it is dry-run, and the jail stops the write before the KeyError
-        on = await _pipeline(link, "on").predict(cell, layers={"dryrun"})
+        on = (await _pipeline(link, "on").predict(cell, layers={"dryrun"})).prediction
     assert not on.crash
     assert any(n.startswith("dry run blocked: writes a file") and "out.csv" in n for n in on.notes), on.notes
     assert not target.exists()
@@ -93,7 +95,9 @@ async def test_off_mode_does_nothing(prepared: TestKernel) -> None:
         settings = Settings(dry_run="off")
         runner = DryRunner(link, settings)
         assert await runner.dry_run(FAILING, analyze(FAILING)) is None
-        prediction = await Pipeline(settings, link=link, dryrun=runner).predict(FAILING, layers={"dryrun"})
+        prediction = (
+            await Pipeline(settings, link=link, dryrun=runner).predict(FAILING, layers={"dryrun"})
+        ).prediction
     assert not prediction.crash
     assert prediction.source.layer == "none"
     assert not any("dry" in n or "sandbox" in n for n in prediction.notes)
@@ -109,7 +113,7 @@ async def test_kernel_state_unchanged_after_dry_runs(prepared: TestKernel) -> No
     ]
     async with await KernelLink.connect(prepared.connection_file) as link:
         pipeline = _pipeline(link, "on")
-        outcomes = [await pipeline.predict(cell, layers={"dryrun"}) for cell in cells]
+        outcomes = [(await pipeline.predict(cell, layers={"dryrun"})).prediction for cell in cells]
     assert [p.source.layer for p in outcomes] == ["dryrun", "dryrun", "dryrun"]
     assert [p.crash for p in outcomes] == [False, True, False]
     assert prepared.eval(STATE) == before
@@ -128,7 +132,7 @@ async def test_child_output_goes_nowhere(prepared: TestKernel) -> None:
         kernel.client.get_iopub_msg(timeout=1)
     async with await KernelLink.connect(kernel.connection_file) as link:
         pipeline = _pipeline(link, "on")
-        results = [await pipeline.predict(cell, layers={"dryrun"}) for cell in cells]
+        results = [(await pipeline.predict(cell, layers={"dryrun"})).prediction for cell in cells]
         await asyncio.sleep(0.5)
     seen = []
     while kernel.client.iopub_channel.msg_ready():
@@ -145,8 +149,10 @@ async def test_child_output_goes_nowhere(prepared: TestKernel) -> None:
 async def test_stdin_and_cell_magic_lines(prepared: TestKernel) -> None:
     async with await KernelLink.connect(prepared.connection_file) as link:
         pipeline = _pipeline(link, "on")
-        asked = await pipeline.predict("name = input('who? ')\nlayer_df[name]", layers={"dryrun"})
-        timed = await pipeline.predict("%%time\nx = 1\ny = layer_df['zz']", layers={"dryrun"})
+        asked = (
+            await pipeline.predict("name = input('who? ')\nlayer_df[name]", layers={"dryrun"})
+        ).prediction
+        timed = (await pipeline.predict("%%time\nx = 1\ny = layer_df['zz']", layers={"dryrun"})).prediction
     # input() would wait for a person: blocked, not an observed EOFError/StdinNotImplementedError
     assert not asked.crash
     assert any(n.startswith("dry run blocked: reads from stdin") for n in asked.notes), asked.notes
@@ -159,7 +165,7 @@ async def test_a_broken_repr_shown_by_ipython_is_not_a_crash(prepared: TestKerne
         "from IPython.display import display\ndisplay(LayerBroken())"
     )
     async with await KernelLink.connect(prepared.connection_file) as link:
-        prediction = await _pipeline(link, "on").predict(cell, layers={"dryrun"})
+        prediction = (await _pipeline(link, "on").predict(cell, layers={"dryrun"})).prediction
     assert prediction.source.layer == "dryrun" and not prediction.crash, prediction
     assert prepared.run(cell, allow_error=True)["status"] == "ok"  # the truth: IPython shows it, goes on
 
@@ -169,7 +175,7 @@ async def test_busy_kernel_falls_through_with_a_note(prepared: TestKernel) -> No
     try:
         async with await KernelLink.connect(prepared.connection_file) as link:
             await asyncio.sleep(0.3)
-            prediction = await _pipeline(link, "on").predict(FAILING, layers={"dryrun"})
+            prediction = (await _pipeline(link, "on").predict(FAILING, layers={"dryrun"})).prediction
     finally:
         prepared.run("pass", timeout=30)  # wait for the sleeping cell to finish
     assert not prediction.crash
@@ -227,7 +233,7 @@ async def test_llm_explains_an_observed_crash_without_overriding_it(
             pipeline = Pipeline(
                 settings, link=link, llm=LLMPredictor(settings), dryrun=DryRunner(link, settings)
             )
-            prediction = await pipeline.predict(FAILING, layers={"dryrun", "llm"})
+            prediction = (await pipeline.predict(FAILING, layers={"dryrun", "llm"})).prediction
         sent = json.dumps(server.requests[-1].json)
     assert prediction.certainty == "observed"
     assert prediction.exception == "KeyError"  # the model's guess (TypeError, line 1) never replaces it

@@ -7,7 +7,7 @@ import ast
 from crane_lsp.cellcode import Span
 from crane_lsp.checks.base import Finding
 from crane_lsp.checks.pandas import _did_you_mean
-from crane_lsp.predict import finding_to_prediction
+from crane_lsp.pipeline import finding_to_prediction
 
 
 def _const(text: str) -> ast.AST:

@@ -21,7 +21,7 @@ from crane_lsp import cli
 from crane_lsp.commands.render import verdict_text
 from crane_lsp.dryrun import DryRunner
 from crane_lsp.kernel.link import KernelLink
-from crane_lsp.predict import Pipeline
+from crane_lsp.pipeline import Pipeline
 from crane_lsp.server.presentation import hover_markdown
 from crane_lsp.settings import Settings
 
@@ -36,8 +36,8 @@ def _pipeline(link: KernelLink, mode: str = "safe", budget: float = 1.0, recheck
 async def test_timeout_headline_and_longer_recheck(kernel: TestKernel) -> None:
     async with await KernelLink.connect(kernel.connection_file) as link:
         pipeline = _pipeline(link)
-        typing = await pipeline.predict(SLOW_CRASH, layers={"dryrun"})
-        rechecked = await pipeline.predict(SLOW_CRASH, layers={"dryrun"}, bypass_cache=True)
+        typing = (await pipeline.predict(SLOW_CRASH, layers={"dryrun"})).prediction
+        rechecked = (await pipeline.predict(SLOW_CRASH, layers={"dryrun"}, bypass_cache=True)).prediction
     assert not typing.crash
     assert typing.message == "no verdict: the dry run did not finish in 1 s"
     assert "did not finish in 1 s" in str(verdict_text(typing))
@@ -50,10 +50,12 @@ async def test_blocked_and_exits_say_so(kernel: TestKernel, tmp_path: Path) -> N
     async with await KernelLink.connect(kernel.connection_file) as link:
         pipeline = _pipeline(link, mode="on", budget=3.0)
         # the screen does not see through getattr; the jail does not need to
-        blocked = await pipeline.predict(
-            f"w = getattr(open, '__call__')\nw({str(target)!r}, 'wb')", layers={"dryrun"}
-        )
-        ends = await pipeline.predict("import os\nos._exit(1)", layers={"dryrun"})
+        blocked = (
+            await pipeline.predict(
+                f"w = getattr(open, '__call__')\nw({str(target)!r}, 'wb')", layers={"dryrun"}
+            )
+        ).prediction
+        ends = (await pipeline.predict("import os\nos._exit(1)", layers={"dryrun"})).prediction
     assert not blocked.crash and blocked.message.startswith(
         "no verdict: the dry run was stopped (writes a file"
     )
@@ -94,6 +96,6 @@ async def test_a_kernel_that_dies_during_the_dry_run_is_reported(fresh_kernel: T
         task = asyncio.create_task(pipeline.predict("import time\ntime.sleep(15)", layers={"dryrun"}))
         await asyncio.sleep(2.0)  # the dry run is under way
         os.kill(pid, signal.SIGKILL)
-        prediction = await asyncio.wait_for(task, 60)
+        prediction = (await asyncio.wait_for(task, 60)).prediction
     assert not prediction.crash
     assert prediction.message == "the kernel died during the dry run", prediction

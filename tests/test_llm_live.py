@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from crane_lsp.layers import Ask
 from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.settings import Settings
 
@@ -34,7 +35,7 @@ async def test_a_real_model_finds_the_missing_column(provider: str, keys: tuple[
         pytest.skip(f"{' / '.join(keys)} not set")
     llm = LLMPredictor(Settings(provider=provider, request_timeout_s=120, retries=2))
     try:
-        p = await llm.predict(executed=EXECUTED, target=TARGET, runtime_text=RUNTIME, raise_errors=True)
+        p = await llm.predict(Ask(TARGET, EXECUTED, runtime_text=RUNTIME), raise_errors=True)
     finally:
         await llm.aclose()
     assert p.source.layer == "llm" and p.source.prompt_tokens

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fake_llm_servers import Answer, FakeLLMServer, RecordedRequest, Reply, crash_answer
 
+from crane_lsp.layers import Ask
 from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.llm.providers import ScriptedProvider
 from crane_lsp.settings import Settings
@@ -42,7 +43,7 @@ async def test_three_votes_two_say_crash_means_crash(fake_llm: FakeLLMServer) ->
             crash_answer(line=2, exception="ValueError", reasoning="Shapes (2, 3) and (4, 5) do not align.")
         ),
     )
-    p = await make(fake_llm, votes=3).predict(executed=EXECUTED, target=TARGET)
+    p = await make(fake_llm, votes=3).predict(Ask(TARGET, EXECUTED))
     assert len(fake_llm.requests) == 3
     assert sorted(p.source.votes or []) == [False, True, True]
     assert (p.crash, p.certainty, p.exception, p.line) == (True, "predicted", "ValueError", 1)
@@ -54,13 +55,13 @@ async def test_one_crash_vote_of_three_is_no_crash(fake_llm: FakeLLMServer) -> N
     fake_llm.push(
         Answer(crash_answer()), Answer(crash_answer(crash=False)), Answer(crash_answer(crash=False))
     )
-    p = await make(fake_llm, votes=3).predict(executed=EXECUTED, target=TARGET)
+    p = await make(fake_llm, votes=3).predict(Ask(TARGET, EXECUTED))
     assert (p.crash, p.certainty, p.line) == (False, "none", None)
 
 
 async def test_a_tie_counts_as_no_crash(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Answer(crash_answer()), Answer(crash_answer(crash=False)))
-    p = await make(fake_llm, votes=2).predict(executed=EXECUTED, target=TARGET)
+    p = await make(fake_llm, votes=2).predict(Ask(TARGET, EXECUTED))
     assert not p.crash and sorted(p.source.votes or []) == [False, True]
 
 
@@ -77,40 +78,38 @@ async def test_votes_are_sent_concurrently(fake_llm: FakeLLMServer) -> None:
         return Answer(crash_answer())
 
     fake_llm.handler = handler
-    p = await make(fake_llm, votes=3).predict(executed=EXECUTED, target=TARGET)
+    p = await make(fake_llm, votes=3).predict(Ask(TARGET, EXECUTED))
     assert p.crash and peak >= 2
 
 
 async def test_a_cache_hit_sends_no_request(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Answer(crash_answer(line=2)), Answer(crash_answer(crash=False)), Answer(crash_answer()))
     llm = make(fake_llm)
-    first = await llm.predict(executed=EXECUTED, target=TARGET)
-    again = await llm.predict(executed=EXECUTED, target=TARGET)
+    first = await llm.predict(Ask(TARGET, EXECUTED))
+    again = await llm.predict(Ask(TARGET, EXECUTED))
     assert len(fake_llm.requests) == 1
     assert again.source.cached and not first.source.cached
     assert (again.crash, again.line) == (first.crash, first.line) and again.id != first.id
     assert llm.usage.cache_hits == 1
     # a different kernel state is a different request
-    await llm.predict(executed=EXECUTED, target=TARGET, runtime_text="a: ndarray | shape (2, 3)")
+    await llm.predict(Ask(TARGET, EXECUTED, runtime_text="a: ndarray | shape (2, 3)"))
     assert len(fake_llm.requests) == 2
     # "Re-check" bypasses the cache and refreshes it
-    fresh = await llm.predict(executed=EXECUTED, target=TARGET, bypass_cache=True)
+    fresh = await llm.predict(Ask(TARGET, EXECUTED, explicit=True))
     assert len(fake_llm.requests) == 3 and not fresh.source.cached
 
 
 async def test_identical_requests_in_flight_share_one_call(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Answer(crash_answer()))
     llm = make(fake_llm)
-    a, b = await asyncio.gather(
-        llm.predict(executed=EXECUTED, target=TARGET), llm.predict(executed=EXECUTED, target=TARGET)
-    )
+    a, b = await asyncio.gather(llm.predict(Ask(TARGET, EXECUTED)), llm.predict(Ask(TARGET, EXECUTED)))
     assert len(fake_llm.requests) == 1 and a.crash and b.crash
 
 
 async def test_a_garbled_answer_is_asked_again(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Answer("The cell will crash, I am sure."), Answer(crash_answer(line=2)))
     llm = make(fake_llm)
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     assert len(fake_llm.requests) == 2 and p.crash and p.line == 1
     exchange = llm.last_exchange(TARGET)
     assert exchange is not None and exchange.raw_answers[0] == "The cell will crash, I am sure."
@@ -119,25 +118,25 @@ async def test_a_garbled_answer_is_asked_again(fake_llm: FakeLLMServer) -> None:
 async def test_answers_garbled_twice_are_reported_never_trusted_nor_cached(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Answer('{"crash": "certainly"}'), Answer("```json\n{crash: true}\n```"))
     llm = make(fake_llm)
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     assert (p.crash, p.certainty, p.source.votes) == (False, "none", [])
     assert "could not be parsed" in p.message and any("malformed" in n for n in p.notes)
     fake_llm.push(Answer(crash_answer()))
-    assert (await llm.predict(executed=EXECUTED, target=TARGET)).crash  # not served from the cache
+    assert (await llm.predict(Ask(TARGET, EXECUTED))).crash  # not served from the cache
     assert len(fake_llm.requests) == 3
 
 
 async def test_a_line_outside_the_cell_is_dropped_with_a_note() -> None:
     answer = '{"reasoning": "r", "crash": true, "line": 40, "exception": "ValueError", "evidence": []}'
     llm = LLMPredictor(Settings(provider="openai"), provider=ScriptedProvider(lambda m, n: answer))
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     assert p.crash and p.line is None and any("line 40" in n for n in p.notes)
 
 
 async def test_show_prompt_gets_the_prompt_and_the_raw_answers() -> None:
     texts = ['{"reasoning": "fine", "crash": false}']
     llm = LLMPredictor(Settings(provider="openai"), provider=ScriptedProvider(lambda m, n: texts[0]))
-    await llm.predict(executed=EXECUTED, target=TARGET)
+    await llm.predict(Ask(TARGET, EXECUTED))
     exchange = llm.last_exchange(TARGET)
     assert exchange is not None and llm.last_exchange() is exchange
     prompt, answer = exchange  # the pair the server's showPrompt command unpacks
@@ -152,7 +151,7 @@ async def test_concurrent_calls_each_get_their_own_exchange() -> None:
 
     llm = LLMPredictor(Settings(provider="openai", votes=1), provider=ScriptedProvider(answer))
     pairs = await asyncio.gather(
-        *(llm.predict_exchange(executed=EXECUTED, target=TARGET, bypass_cache=True) for _ in range(4))
+        *(llm.predict_exchange(Ask(TARGET, EXECUTED, explicit=True)) for _ in range(4))
     )
     seen = set()
     for prediction, exchange in pairs:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fake_llm_servers import Answer, Error, FakeLLMServer, Slow, crash_answer
 
+from crane_lsp.layers import Ask
 from crane_lsp.llm.errors import MissingKeyError, ProviderError
 from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.llm.prompt import ANSWER_SCHEMA
@@ -60,7 +61,7 @@ def body_text(server: FakeLLMServer, i: int = -1) -> str:
 async def test_openai_uses_the_responses_api_with_a_strict_schema(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Answer(crash_answer(line=2, exception="KeyError", evidence=["df.columns = ['a']"])))
     llm = predictor(settings_for("openai", fake_llm))
-    p = await llm.predict(executed=EXECUTED, target=TARGET, runtime_text="df: DataFrame | columns ['a']")
+    p = await llm.predict(Ask(TARGET, EXECUTED, runtime_text="df: DataFrame | columns ['a']"))
     req = fake_llm.requests[-1]
     assert req.path == "/v1/responses"
     body = req.json
@@ -90,7 +91,7 @@ async def test_openai_uses_the_responses_api_with_a_strict_schema(fake_llm: Fake
 async def test_reasoning_models_get_no_temperature(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Answer(crash_answer(crash=False)))
     llm = predictor(settings_for("openai", fake_llm, model="gpt-5-mini"))
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     assert "temperature" not in fake_llm.requests[-1].json
     assert (p.crash, p.certainty) == (False, "none")
 
@@ -99,10 +100,10 @@ async def test_a_model_that_rejects_temperature_is_asked_again_without(fake_llm:
     fake_llm.push(Error(400, "Unsupported parameter: 'temperature' is not supported with this model."))
     fake_llm.push(Answer(crash_answer()))
     llm = predictor(settings_for("openai", fake_llm, model="some-new-model"))
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     assert [("temperature" in r.json) for r in fake_llm.requests] == [True, False]
     assert p.crash
-    await llm.predict(executed=EXECUTED, target=TARGET + "\n", bypass_cache=True)  # remembered
+    await llm.predict(Ask(TARGET + "\n", EXECUTED, explicit=True))  # remembered
     assert "temperature" not in fake_llm.requests[-1].json
 
 
@@ -110,12 +111,10 @@ async def test_runtime_info_off_sends_no_runtime_section(fake_llm: FakeLLMServer
     fake_llm.push(Answer(crash_answer()), Answer(crash_answer()))
     snapshot = Snapshot(variables={"df": ObjectSummary(kind="dataframe", type="DataFrame", shape=[2, 1])})
     await predictor(settings_for("openai", fake_llm, runtime_info=False)).predict(
-        executed=EXECUTED, target=TARGET, snapshot=snapshot
+        Ask(TARGET, EXECUTED, snapshot=snapshot)
     )
     assert "Runtime" not in body_text(fake_llm)
-    await predictor(settings_for("openai", fake_llm)).predict(
-        executed=EXECUTED, target=TARGET, snapshot=snapshot
-    )
+    await predictor(settings_for("openai", fake_llm)).predict(Ask(TARGET, EXECUTED, snapshot=snapshot))
     assert "# Runtime information:\ndf: DataFrame | shape (2, 1)" in fake_llm.requests[-1].json["input"]
 
 
@@ -133,12 +132,10 @@ async def test_privacy_mode_sends_structure_but_no_values(fake_llm: FakeLLMServe
         }
     )
     fake_llm.push(Answer(crash_answer()), Answer(crash_answer()))
-    await predictor(settings_for("openai", fake_llm)).predict(
-        executed=EXECUTED, target=TARGET, snapshot=snapshot
-    )
+    await predictor(settings_for("openai", fake_llm)).predict(Ask(TARGET, EXECUTED, snapshot=snapshot))
     assert "alice@example.com" in body_text(fake_llm) and "hunter2-password" in body_text(fake_llm)
     await predictor(settings_for("openai", fake_llm, privacy=True)).predict(
-        executed=EXECUTED, target=TARGET, snapshot=snapshot
+        Ask(TARGET, EXECUTED, snapshot=snapshot)
     )
     private = body_text(fake_llm)
     assert "alice@example.com" not in private and "hunter2-password" not in private
@@ -150,7 +147,7 @@ async def test_openai_compatible_uses_chat_completions_and_needs_no_key_locally(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     fake_llm.push(Answer(crash_answer(line=2)))
-    p = await predictor(settings_for("openai-compatible", fake_llm)).predict(executed=EXECUTED, target=TARGET)
+    p = await predictor(settings_for("openai-compatible", fake_llm)).predict(Ask(TARGET, EXECUTED))
     req = fake_llm.requests[-1]
     assert req.path == "/v1/chat/completions"
     assert req.headers["authorization"] == "Bearer not-needed"
@@ -172,7 +169,7 @@ async def test_a_server_without_response_format_gets_instructions_and_tolerant_p
             '"exception": "KeyError", "evidence": [], "fix": "use a"}\n```'
         )
     )
-    p = await predictor(settings_for("openai-compatible", fake_llm)).predict(executed=EXECUTED, target=TARGET)
+    p = await predictor(settings_for("openai-compatible", fake_llm)).predict(Ask(TARGET, EXECUTED))
     first, second = (r.json for r in fake_llm.requests)
     assert "response_format" in first and "response_format" not in second
     assert "Answer with one JSON object" in second["messages"][0]["content"]
@@ -182,7 +179,7 @@ async def test_a_server_without_response_format_gets_instructions_and_tolerant_p
 async def test_gemini_sends_a_response_schema_and_the_key_in_a_header(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Answer(crash_answer(line=2, exception="KeyError"), prompt_tokens=90, completion_tokens=12))
     p = await predictor(settings_for("gemini", fake_llm)).predict(
-        executed=EXECUTED, target=TARGET, runtime_text="df: DataFrame"
+        Ask(TARGET, EXECUTED, runtime_text="df: DataFrame")
     )
     req = fake_llm.requests[-1]
     assert req.path.endswith("/models/gemini-2.5-flash:generateContent")
@@ -210,7 +207,7 @@ async def test_gemini_sends_a_response_schema_and_the_key_in_a_header(fake_llm: 
 async def test_429_then_success(fake_llm: FakeLLMServer, provider: str) -> None:
     fake_llm.push(Error(429, "Rate limit reached"), Answer(crash_answer()))
     llm = predictor(settings_for(provider, fake_llm))
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     assert len(fake_llm.requests) == 2
     assert p.crash and p.certainty == "predicted"
     assert llm.usage.requests == 2
@@ -222,12 +219,12 @@ async def test_server_errors_past_the_retries_are_reported_not_trusted(
 ) -> None:
     fake_llm.push(*[Error(503, "overloaded")] * 6)
     llm = predictor(settings_for(provider, fake_llm, retries=2))
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     assert len(fake_llm.requests) == 3  # one try + two retries
     assert (p.crash, p.certainty, p.source.votes) == (False, "none", [])
     assert "could not be reached" in p.message and "503" in " ".join(p.notes)
     with pytest.raises(ProviderError, match="503"):
-        await llm.predict(executed=EXECUTED, target=TARGET, raise_errors=True)
+        await llm.predict(Ask(TARGET, EXECUTED), raise_errors=True)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -235,7 +232,7 @@ async def test_a_timeout_is_retried(fake_llm: FakeLLMServer, provider: str) -> N
     fake_llm.push(Slow(10, Answer(crash_answer(crash=False))), Answer(crash_answer()))
     llm = predictor(settings_for(provider, fake_llm, request_timeout_s=0.5))
     started = time.monotonic()
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     assert time.monotonic() - started < 5
     assert len(fake_llm.requests) == 2 and p.crash
 
@@ -244,7 +241,7 @@ async def test_errors_never_echo_the_key(fake_llm: FakeLLMServer, caplog: pytest
     caplog.set_level("DEBUG")
     fake_llm.push(Error(401, f"Incorrect API key provided: {KEY[:5]}****{KEY[-4:]} or {KEY}"))
     llm = predictor(settings_for("openai", fake_llm))
-    p = await llm.predict(executed=EXECUTED, target=TARGET)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
     exchange = llm.last_exchange(TARGET)
     assert exchange is not None
     everything = " ".join(
@@ -272,6 +269,6 @@ def test_missing_keys_say_which_variable_to_set(monkeypatch: pytest.MonkeyPatch)
 async def test_retry_after_is_honoured(fake_llm: FakeLLMServer) -> None:
     fake_llm.push(Error(429, "slow down", retry_after_s=0.4), Answer(crash_answer()))
     started = time.monotonic()
-    p = await predictor(settings_for("openai", fake_llm)).predict(executed=EXECUTED, target=TARGET)
+    p = await predictor(settings_for("openai", fake_llm)).predict(Ask(TARGET, EXECUTED))
     assert p.crash and len(fake_llm.requests) == 2
     assert time.monotonic() - started >= 0.4  # the backoff alone would have waited 0.01 s

@@ -4,20 +4,20 @@ under a hash of the exact request, so a re-run sends nothing and an interrupted 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from crane_lsp.bench.cache import AnswerCache, request_key
 from crane_lsp.bench.cases import BenchCase
 from crane_lsp.bench.runner import Answer, RateLimiter, Setting, majority
+from crane_lsp.layers import Ask, LayerName
 from crane_lsp.prediction import Prediction
 from crane_lsp.settings import Settings
 
 if TYPE_CHECKING:
-    from crane_lsp.checks.base import Finding
     from crane_lsp.llm import LLMPredictor
-    from crane_lsp.runtime import Snapshot
 
 
 def llm_settings(provider: str, args: Any) -> Settings:
@@ -41,8 +41,10 @@ def default_llm_factory(settings: Settings) -> LLMPredictor:
 class CachedVotes:
     """An LLM layer that asks ``votes`` times, one request per vote, each answer cached on disk.
 
-    Same interface as the pipeline's LLM layer, so it also serves the notebook path.
+    A ``Layer`` like the pipeline's own LLM, so it also serves the notebook path.
     """
+
+    name: LayerName = "llm"
 
     def __init__(
         self,
@@ -73,7 +75,7 @@ class CachedVotes:
             vote=vote,
         )
 
-    async def _vote(self, key: str, kwargs: dict[str, Any], *, read_cache: bool) -> tuple[Prediction, bool]:
+    async def _vote(self, key: str, ask: Ask, *, read_cache: bool) -> tuple[Prediction, bool]:
         """One vote: from the disk cache, or one request whose raw text and parsed verdict are stored."""
         hit = self.cache.get(key) if read_cache else None
         if hit is not None:
@@ -81,40 +83,19 @@ class CachedVotes:
         await self.limiter.wait()
         self.requests += 1
         prediction, exchange = await self.inner.predict_exchange(
-            **kwargs, bypass_cache=True, raise_errors=True
+            dataclasses.replace(ask, explicit=True), raise_errors=True
         )
         if not prediction.source.votes:  # no valid answer: report it, never cache it
             raise RuntimeError(prediction.message or "no valid answer")
         self.cache.put(key, {"raw": exchange.raw_answers, "prediction": prediction.model_dump(mode="json")})
         return prediction, False
 
-    async def predict(
-        self,
-        *,
-        executed: Sequence[str],
-        target: str,
-        snapshot: Snapshot | None = None,
-        runtime_text: str | None = None,
-        findings: Sequence[Finding] = (),
-        bypass_cache: bool = False,
-    ) -> Prediction:
-        sent = self.inner.messages(
-            executed=executed, target=target, snapshot=snapshot, runtime_text=runtime_text, findings=findings
-        )
-        messages = [m.as_dict() for m in sent]
-        kwargs: dict[str, Any] = {
-            "executed": executed,
-            "target": target,
-            "snapshot": snapshot,
-            "runtime_text": runtime_text,
-            "findings": findings,
-        }
+    async def predict(self, ask: Ask) -> Prediction:
+        """The ``Layer`` call: ``votes`` requests, each read from the disk cache unless ``ask.explicit``."""
+        messages = [m.as_dict() for m in self.inner.messages(ask)]
         started = time.perf_counter()
         answers = await asyncio.gather(
-            *(
-                self._vote(self.key(messages, i), kwargs, read_cache=not bypass_cache)
-                for i in range(self.votes)
-            )
+            *(self._vote(self.key(messages, i), ask, read_cache=not ask.explicit) for i in range(self.votes))
         )
         wall_ms = (time.perf_counter() - started) * 1000
         votes = [p.crash for p, _ in answers]
@@ -164,7 +145,7 @@ class JunoLLMPredictor:
 
     async def predict(self, case: BenchCase, setting: Setting) -> Answer:
         runtime = (case.runtime_text or "") if setting == "+RT" else None
-        prediction = await self.llm.predict(executed=case.executed, target=case.target, runtime_text=runtime)
+        prediction = await self.llm.predict(Ask(case.target, case.executed, runtime_text=runtime))
         return answer_from(prediction)
 
     async def aclose(self) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from crane_lsp.bench.cases import BenchCase, BenchError, target_index
 from crane_lsp.bench.live import CachedVotes, answer_from
 from crane_lsp.bench.runner import Answer, Setting
+from crane_lsp.layers import LayerName
 from crane_lsp.notebook import read_ipynb
 from crane_lsp.prediction import Prediction
 from crane_lsp.settings import Settings
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 
 #: Offline layer combinations a notebook folder can be measured with (``--provider``).
-OFFLINE_LAYERS: dict[str, frozenset[str]] = {
+OFFLINE_LAYERS: dict[str, frozenset[LayerName]] = {
     "checks": frozenset({"checks"}),
     "dryrun": frozenset({"dryrun"}),
     "checks+dryrun": frozenset({"checks", "dryrun"}),
@@ -76,22 +77,18 @@ class NotebookPredictor:
     async def _predict(
         self, link: KernelLink, source: str, executed: list[str], setting: Setting
     ) -> Prediction:
-        from crane_lsp.predict import Pipeline
+        from crane_lsp.pipeline import Pipeline
 
-        if self.llm is None:
-            from crane_lsp.dryrun import DryRunner
-
-            dryrun = DryRunner(link, self.settings) if "dryrun" in self.layers else None
-            return await Pipeline(self.settings, link=link, dryrun=dryrun).predict(
-                source, executed=executed, layers=self.layers
-            )
-        if setting == "-RT":  # the paper's -RT: the LLM sees the code alone, no kernel, no checks
-            return await Pipeline(self.settings, link=None, llm=self.llm).predict(
-                source, executed=executed, layers={"llm"}
-            )
-        return await Pipeline(self.settings, link=link, llm=self.llm).predict(
-            source, executed=executed, layers={"checks", "llm"}
-        )
+        if self.llm is None:  # the settings say whether the dry run is measured (``on``) or not
+            offline = Pipeline.from_settings(self.settings, link)
+            run = await offline.predict(source, executed=executed, layers=self.layers)
+        elif setting == "-RT":  # the paper's -RT: the LLM sees the code alone, no kernel, no checks
+            alone = Pipeline.from_settings(self.settings, None, llm=self.llm)
+            run = await alone.predict(source, executed=executed, layers={"llm"})
+        else:
+            checked = Pipeline.from_settings(self.settings, link, llm=self.llm)
+            run = await checked.predict(source, executed=executed, layers={"checks", "llm"})
+        return run.prediction
 
     async def aclose(self) -> None:
         if self.llm is not None:

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from crane_lsp.notebook import Notebook
+    from rich.progress import Progress, TaskID
+
+    from crane_lsp.commands.render import CheckedCell
+    from crane_lsp.kernel.link import KernelLink
+    from crane_lsp.layers import Ask, LayerName
+    from crane_lsp.llm.predictor import LLMPredictor
+    from crane_lsp.notebook import Cell, Notebook
+    from crane_lsp.pipeline import Pipeline
     from crane_lsp.prediction import Prediction
     from crane_lsp.settings import Settings
 
@@ -71,36 +78,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if args.privacy:
         values["privacy"] = True
     return Settings(**values)
-
-
-@dataclass
-class CheckedCell:
-    position: int  # 1-based among code cells
-    source: str
-    prediction: Prediction
-    actual: str | None = None  # exception class really raised (walk mode), "" when it ran clean
-    actual_line: int | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        p = self.prediction
-        data: dict[str, Any] = {
-            "cell": self.position,
-            "crash": p.crash,
-            "certainty": p.certainty,
-            "exception": p.exception,
-            "line": None if p.line is None else p.line + 1,
-            "message": p.message,
-            "diagnosis": p.diagnosis,
-            "evidence": [e.model_dump() for e in p.evidence],
-            "origin": [o.model_dump() for o in p.origin],
-            "source": p.source.label(),
-            "notes": p.notes,
-        }
-        if p.fix is not None:
-            data["fix"] = p.fix.model_dump()
-        if self.actual is not None:
-            data["actual"] = self.actual or None
-        return data
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,21 +137,21 @@ def _error(console: Any, message: str) -> None:
     console.print(f"[red]error:[/red] {message}", soft_wrap=True, markup=True, highlight=False)
 
 
-def _layers(spec: str | None) -> set[str] | None:
+def _layers(spec: str | None) -> set[LayerName] | None:
     if spec is None:
         return None
-    from crane_lsp.predict import LAYERS
+    from crane_lsp.layers import LAYERS
 
-    layers = {part.strip() for part in spec.split(",") if part.strip()}
-    unknown = layers - set(LAYERS)
+    asked = {part.strip() for part in spec.split(",") if part.strip()}
+    unknown = asked - set(LAYERS)
     if unknown:
         raise ValueError(
             f"unknown predictor(s) {', '.join(sorted(unknown))}; choose from {', '.join(LAYERS)}"
         )
-    return layers
+    return {name for name in LAYERS if name in asked}
 
 
-def _make_llm(settings: Settings, layers: set[str] | None) -> Any:
+def _make_llm(settings: Settings, layers: set[LayerName] | None) -> _StrictLLM | None:
     if layers is not None and "llm" not in layers:
         return None
     if settings.provider == "none":
@@ -196,27 +173,49 @@ class _StrictLLM:
     """The LLM layer for the terminal: a provider that gives no valid answer is an error, not a
     silent "no crash found" (the editor keeps the lenient layer and shows a note instead)."""
 
-    def __init__(self, inner: Any) -> None:
+    name: LayerName = "llm"
+
+    def __init__(self, inner: LLMPredictor) -> None:
         self._inner = inner
 
-    async def predict(self, **kwargs: Any) -> Any:
+    async def predict(self, ask: Ask) -> Prediction:
         from crane_lsp.llm.errors import LLMError
 
         try:
-            return await self._inner.predict(**kwargs, raise_errors=True)
+            return await self._inner.predict(ask, raise_errors=True)
         except LLMError as exc:
             name = self._inner.settings.provider
             raise _UsageError(f"the LLM ({name}) gave no answer: {exc}") from exc
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@dataclass
+class _Job:
+    """What every cell of one ``check`` run is predicted with."""
+
+    settings: Settings
+    layers: set[LayerName] | None
+    llm: _StrictLLM | None
+    quiet: bool
+    console: Any
+    cell_timeout: float = 600.0
+
+    def pipeline(self, link: KernelLink) -> Pipeline:
+        from crane_lsp.pipeline import Pipeline
+
+        return Pipeline.from_settings(self.settings, link, llm=self.llm)
+
+    async def predict(self, pipeline: Pipeline, source: str, executed: list[str]) -> Prediction:
+        return (await pipeline.predict(source, executed=executed, layers=self.layers)).prediction
 
 
 async def _check(
     notebook: Notebook,
     target: int | None,
     settings: Settings,
-    layers: set[str] | None,
+    layers: set[LayerName] | None,
     *,
     quiet: bool,
     console: Any,
@@ -224,64 +223,41 @@ async def _check(
 ) -> list[CheckedCell]:
     from crane_lsp.kernel.link import KernelLinkError
 
-    llm = _make_llm(settings, layers)
+    job = _Job(settings, layers, _make_llm(settings, layers), quiet, console, cell_timeout)
     try:
         if target is not None:
-            return await _check_target(
-                notebook, target, settings, layers, llm, quiet=quiet, console=console,
-                cell_timeout=cell_timeout,
-            )
-        return await _walk(
-            notebook, settings, layers, llm, quiet=quiet, console=console, cell_timeout=cell_timeout
-        )
+            return await _check_target(notebook, target, job)
+        return await _walk(notebook, job)
     except KernelLinkError as exc:
         raise _UsageError(f"the kernel failed: {exc}") from exc
     finally:
-        if llm is not None:
-            await llm.aclose()
+        if job.llm is not None:
+            await job.llm.aclose()
 
 
-async def _check_target(
-    notebook: Notebook,
-    target: int,
-    settings: Settings,
-    layers: set[str] | None,
-    llm: Any,
-    *,
-    quiet: bool,
-    console: Any,
-    cell_timeout: float = 600.0,
-) -> list[CheckedCell]:
+async def _check_target(notebook: Notebook, target: int, job: _Job) -> list[CheckedCell]:
     """Replay the recorded state, then predict the one target cell."""
     from crane_lsp.commands.common import replay_with_progress, report_replay_failures
+    from crane_lsp.commands.render import CheckedCell
 
+    console = job.console
     link, report = await replay_with_progress(
-        notebook, target, console, quiet=quiet, cell_timeout=cell_timeout
+        notebook, target, console, quiet=job.quiet, cell_timeout=job.cell_timeout
     )
     try:
-        if not quiet:
+        if not job.quiet:
             report_replay_failures(console, report)
             built = ", ".join(str(run.index + 1) for run in report.runs) or "none"
             console.print(f"state for code cell {target + 1} built by code cells {built} (execution order)")
         cells = notebook.code_cells
         executed = [cells[run.index].source for run in report.runs if run.result.ok]
-        pipeline = _pipeline(settings, link, llm)
-        prediction = await pipeline.predict(cells[target].source, executed=executed, layers=layers)
+        prediction = await job.predict(job.pipeline(link), cells[target].source, executed)
         return [CheckedCell(target + 1, cells[target].source, prediction)]
     finally:
         await link.close()
 
 
-async def _walk(
-    notebook: Notebook,
-    settings: Settings,
-    layers: set[str] | None,
-    llm: Any,
-    *,
-    quiet: bool,
-    console: Any,
-    cell_timeout: float = 600.0,
-) -> list[CheckedCell]:
+async def _walk(notebook: Notebook, job: _Job) -> list[CheckedCell]:
     """Predict each code cell, then run it, in the order the notebook records: predictions beside what
     really happened.
 
@@ -295,46 +271,58 @@ async def _walk(
 
     from crane_lsp.commands.common import replay_with_progress
     from crane_lsp.kernel.link import KernelLink
-    from crane_lsp.kernel.replay import sanitize
 
     cells = notebook.code_cells
     ran, never_ran = walk_order(notebook)
     link = await KernelLink.start(notebook.path.parent if notebook.path else Path.cwd(), quiet=True)
-    pipeline = _pipeline(settings, link, llm)
+    pipeline = job.pipeline(link)
     executed: list[str] = []
     checked: list[CheckedCell] = []
     try:
-        with Progress(console=console, transient=True, disable=quiet) as progress:
+        with Progress(console=job.console, transient=True, disable=job.quiet) as progress:
             task = progress.add_task("walking the notebook", total=len(cells))
             for index in ran:
-                cell = cells[index]
-                progress.update(task, description=f"predicting cell {index + 1}")
-                prediction = await pipeline.predict(cell.source, executed=executed, layers=layers)
-                progress.update(task, description=f"running cell {index + 1}")
-                result = await link.execute(sanitize(cell.source), timeout=cell_timeout)
-                executed.append(cell.source)
-                actual = "" if result.status == "ok" else (result.ename or result.status)
-                checked.append(CheckedCell(index + 1, cell.source, prediction, actual, result.line))
-                progress.advance(task)
+                checked.append(
+                    await _predict_and_run(job, pipeline, link, cells[index], index, executed, progress, task)
+                )
+                executed.append(cells[index].source)
             for n, index in enumerate(never_ran):
-                cell = cells[index]
                 if n:  # back to the recorded state: the previous never-run cell changed it
                     progress.update(task, description=f"replaying the state for cell {index + 1}")
                     await link.close()
                     link, _ = await replay_with_progress(
-                        notebook, index, console, quiet=True, cell_timeout=cell_timeout
+                        notebook, index, job.console, quiet=True, cell_timeout=job.cell_timeout
                     )
-                    pipeline = _pipeline(settings, link, llm)
-                progress.update(task, description=f"predicting cell {index + 1}")
-                prediction = await pipeline.predict(cell.source, executed=executed, layers=layers)
-                progress.update(task, description=f"running cell {index + 1}")
-                result = await link.execute(sanitize(cell.source), timeout=cell_timeout)
-                actual = "" if result.status == "ok" else (result.ename or result.status)
-                checked.append(CheckedCell(index + 1, cell.source, prediction, actual, result.line))
-                progress.advance(task)
+                    pipeline = job.pipeline(link)
+                checked.append(
+                    await _predict_and_run(job, pipeline, link, cells[index], index, executed, progress, task)
+                )
     finally:
         await link.close()
     return sorted(checked, key=lambda c: c.position)
+
+
+async def _predict_and_run(
+    job: _Job,
+    pipeline: Pipeline,
+    link: KernelLink,
+    cell: Cell,
+    index: int,
+    executed: list[str],
+    progress: Progress,
+    task: TaskID,
+) -> CheckedCell:
+    """One step of the walk: the prediction, then what really happened when the cell ran."""
+    from crane_lsp.commands.render import CheckedCell
+    from crane_lsp.kernel.replay import sanitize
+
+    progress.update(task, description=f"predicting cell {index + 1}")
+    prediction = await job.predict(pipeline, cell.source, executed)
+    progress.update(task, description=f"running cell {index + 1}")
+    result = await link.execute(sanitize(cell.source), timeout=job.cell_timeout)
+    actual = "" if result.status == "ok" else (result.ename or result.status)
+    progress.advance(task)
+    return CheckedCell(index + 1, cell.source, prediction, actual, result.line)
 
 
 def walk_order(notebook: Notebook) -> tuple[list[int], list[int]]:
@@ -349,14 +337,3 @@ def walk_order(notebook: Notebook) -> tuple[list[int], list[int]]:
     counted = sorted((c.execution_count, i) for i, c in enumerate(cells) if c.execution_count)
     never = [i for i, c in enumerate(cells) if not c.execution_count]
     return [i for _, i in counted], never
-
-
-def _pipeline(settings: Settings, link: Any, llm: Any) -> Any:
-    from crane_lsp.predict import Pipeline
-
-    dryrun = None
-    if settings.dry_run != "off":
-        from crane_lsp.dryrun import DryRunner
-
-        dryrun = DryRunner(link, settings)
-    return Pipeline(settings, link=link, llm=llm, dryrun=dryrun)

@@ -70,7 +70,7 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
     from crane_lsp.kernel.connection import ConnectionNotFound, discover
     from crane_lsp.kernel.link import KernelLink, KernelLinkError
     from crane_lsp.notebook import NotebookError
-    from crane_lsp.predict import probe_query
+    from crane_lsp.pipeline import probe_query
     from crane_lsp.settings import Settings
 
     try:

@@ -1,7 +1,7 @@
 """The LLM layer of the pipeline: prompt, samples, majority vote, cache, one ``Prediction`` out.
 
     predictor = LLMPredictor(settings)            # raises MissingKeyError / ConfigError, clearly worded
-    prediction = await predictor.predict(executed=[...], target=src, snapshot=snap)
+    prediction = await predictor.predict(Ask(src, executed=[...], snapshot=snap))
     predictor.last_exchange(src)                  # prompt + raw answers, for the editor's "show prompt"
 
 Runtime failures (429s past the retries, a dead server, garbled answers) never raise: they come
@@ -21,10 +21,11 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cachetools import LRUCache, TTLCache
 
+from crane_lsp.layers import Ask, LayerName
 from crane_lsp.llm.errors import LLMError, ProviderError
 from crane_lsp.llm.prompt import (
     PROMPT_VERSION,
@@ -36,11 +37,8 @@ from crane_lsp.llm.prompt import (
 )
 from crane_lsp.llm.providers import Completion, Provider, make_provider
 from crane_lsp.prediction import Evidence, Fix, Prediction, Source
-from crane_lsp.runtime import Snapshot, render_snapshot
+from crane_lsp.runtime import render_snapshot
 from crane_lsp.settings import Settings
-
-if TYPE_CHECKING:
-    from crane_lsp.checks.base import Finding
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +121,9 @@ def _first_sentence(text: str, limit: int = 160) -> str:
 
 
 class LLMPredictor:
-    """Votes, cache and bookkeeping around one ``Provider``."""
+    """Votes, cache and bookkeeping around one ``Provider``: the pipeline's ``llm`` layer."""
+
+    name: LayerName = "llm"
 
     def __init__(
         self,
@@ -147,64 +147,28 @@ class LLMPredictor:
         self._last: Exchange | None = None
 
     # -- public ----------------------------------------------------------------------------------
-    def messages(
-        self,
-        *,
-        executed: Sequence[str],
-        target: str,
-        snapshot: Snapshot | None = None,
-        runtime_text: str | None = None,
-        findings: Sequence[Finding] = (),
-    ) -> list[Message]:
+    def messages(self, ask: Ask) -> list[Message]:
         """The exact prompt ``predict`` would send (runtime omitted when ``runtimeInfo`` is off)."""
         runtime: str | None = None
         if self.settings.runtime_info:
-            if runtime_text is not None:
-                runtime = runtime_text
-            elif snapshot is not None:
+            if ask.runtime_text is not None:
+                runtime = ask.runtime_text
+            elif ask.snapshot is not None:
                 runtime = render_snapshot(
-                    snapshot, privacy=self.settings.privacy, max_columns=self.settings.max_columns
+                    ask.snapshot, privacy=self.settings.privacy, max_columns=self.settings.max_columns
                 )
-        return build_messages(list(executed), target, runtime, findings)
+        return build_messages(list(ask.executed), ask.target, runtime, ask.findings)
 
-    async def predict(
-        self,
-        *,
-        executed: Sequence[str],
-        target: str,
-        snapshot: Snapshot | None = None,
-        runtime_text: str | None = None,
-        findings: Sequence[Finding] = (),
-        bypass_cache: bool = False,
-        raise_errors: bool = False,
-    ) -> Prediction:
-        prediction, _ = await self.predict_exchange(
-            executed=executed,
-            target=target,
-            snapshot=snapshot,
-            runtime_text=runtime_text,
-            findings=findings,
-            bypass_cache=bypass_cache,
-            raise_errors=raise_errors,
-        )
+    async def predict(self, ask: Ask, *, raise_errors: bool = False) -> Prediction:
+        """The ``Layer`` call: one verdict (``ask.explicit`` bypasses the cache)."""
+        prediction, _ = await self.predict_exchange(ask, raise_errors=raise_errors)
         return prediction
 
-    async def predict_exchange(
-        self,
-        *,
-        executed: Sequence[str],
-        target: str,
-        snapshot: Snapshot | None = None,
-        runtime_text: str | None = None,
-        findings: Sequence[Finding] = (),
-        bypass_cache: bool = False,
-        raise_errors: bool = False,
-    ) -> tuple[Prediction, Exchange]:
+    async def predict_exchange(self, ask: Ask, *, raise_errors: bool = False) -> tuple[Prediction, Exchange]:
         """``predict``, also returning this call's own exchange (concurrent callers each get theirs)."""
         started = time.perf_counter()
-        messages = self.messages(
-            executed=executed, target=target, snapshot=snapshot, runtime_text=runtime_text, findings=findings
-        )
+        target, bypass_cache = ask.target, ask.explicit
+        messages = self.messages(ask)
         key = request_key(messages, self.provider.signature(), self.settings.votes)
         hit = None if bypass_cache else self._cache.get(key)
         if hit is not None:

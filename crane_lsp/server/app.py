@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -32,16 +32,20 @@ from crane_lsp.server.documents import (
     notebook_sync_options,
 )
 from crane_lsp.server.jupyter_documents import view_for_text
+from crane_lsp.server.kernel_port import KernelPort, KernelsFactory
 from crane_lsp.server.kernels import Kernels
 from crane_lsp.server.notices import Notices
 from crane_lsp.server.offload import Offload
+from crane_lsp.server.probing import CountedLink, Stats
 from crane_lsp.server.protocol import CraneProtocol, strict_converter
 from crane_lsp.server.scheduler import Debouncer, Stamp, cells_to_check
 from crane_lsp.server.textdoc import for_python
 from crane_lsp.server.workerproc import ProcessOffload
 
 if TYPE_CHECKING:  # pydantic models: imported once the first settings or check need them
-    from crane_lsp.kernel.link import KernelLink
+    from crane_lsp.kernel.link import KernelEvent, KernelLink
+    from crane_lsp.llm.predictor import LLMPredictor
+    from crane_lsp.pipeline import Pipeline, Run
     from crane_lsp.prediction import Prediction
     from crane_lsp.settings import Settings
 
@@ -53,7 +57,6 @@ CERTAIN = ("certain", "observed")
 HISTORY_TIMEOUT_S = 3.0
 SLOW_CHECK_MS = 1000.0  # checks slower than this are logged with where the time went
 WATCH_S = 2.0  # how often idle kernels are asked whether their state moved (restarts, unseen cells)
-WATCH_TIMEOUT_S = 5.0
 HEARTBEAT_S = 2.0  # a kernel that does not answer its control channel this long is "unresponsive"
 STATE_DELAY_S = 0.05  # coalesce a burst of execution summaries / kernel events into one re-check
 
@@ -84,53 +87,20 @@ class NotebookState:
 
 
 @dataclass
-class Stats:
-    predictions: int = 0  # check jobs that reached a verdict (one per cell text checked)
-    second_phase: int = 0  # dry-run / LLM follow-ups
-    probes: int = 0
-    checking: int = 0
-    last_latency_ms: float | None = None
-    kernel_busy: bool = False
+class _Bound:
+    """A notebook's pipeline and the link it was built on (rebuilt when either or the settings move)."""
 
-
-class _GuardedLink:
-    """The kernel link as the server uses it: probes counted (the count feeds ``crane/status``) and
-    the history cached per kernel generation. The link itself takes concurrent requests."""
-
-    def __init__(self, link: Any, stats: Stats) -> None:
-        self._link = link
-        self._stats = stats
-        self._history_key: tuple[Any, Any] | None = None
-        self._history: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._link, name)
-
-    async def snapshot(self, *args: Any, **kwargs: Any) -> Any:
-        self._stats.probes += 1
-        snap = await self._link.snapshot(*args, **kwargs)
-        self._stats.kernel_busy = bool(getattr(snap, "taken_while_busy", False))
-        return snap
-
-    async def history(self, *args: Any, **kwargs: Any) -> Any:
-        """The kernel's history, fetched again only when its generation (or a restart) moved on."""
-        key = (getattr(self._link, "generation", None), getattr(self._link, "restarts", None))
-        if key[0] is not None and key == self._history_key:
-            return self._history
-        history = await self._link.history(*args, **kwargs)
-        self._history_key, self._history = key, history
-        return history
-
-    async def generation(self) -> int | None:
-        """The kernel's execution count, from an empty probe (not counted as a cell's probe)."""
-        from crane_lsp.runtime import ProbeQuery
-
-        snap = await self._link.snapshot(ProbeQuery(request_budget_s=0.5), timeout=WATCH_TIMEOUT_S)
-        return cast("int | None", snap.generation)
+    pipeline: Pipeline
+    link: CountedLink | None  # what the server asks of the kernel (history, heartbeat, generation)
+    raw: KernelLink | None
+    settings_rev: int
 
 
 class CraneServer(LanguageServer):
-    def __init__(self) -> None:
+    """The server; ``kernels`` builds what it reads kernels through (``Kernels`` unless a test
+    hands in a fake: ``create_server(kernels=...)``)."""
+
+    def __init__(self, kernels: KernelsFactory | None = None) -> None:
         super().__init__(
             "crane-lsp",
             __version__,
@@ -144,7 +114,7 @@ class CraneServer(LanguageServer):
         self.init_options: dict[str, Any] = {}
         self.notebooks: dict[str, NotebookState] = {}
         self.owner: dict[str, str] = {}  # cell key / document uri -> notebook uri
-        self.kernels = Kernels(self._on_kernel_event)
+        self.kernels: KernelPort = (kernels or Kernels)(self._on_kernel_event)
         self.cells = Debouncer(self._check_job)
         self.states = Debouncer(self._state_job)
         self.stats = Stats()
@@ -152,8 +122,8 @@ class CraneServer(LanguageServer):
         self.procs = ProcessOffload()  # the built-in checks: a worker process (a parse holds the GIL)
         self.notices = Notices(self._show_message)
         self._bypass: set[str] = set()
-        self._pipelines: dict[str, tuple[Any, Any, int]] = {}  # notebook -> (pipeline, link, rev)
-        self._llm: Any = None
+        self._pipelines: dict[str, _Bound] = {}  # notebook uri -> its pipeline
+        self._llm: LLMPredictor | None = None
         self._llm_slots = asyncio.Semaphore(1)  # replaced by the settings' llmConcurrency
         self._watcher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -200,7 +170,7 @@ class CraneServer(LanguageServer):
         previous, self.settings = self.settings, settings
         self.settings_rev += 1
         old_llm, self._llm = self._llm, self._make_llm(settings)
-        if old_llm is not None and hasattr(old_llm, "aclose"):
+        if old_llm is not None:
             self._background(old_llm.aclose())
         self._llm_slots = asyncio.Semaphore(settings.llm_concurrency)
         self._pipelines.clear()
@@ -219,7 +189,7 @@ class CraneServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _make_llm(self, settings: Settings) -> Any:
+    def _make_llm(self, settings: Settings) -> LLMPredictor | None:
         if settings.provider == "none":
             return None
         try:
@@ -378,13 +348,13 @@ class CraneServer(LanguageServer):
 
     async def _refresh_percent_pending(self, nb: NotebookState) -> None:
         """A script has no execution summaries: a cell ran when the kernel's history holds its text."""
-        link = (await self.pipeline(nb)).link
+        link = (await self.bound(nb)).link
         if link is not None:
             with contextlib.suppress(Exception):
                 nb.executed_texts = {c.source.strip() for c in await link.history(timeout=HISTORY_TIMEOUT_S)}
         nb.pending = {c.key for c in nb.view.code_cells if c.text.strip() not in nb.executed_texts}
 
-    def _on_kernel_event(self, notebook_uri: str, event: Any) -> None:
+    def _on_kernel_event(self, notebook_uri: str, event: KernelEvent) -> None:
         nb = self.notebooks.get(notebook_uri)
         if event.kind == "cell_started":
             self.stats.kernel_busy = True
@@ -410,24 +380,26 @@ class CraneServer(LanguageServer):
 
     # ------------------------------------------------------------------ checking one cell
 
-    async def pipeline(self, nb: NotebookState) -> Any:
-        """The notebook's pipeline, rebuilt when its kernel link or the settings changed."""
-        from crane_lsp.dryrun import DryRunner
-        from crane_lsp.predict import Pipeline
+    async def pipeline(self, nb: NotebookState) -> Pipeline:
+        """The notebook's pipeline (``crane.showPrompt`` reads its LLM's last exchange)."""
+        return (await self.bound(nb)).pipeline
+
+    async def bound(self, nb: NotebookState) -> _Bound:
+        """The notebook's pipeline and link, rebuilt when its kernel link or the settings changed."""
+        from crane_lsp.pipeline import Pipeline
 
         link = await self.kernels.link_for(nb.uri)
         cached = self._pipelines.get(nb.uri)
-        if cached and cached[1] is link and cached[2] == self.settings_rev:
-            return cached[0]
-        guarded = cast("KernelLink", _GuardedLink(link, self.stats)) if link is not None else None
-        dryrun = None
-        if guarded is not None and self.settings.dry_run != "off":
-            dryrun = DryRunner(guarded, self.settings)
-        pipeline = Pipeline(self.settings, link=guarded, llm=self._llm, dryrun=dryrun, offload=self.offload)
-        self._pipelines[nb.uri] = (pipeline, link, self.settings_rev)
-        return pipeline
+        if cached and cached.raw is link and cached.settings_rev == self.settings_rev:
+            return cached
+        counted = CountedLink(link, self.stats) if link is not None else None
+        pipeline = Pipeline.from_settings(self.settings, counted, llm=self._llm, offload=self.offload)
+        bound = self._pipelines[nb.uri] = _Bound(pipeline, counted, link, self.settings_rev)
+        return bound
 
-    async def _executed(self, nb: NotebookState, link: Any) -> tuple[list[str], list[CellView | None]]:
+    async def _executed(
+        self, nb: NotebookState, link: CountedLink | None
+    ) -> tuple[list[str], list[CellView | None]]:
         """The executed sources in order (the kernel's history when attached) and their view cells."""
         if link is not None:
             try:
@@ -454,20 +426,20 @@ class CraneServer(LanguageServer):
         self.stats.checking += 1
         self.send_status(nb.uri)
         try:
-            pipeline = await self.pipeline(nb)
+            bound = await self.bound(nb)
+            pipeline = bound.pipeline
             t_link = time.perf_counter()
-            executed, executed_cells = await self._executed(nb, pipeline.link)
+            executed, executed_cells = await self._executed(nb, bound.link)
             t_history = time.perf_counter()
-            before = pipeline.last_snapshot
             source = for_python(cell.text)
             executed = [for_python(text) for text in executed]
             if cell.line_count > PROCESS_MIN_LINES:  # a parse this big would hold the GIL too long
-                prediction = await run_checks_phase(self.procs, pipeline, source, executed)
+                first = await run_checks_phase(self.procs, pipeline, source, executed)
             else:  # a worker thread: no process round trips on the way of every keystroke
-                prediction = await pipeline.predict(
+                first = await pipeline.predict(
                     source, executed=executed, layers={"checks"}, bypass_cache=bypass
                 )
-            snapshot = pipeline.last_snapshot if pipeline.last_snapshot is not before else None
+            prediction, snapshot = first.prediction, first.snapshot
             if snapshot is not None:
                 self.kernels.attachment(nb.uri).error = None  # the kernel answered
                 if nb.kernel_generation is None:
@@ -498,7 +470,7 @@ class CraneServer(LanguageServer):
             if cell.line_count > DRY_RUN_MAX_LINES:  # its facts would be parsed in this process
                 log.info("%s: %d lines, no dry run / LLM from the editor", key, cell.line_count)
                 return
-            later = await self._second_phase(pipeline, cell, source, executed, snapshot, bypass)
+            later = await self._second_phase(pipeline, cell, source, executed, first, bypass)
             self.stats.second_phase += 1
             if later is not None and prediction.crash and not later.crash and later.source.layer != "dryrun":
                 later = None  # no observation overrules the checks' "raises at line k if reached"
@@ -521,20 +493,22 @@ class CraneServer(LanguageServer):
                 self._next_from_backlog(nb)
 
     async def _second_phase(
-        self, pipeline: Any, cell: CellView, source: str, executed: list[str], snapshot: Any, bypass: bool
+        self, pipeline: Pipeline, cell: CellView, source: str, executed: list[str], first: Run, bypass: bool
     ) -> Prediction | None:
-        """The slow layers, one request per cell (its task) and ``llmConcurrency`` in all."""
+        """The slow layers from the first phase's state, one request per cell (its task) and
+        ``llmConcurrency`` in all."""
         async with self._llm_slots:
             at = "the cell at " if presentation.in_script(cell) else ""
             token = await self._progress_begin(f"crane: checking {at}{presentation.where(cell)}")
             try:
-                return await pipeline.predict(  # type: ignore[no-any-return]
+                later = await pipeline.predict(
                     source,
                     executed=executed,
                     layers={"dryrun", "llm"},
                     bypass_cache=bypass,
-                    snapshot=snapshot,
+                    snapshot=first.snapshot,
                 )
+                return later.prediction
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # an unreachable model must not take the built-in result away
@@ -592,8 +566,7 @@ class CraneServer(LanguageServer):
 
     async def watch_once(self, nb: NotebookState) -> None:
         had_link = self.kernels.state(nb.uri) != "none"
-        pipeline = await self.pipeline(nb)  # attaches (with back-off) when there is no link
-        link = pipeline.link
+        link = (await self.bound(nb)).link  # attaches (with back-off) when there is no link
         if link is None:
             if had_link:
                 self.state_changed(nb)
@@ -726,13 +699,3 @@ def lsp_view(server: LanguageServer, notebook: types.NotebookDocument) -> Notebo
         with contextlib.suppress(Exception):
             texts[cell.document] = server.workspace.get_text_document(cell.document).source
     return from_lsp_notebook(notebook, texts)
-
-
-def build_server() -> CraneServer:
-    """A fresh server with every handler registered (one per process; tests build their own)."""
-    from crane_lsp.server import handlers, jupyter_commands
-
-    server = CraneServer()
-    handlers.register(server)
-    jupyter_commands.register(server)  # the structured verdict and run guard (JupyterLab)
-    return server

@@ -34,10 +34,10 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.log_level != "DEBUG":  # pygls logs every message at INFO: only crane's own lines below DEBUG
         logging.getLogger("pygls").setLevel(logging.WARNING)
-    from crane_lsp.server.app import build_server
+    from crane_lsp.server.create import create_server
     from crane_lsp.server.protocol import serve_stdio, serve_tcp
 
-    server = build_server()
+    server = create_server()
     if getattr(args, "tcp", None):
         host, port = _host_port(args.tcp)
         serve_tcp(server, host, port)

@@ -1,0 +1,57 @@
+"""What the layers of the pipeline share: one question (``Ask``), one ``Layer`` protocol, and what
+they may ask of a kernel (``KernelReader``).
+
+The dry run (``dryrun.DryRunner``) and the LLM (``llm.LLMPredictor``, and the front doors' wrappers
+around it) answer the same ``Ask`` the same way, so the pipeline, the server, ``check`` and ``bench``
+hand any of them around without knowing which one it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from crane_lsp.cellcode import CellFacts
+    from crane_lsp.checks.base import Finding
+    from crane_lsp.prediction import Prediction
+    from crane_lsp.runtime import ProbeQuery, Snapshot
+
+LayerName = Literal["checks", "dryrun", "llm"]
+LAYERS: tuple[LayerName, ...] = ("checks", "dryrun", "llm")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One cell to predict and everything already known about it."""
+
+    target: str
+    executed: Sequence[str] = ()  # the sources the kernel ran, in execution order
+    facts: CellFacts | None = None  # the target's facts when already read (the dry run screens them)
+    snapshot: Snapshot | None = None  # the kernel's state as probed for this cell
+    runtime_text: str | None = None  # a recorded description of the state instead of a snapshot
+    findings: Sequence[Finding] = ()  # what the checks found: the LLM explains instead of guessing
+    explicit: bool = False  # an explicit Re-check: the longer dry-run budget, no LLM cache
+
+
+class Layer(Protocol):
+    """A slow layer: an observation or a guess about the cell; None when it has nothing to say."""
+
+    @property
+    def name(self) -> LayerName: ...
+
+    async def predict(self, ask: Ask) -> Prediction | None: ...
+
+
+class KernelReader(Protocol):
+    """What the pipeline and its dry run ask of a kernel (``kernel.link.KernelLink`` is one; the
+    server hands in one that counts its probes)."""
+
+    async def snapshot(self, query: ProbeQuery, timeout: float | None = None) -> Snapshot: ...
+
+    async def call(
+        self, function: str, payload: dict[str, Any], timeout: float = 10.0, *, allow_busy: bool | None = None
+    ) -> dict[str, Any]: ...
+
+    async def is_alive(self) -> bool: ...
