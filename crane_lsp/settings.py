@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from crane_lsp.kernel.agent import wire  # the one set of budget defaults, shared with the kernel agent
+
 ProviderName = Literal["none", "openai", "openai-compatible", "gemini"]
 
 
@@ -24,10 +26,10 @@ class Settings(BaseModel):
     retries: int = Field(default=3, ge=0, le=10)
     runtime_info: bool = Field(default=True, alias="runtimeInfo")
     privacy: bool = False  # structure only: shapes, dtypes, column names; no values
-    max_columns: int = Field(default=20, ge=1, le=5000, alias="maxColumns")
-    sample_rows: int = Field(default=100_000, ge=1000, alias="sampleRows")
-    object_budget_s: float = Field(default=0.5, gt=0, alias="objectBudget")
-    request_budget_s: float = Field(default=2.0, gt=0, alias="requestBudget")
+    max_columns: int = Field(default=wire.MAX_COLUMNS, ge=1, le=5000, alias="maxColumns")
+    sample_rows: int = Field(default=wire.SAMPLE_ROWS, ge=1000, alias="sampleRows")
+    object_budget_s: float = Field(default=wire.OBJECT_BUDGET_S, gt=0, alias="objectBudget")
+    request_budget_s: float = Field(default=wire.REQUEST_BUDGET_S, gt=0, alias="requestBudget")
     debounce_ms: int = Field(default=500, ge=0, le=10_000, alias="debounce")
     max_pending_cells: int = Field(default=5, ge=1, le=100, alias="maxPendingCells")
     llm_concurrency: int = Field(default=2, ge=1, le=32, alias="llmConcurrency")
