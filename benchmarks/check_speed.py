@@ -27,7 +27,7 @@ from crane_lsp.checks.runner import run_checks
 from crane_lsp.kernel.replay import start_and_replay
 from crane_lsp.llm.prompt import build_messages, prompt_tokens
 from crane_lsp.notebook import read_notebook
-from crane_lsp.predict import finding_to_prediction, probe_query
+from crane_lsp.pipeline import finding_to_prediction, probe_query
 from crane_lsp.runtime import ObjectSummary, Snapshot, render_snapshot
 from crane_lsp.settings import Settings
 
@@ -90,8 +90,8 @@ def time_big_cell(lines: int) -> tuple[float, float]:
     """CPU seconds of ``analyze`` and of ``run_checks`` on a ``lines``-line cell."""
     snap = Snapshot(
         variables={
-            "df": ObjectSummary(name="df", kind="dataframe", type="pandas.DataFrame", shape=[10, 3]),
-            "np": ObjectSummary(name="np", kind="module", type="module", module="numpy"),
+            "df": ObjectSummary(kind="dataframe", type="pandas.DataFrame", shape=[10, 3]),
+            "np": ObjectSummary(kind="module", type="module", module="numpy"),
         }
     )
     source = big_cell(lines)

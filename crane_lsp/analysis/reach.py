@@ -20,7 +20,7 @@ import ast
 import builtins
 from dataclasses import dataclass, field
 
-from crane_lsp.cellcode import CellFacts
+from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.runtime import Snapshot
 
 _BUILTINS = frozenset(dir(builtins))
@@ -352,8 +352,7 @@ def first_risky_line(facts: CellFacts, snapshot: Snapshot, line: int, col: int =
         return 0
     if len(facts.python.split("\n")) != len(facts.source.split("\n")):
         return 0
-    try:
-        tree = ast.parse(facts.python)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = facts.tree()
+    if tree is None:
         return 0
     return _risky_before(_Proof(snapshot), tree.body, (line, col))

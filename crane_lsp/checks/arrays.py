@@ -11,18 +11,11 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.cellcode import CellFacts
-from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import (
-    CellWalk,
-    Val,
-    finding_at,
-    first_layer_linear,
-    kwarg,
-    literal,
-    run_walk,
-    span_of,
-)
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.positions import span_of
+from crane_lsp.analysis.values import Val, first_layer_linear, kwarg, literal
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.registry import CheckHook, Finding, finding_at, step_factory
 from crane_lsp.runtime import Snapshot
 
 Shape = tuple[int, ...]
@@ -92,7 +85,7 @@ def _mixed(a: Val, b: Val) -> bool:
 
 
 def _broadcast(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.BinOp, ast.Compare):
         pairs: list[tuple[ast.AST, ast.AST]] = []
         if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITH):
             pairs.append((node.left, node.right))
@@ -114,10 +107,10 @@ def _broadcast(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("array.broadcast")
-def array_broadcast(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("array.broadcast")
+def array_broadcast(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """Element-wise arithmetic or comparison between arrays/tensors whose shapes cannot broadcast."""
-    return run_walk(facts, snapshot, _broadcast)
+    return _broadcast
 
 
 # ------------------------------------------------------------------------------------------------
@@ -166,7 +159,7 @@ def _matmul_pair(w: CellWalk, node: ast.AST) -> tuple[ast.AST, ast.AST, str] | N
 
 
 def _matmul(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.BinOp, ast.Call):
         got = _matmul_pair(w, node)
         if got is None:
             continue
@@ -190,17 +183,17 @@ def _matmul(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("array.matmul")
-def array_matmul(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("array.matmul")
+def array_matmul(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``@`` / ``dot`` / ``matmul`` / ``mm`` between arrays whose inner dimensions differ."""
-    return run_walk(facts, snapshot, _matmul)
+    return _matmul
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _concat(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
             continue
         mod = w.module_of(node.func.value)
@@ -267,17 +260,17 @@ def _concat_problem(shapes: list[Shape], axis: int) -> str | None:
     return None
 
 
-@check("array.concatenate")
-def array_concatenate(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("array.concatenate")
+def array_concatenate(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``np.concatenate``/``vstack``/``hstack``/``torch.cat`` of arrays whose other dimensions differ."""
-    return run_walk(facts, snapshot, _concat)
+    return _concat
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _reshape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or node.keywords:
             continue
         fn = node.func.attr
@@ -330,17 +323,17 @@ def _reshape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("array.reshape")
-def array_reshape(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("array.reshape")
+def array_reshape(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``reshape``/``view`` into a shape whose size differs from the array's."""
-    return run_walk(facts, snapshot, _reshape)
+    return _reshape
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         fn = node.func.attr
@@ -384,17 +377,17 @@ def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("array.axis")
-def array_axis(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("array.axis")
+def array_axis(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """Reducing along an axis the array does not have."""
-    return run_walk(facts, snapshot, _axis)
+    return _axis
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -415,17 +408,17 @@ def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("numpy.savetxt-ndim")
-def savetxt_ndim(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("numpy.savetxt-ndim")
+def savetxt_ndim(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``np.savetxt`` of an array that is not 1-D or 2-D."""
-    return run_walk(facts, snapshot, _savetxt)
+    return _savetxt
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -469,17 +462,17 @@ def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("tensor.item")
-def tensor_item(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("tensor.item")
+def tensor_item(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``.item()`` on a multi-element array/tensor; ``.numpy()`` on a tensor that requires grad."""
-    return run_walk(facts, snapshot, _scalar_and_grad)
+    return _scalar_and_grad
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
             continue
         mod = w.ev(node.func)
@@ -509,17 +502,17 @@ def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("torch.linear-input")
-def linear_input(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("torch.linear-input")
+def linear_input(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """Calling an ``nn.Linear`` (or a Sequential starting with one) on a tensor of the wrong width."""
-    return run_walk(facts, snapshot, _linear)
+    return _linear
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.BinOp):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, (*_ARITH, ast.MatMult))):
             continue
         a, b = _array(w, node.left), _array(w, node.right)
@@ -541,17 +534,17 @@ def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("torch.device-mismatch")
-def device_mismatch(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("torch.device-mismatch")
+def device_mismatch(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """Arithmetic between tensors on different devices."""
-    return run_walk(facts, snapshot, _devices)
+    return _devices
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Subscript):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             arr = _array(w, node.value)
             if arr is None:
@@ -593,17 +586,17 @@ def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("array.index-range")
-def index_range(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("array.index-range")
+def index_range(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """A literal index past the end of an array or tensor; ``np.random.choice`` of a non-1-D array."""
-    return run_walk(facts, snapshot, _index)
+    return _index
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _list_by_array(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Subscript):
         if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
             continue
         seq = w.ev(node.value)
@@ -624,7 +617,7 @@ def _list_by_array(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("array.as-list-index")
-def list_by_array(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("array.as-list-index")
+def list_by_array(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``names[labels[i]]`` where ``labels[i]`` is still an array (e.g. labels of shape (n, 1))."""
-    return run_walk(facts, snapshot, _list_by_array)
+    return _list_by_array

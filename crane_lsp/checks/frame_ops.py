@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ast
 
-from crane_lsp.cellcode import CellFacts
-from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import CellWalk, Val, finding_at, run_walk
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.values import Val
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.registry import CheckHook, Finding, finding_at, step_factory
 from crane_lsp.runtime import Snapshot
 
 _TEXT_DTYPES = frozenset({"str", "string", "string[python]", "string[pyarrow]"})
@@ -28,7 +29,7 @@ def _text(v: Val | None) -> bool:
 
 
 def _arith(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.BinOp):
         if not isinstance(node, ast.BinOp) or type(node.op) not in _OPS:
             continue
         left, right = w.ev(node.left), w.ev(node.right)
@@ -48,7 +49,7 @@ def _arith(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("pandas.text-arithmetic")
-def text_arithmetic(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.text-arithmetic")
+def text_arithmetic(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``+ - / //`` between a numeric Series and a text (str/string dtype) Series."""
-    return run_walk(facts, snapshot, _arith)
+    return _arith

@@ -32,18 +32,10 @@ import difflib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from crane_lsp.cellcode import CellFacts
-from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import (
-    CellWalk,
-    CheckHook,
-    exact_labels,
-    finding_at,
-    has_star,
-    kwarg,
-    literal,
-    run_walk,
-)
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.values import exact_labels, has_star, kwarg, literal
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.registry import CheckHook, Finding, HookFactory, finding_at, step_factory
 from crane_lsp.runtime import Snapshot
 
 CHECK_ID = "frames.missing-column"
@@ -500,23 +492,17 @@ def _node_findings(w: CellWalk, r: _Reader, node: ast.AST) -> list[Finding]:
     return []
 
 
-def _run(facts: CellFacts, snapshot: Snapshot, want: str) -> list[Finding]:
-    if not any(s.kind in _LIB_OF_KIND for s in snapshot.variables.values()):
-        return []
-    try:
-        tree: ast.AST | None = ast.parse(facts.python)
-    except (SyntaxError, ValueError):
-        return []
-    return run_walk(facts, snapshot, _hook({}, _stores(tree), want))
+def _factory(want: str) -> HookFactory:
+    def make(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
+        if not any(s.kind in _LIB_OF_KIND for s in snapshot.variables.values()):
+            return None
+        tree = facts.tree()
+        return _hook({}, _stores(tree), want) if tree is not None else None
+
+    return make
 
 
-@check(CHECK_ID)
-def missing_frame_column(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
-    """A Polars, Dask or Spark frame asked for a column its schema does not have."""
-    return _run(facts, snapshot, CHECK_ID)
-
-
-@check(DTYPE_ID)
-def frame_dtype(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
-    """Arithmetic between a Polars String column and a number (``InvalidOperationError``)."""
-    return _run(facts, snapshot, DTYPE_ID)
+#: A Polars, Dask or Spark frame asked for a column its schema does not have.
+missing_frame_column = step_factory(CHECK_ID)(_factory(CHECK_ID))
+#: Arithmetic between a Polars String column and a number (``InvalidOperationError``).
+frame_dtype = step_factory(DTYPE_ID)(_factory(DTYPE_ID))

@@ -10,9 +10,11 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.cellcode import CellFacts
-from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import CellWalk, Val, has_star, kwarg, run_walk, span_of
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.positions import span_of
+from crane_lsp.analysis.values import Val, has_star, kwarg
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.registry import CheckHook, Finding, step_factory
 from crane_lsp.runtime import Snapshot
 
 #: Losses that compare one-hot targets with the model output element-wise (shapes must match).
@@ -88,7 +90,7 @@ def _array_targets(w: CellWalk, node: ast.AST) -> list[Finding]:
 
 
 def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         found = _array_targets(w, node)
         if found:
             return found
@@ -122,17 +124,17 @@ def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("keras.units-classes")
-def units_vs_classes(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("keras.units-classes")
+def units_vs_classes(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """Final layer width against an iterator's ``num_classes`` with a one-hot (categorical) loss."""
-    return run_walk(facts, snapshot, _units)
+    return _units
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _input_shape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         got = _model_and_iterator(w, node)
         if got is None:
             continue
@@ -172,17 +174,17 @@ def _input_shape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("keras.input-shape")
-def input_shape(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("keras.input-shape")
+def input_shape(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """A model's input shape against the images a data iterator yields."""
-    return run_walk(facts, snapshot, _input_shape)
+    return _input_shape
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _history(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Subscript):
         if not (
             isinstance(node, ast.Subscript)
             and isinstance(node.ctx, ast.Load)
@@ -211,7 +213,7 @@ def _history(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("keras.history-key")
-def history_key(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("keras.history-key")
+def history_key(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``history.history['val_accuracy']`` when training never recorded that metric."""
-    return run_walk(facts, snapshot, _history)
+    return _history

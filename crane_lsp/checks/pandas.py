@@ -14,18 +14,10 @@ import difflib
 import math
 from typing import Any
 
-from crane_lsp.cellcode import CellFacts
-from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import (
-    CellWalk,
-    Val,
-    finding_at,
-    has_star,
-    kwarg,
-    literal,
-    parse_expr,
-    run_walk,
-)
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.values import Val, has_star, kwarg, literal, parse_expr
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.registry import CheckHook, Finding, finding_at, step_factory
 from crane_lsp.runtime import Snapshot
 
 _INT_TARGETS = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
@@ -128,7 +120,7 @@ def _did_you_mean(node: ast.AST, missing: list[Any], labels: Any) -> tuple[str, 
 
 
 def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Subscript, ast.Call):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             key_node: ast.AST = node.slice
             frame = node.value
@@ -192,10 +184,10 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("pandas.missing-column")
-def missing_column(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.missing-column")
+def missing_column(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """Selecting, dropping, grouping, sorting or indexing by a column the frame does not have."""
-    return run_walk(facts, snapshot, _missing_column)
+    return _missing_column
 
 
 # ------------------------------------------------------------------------------------------------
@@ -313,10 +305,10 @@ def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("pandas.missing-label")
-def missing_label(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.missing-label")
+def missing_label(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``.loc``/``.at`` reads and row ``drop`` with a label the probe proved absent from a unique index."""
-    return run_walk(facts, snapshot, _missing_label)
+    return _missing_label
 
 
 # ------------------------------------------------------------------------------------------------
@@ -325,7 +317,7 @@ def missing_label(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
 
 
 def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Subscript):
         if not (
             isinstance(node, ast.Subscript)
             and isinstance(node.ctx, ast.Load)
@@ -356,10 +348,10 @@ def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("pandas.iloc-range")
-def iloc_range(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.iloc-range")
+def iloc_range(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``.iloc`` with an integer position past the end of the frame or series."""
-    return run_walk(facts, snapshot, _iloc)
+    return _iloc
 
 
 # ------------------------------------------------------------------------------------------------
@@ -383,7 +375,7 @@ def _accessor_fails(attr: str, dtype: str) -> bool:
 
 
 def _accessor(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Attribute):
         if not (
             isinstance(node, ast.Attribute)
             and node.attr in ("str", "dt", "cat")
@@ -415,10 +407,10 @@ def _accessor(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("pandas.accessor-dtype")
-def accessor_dtype(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.accessor-dtype")
+def accessor_dtype(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``.str``/``.dt``/``.cat`` on a Series of another dtype, a DataFrame, an array or a Categorical."""
-    return run_walk(facts, snapshot, _accessor)
+    return _accessor
 
 
 # ------------------------------------------------------------------------------------------------
@@ -579,11 +571,11 @@ def _astype_int(w: CellWalk, node: ast.AST) -> list[Finding]:
     return []
 
 
-@check("pandas.astype-int")
-def astype_int(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.astype-int")
+def astype_int(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``astype(int)``/``astype(float)``/``pd.to_numeric`` on a column where the probe saw a value the
     conversion rejects (a NaN for int, a string that is not a number)."""
-    return run_walk(facts, snapshot, _astype)
+    return _astype
 
 
 # ------------------------------------------------------------------------------------------------
@@ -646,10 +638,10 @@ def _assign_length(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("pandas.length-mismatch")
-def assign_length(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.length-mismatch")
+def assign_length(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``df['c'] = values`` / ``df.columns = names`` with the wrong number of values."""
-    return run_walk(facts, snapshot, _assign_length)
+    return _assign_length
 
 
 # ------------------------------------------------------------------------------------------------
@@ -700,10 +692,10 @@ def _truth(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("pandas.truth-value")
-def truth_value(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.truth-value")
+def truth_value(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``if df:`` / ``s and x`` / ``not arr``: pandas and NumPy refuse to be truthy."""
-    return run_walk(facts, snapshot, _truth)
+    return _truth
 
 
 # ------------------------------------------------------------------------------------------------
@@ -712,7 +704,7 @@ def truth_value(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
 
 
 def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -740,7 +732,7 @@ def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("pandas.join-overlap")
-def join_overlap(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("pandas.join-overlap")
+def join_overlap(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``a.join(b)`` where both frames share a column and neither ``lsuffix`` nor ``rsuffix`` is given."""
-    return run_walk(facts, snapshot, _join)
+    return _join

@@ -7,9 +7,11 @@ from __future__ import annotations
 import ast
 import inspect
 
-from crane_lsp.cellcode import CellFacts
-from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import CellWalk, has_star, run_walk, span_of
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.positions import span_of
+from crane_lsp.analysis.values import has_star
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.registry import CheckHook, Finding, step_factory
 from crane_lsp.runtime import ParamInfo, Snapshot
 
 PLOT_LIBS = ("matplotlib", "seaborn")
@@ -20,7 +22,7 @@ def _is_image_shape(shape: tuple[int, ...]) -> bool:
 
 
 def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -69,10 +71,10 @@ def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("plot.imshow-shape")
-def imshow_shape(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("plot.imshow-shape")
+def imshow_shape(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``imshow`` of an array that is not a 2-D image or an RGB(A) stack with channels last."""
-    return run_walk(facts, snapshot, _imshow)
+    return _imshow
 
 
 # ------------------------------------------------------------------------------------------------
@@ -95,7 +97,7 @@ def _signature(params: list[ParamInfo]) -> inspect.Signature | None:
 
 
 def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or has_star(node):
             continue
         mod = w.module_of(node.func.value)
@@ -127,7 +129,7 @@ def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("plot.call-signature")
-def plot_signature(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("plot.call-signature")
+def plot_signature(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """A matplotlib/seaborn call whose positional and keyword arguments its signature rejects."""
-    return run_walk(facts, snapshot, _plot_signature)
+    return _plot_signature

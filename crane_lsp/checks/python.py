@@ -15,15 +15,15 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from crane_lsp.cellcode import (
+from crane_lsp.analysis.facts import (
     UNTRUSTED_FILES,
     UNTRUSTED_MODULES,
     Argument,
     Call,
     CellFacts,
-    Span,
 )
-from crane_lsp.checks.base import Finding, check
+from crane_lsp.analysis.positions import Span
+from crane_lsp.checks.registry import Finding, check
 from crane_lsp.runtime import ObjectSummary, Snapshot
 
 _BUILTINS = frozenset(dir(builtins))

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable
 
 from crane_lsp.analysis.effects import PURE_LIBRARIES
-from crane_lsp.cellcode import CellFacts
-from crane_lsp.checks.base import REGISTRY, CheckFn, Finding
-from crane_lsp.checks.libcommon import shared_walk
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.gcpause import gc_paused
+from crane_lsp.checks.registry import REGISTRY, CheckFn, CheckHook, Finding, walk_hooks
 from crane_lsp.runtime import Snapshot
 
 _log = logging.getLogger(__name__)
@@ -77,18 +77,27 @@ def _order(finding: Finding) -> tuple[int, int, int, int]:
 
 
 def run_checks(facts: CellFacts, snapshot: Snapshot, *, only: set[str] | None = None) -> list[Finding]:
-    """Every finding of every check (or of the ids in ``only``), sorted by position in the cell."""
+    """Every finding of every check (or of the ids in ``only``), sorted by position in the cell.
+
+    Whole-cell checks are called one by one; the step hooks all ride ONE walk of the cell."""
     facts = facts.refined(library_function(facts, snapshot))
     findings: list[Finding] = []
-    with shared_walk():  # the library checks replay one walk of the cell
-        for check_id, fn in load_checks().items():
-            if only is not None and check_id not in only:
+    hooks: dict[str, CheckHook] = {}
+    for check_id, fn in load_checks().items():
+        if only is not None and check_id not in only:
+            continue
+        try:
+            factory = REGISTRY.steps.get(check_id)
+            if factory is not None:
+                hook = factory(facts, snapshot)
+                if hook is not None:
+                    hooks[check_id] = hook
                 continue
-            try:
-                found = fn(facts, snapshot)
-            except Exception:
-                _log.exception("check %s raised; skipped", check_id)
-                continue
+            findings.extend(fn(facts, snapshot))
+        except Exception:
+            _log.exception("check %s raised; skipped", check_id)
+    with gc_paused():
+        for found in walk_hooks(facts, snapshot, hooks).values():
             findings.extend(found)
     findings.sort(key=_order)
     return findings

@@ -12,18 +12,10 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.cellcode import CellFacts
-from crane_lsp.checks.base import Finding, check
-from crane_lsp.checks.libcommon import (
-    CellWalk,
-    Est,
-    Val,
-    finding_at,
-    has_star,
-    literal,
-    parse_expr,
-    run_walk,
-)
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.values import Est, Val, has_star, literal, parse_expr
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.registry import CheckHook, Finding, finding_at, step_factory
 from crane_lsp.runtime import Snapshot
 
 #: Estimators whose methods work without fit (``requires_fit`` tag False in scikit-learn 1.x).
@@ -202,7 +194,7 @@ def _n_samples(v: Val) -> int | None:
 
 
 def _not_fitted(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
             continue
@@ -225,17 +217,17 @@ def _not_fitted(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("sklearn.not-fitted")
-def not_fitted(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("sklearn.not-fitted")
+def not_fitted(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``predict``/``transform``/``score`` on an estimator that was never fitted."""
-    return run_walk(facts, snapshot, _not_fitted)
+    return _not_fitted
 
 
 # ------------------------------------------------------------------------------------------------
 
 
 def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
             continue
@@ -290,10 +282,10 @@ def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("sklearn.features")
-def feature_mismatch(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("sklearn.features")
+def feature_mismatch(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """A feature count or feature names that differ from what the estimator was fitted on."""
-    return run_walk(facts, snapshot, _features)
+    return _features
 
 
 # ------------------------------------------------------------------------------------------------
@@ -313,7 +305,7 @@ _PAIR_METRICS = frozenset(
 
 
 def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not isinstance(node, ast.Call) or has_star(node):
             continue
         pair: list[ast.expr] = []
@@ -364,10 +356,10 @@ def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("sklearn.lengths")
-def length_mismatch(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("sklearn.lengths")
+def length_mismatch(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """``fit(X, y)`` / ``train_test_split`` on arrays of different lengths, or on no samples at all."""
-    return run_walk(facts, snapshot, _lengths)
+    return _lengths
 
 
 # ------------------------------------------------------------------------------------------------
@@ -392,7 +384,7 @@ def _continuous_evidence(y: Val) -> str | None:
 
 
 def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
             continue
@@ -416,10 +408,10 @@ def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("sklearn.continuous-target")
-def continuous_target(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("sklearn.continuous-target")
+def continuous_target(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """A classifier fitted on float labels that are not whole numbers."""
-    return run_walk(facts, snapshot, _continuous)
+    return _continuous
 
 
 # ------------------------------------------------------------------------------------------------
@@ -446,7 +438,7 @@ def _bad_values(x: Val, nan_matters: bool) -> tuple[str, str] | None:
 
 
 def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
             continue
@@ -482,10 +474,10 @@ def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("sklearn.input-values")
-def input_values(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("sklearn.input-values")
+def input_values(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """1-D X, text, or NaN given to estimators that need a numeric 2-D X without missing values."""
-    return run_walk(facts, snapshot, _inputs)
+    return _inputs
 
 
 # ------------------------------------------------------------------------------------------------
@@ -520,7 +512,7 @@ def _logreg_problem(est: Est, val: Val) -> str | None:
 
 
 def _params(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
             continue
@@ -541,10 +533,10 @@ def _params(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("sklearn.invalid-params")
-def invalid_params(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("sklearn.invalid-params")
+def invalid_params(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """Constructor parameters scikit-learn rejects at fit (LogisticRegression penalty/solver pairs)."""
-    return run_walk(facts, snapshot, _params)
+    return _params
 
 
 # ------------------------------------------------------------------------------------------------
@@ -572,7 +564,7 @@ CLASSIFICATION_METRICS = frozenset(
 
 
 def _metric(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if not isinstance(node, ast.Call) or has_star(node):
             continue
         lib = w.lib_func(node.func)
@@ -598,7 +590,7 @@ def _metric(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@check("sklearn.metric-continuous")
-def metric_continuous(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+@step_factory("sklearn.metric-continuous")
+def metric_continuous(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
     """A classification metric given continuous predictions or targets (e.g. probabilities, regressions)."""
-    return run_walk(facts, snapshot, _metric)
+    return _metric

@@ -1,0 +1,160 @@
+"""The checks' registry: ``@check`` for whole-cell checks, ``@step`` for step hooks on the ONE walk.
+
+A check reports only crashes that the kernel state PROVES (certain means certain): when a fact is
+unknown, sampled past the budget, or the cell may have changed a value before the line
+(``facts.untrusted_from``), the check stays silent.
+
+Most checks look at one statement at a time in the state the value walk has there: they are step
+hooks ``(walk, stmt) -> list[Finding]``, registered with ``@step("id")`` (or ``@step_factory`` when a
+check first decides from the facts and snapshot whether it applies at all). ``walk_hooks`` runs one
+``CellWalk`` and calls every hook on every statement; a hook is done at its first finding (the first
+crash it sees stops the cell). Every step hook is also a plain check ``(facts, snapshot)`` in
+``REGISTRY.checks``, for callers that want one check alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.positions import Span, span_of
+from crane_lsp.analysis.values import Val
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.runtime import Snapshot
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Finding:
+    check_id: str
+    exception: str  # class name the cell will raise, e.g. "KeyError"
+    span: Span  # where the squiggle goes (the offending expression, not the whole line)
+    message: str  # one sentence, e.g. "column 'Hour' does not exist in df"
+    evidence: tuple[tuple[str, str], ...] = ()  # (fact, value), e.g. ("df.columns", "['a', 'b']")
+    variables: tuple[str, ...] = ()  # kernel variables involved (for origin lookup)
+    diagnosis: str = ""  # longer explanation; defaults to the message
+    # a certain repair, e.g. the existing column a misspelt literal was meant to name:
+    # (span of the text to replace, the replacement source text, a short description)
+    replacement: tuple[Span, str, str] | None = None
+
+
+CheckFn = Callable[[CellFacts, Snapshot], list[Finding]]
+#: A step hook: called on each certainly-run statement, in the walk's state right before it.
+CheckHook = Callable[[CellWalk, ast.stmt], list[Any]]
+#: Builds a check's hook for one cell, or None when the check cannot apply (nothing of its kind).
+HookFactory = Callable[[CellFacts, Snapshot], "CheckHook | None"]
+
+
+@dataclass
+class _Registry:
+    checks: dict[str, CheckFn] = field(default_factory=dict)
+    steps: dict[str, HookFactory] = field(default_factory=dict)
+
+
+REGISTRY = _Registry()
+
+
+def check(check_id: str) -> Callable[[CheckFn], CheckFn]:
+    """Register a whole-cell check under a stable id (shown to users as ``check:<id>``)."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        if check_id in REGISTRY.checks:
+            raise ValueError(f"duplicate check id {check_id!r}")
+        REGISTRY.checks[check_id] = fn
+        return fn
+
+    return register
+
+
+def step_factory(check_id: str) -> Callable[[HookFactory], HookFactory]:
+    """Register a step-hook check whose hook is built per cell (None: the check does not apply)."""
+
+    def register(factory: HookFactory) -> HookFactory:
+        def alone(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
+            hook = factory(facts, snapshot)
+            return run_walk(facts, snapshot, hook) if hook is not None else []
+
+        check(check_id)(alone)
+        REGISTRY.steps[check_id] = factory
+        return factory
+
+    return register
+
+
+def step(check_id: str) -> Callable[[CheckHook], CheckHook]:
+    """Register a step hook ``(walk, stmt) -> findings`` under a stable id."""
+
+    def register(hook: CheckHook) -> CheckHook:
+        step_factory(check_id)(lambda facts, snapshot: hook)
+        return hook
+
+    return register
+
+
+def walk_hooks(facts: CellFacts, snapshot: Snapshot, hooks: dict[str, CheckHook]) -> dict[str, list[Any]]:
+    """ONE walk of the cell with every hook called on every certainly-run statement; each hook's first
+    findings (a hook is done once it found something). A hook that raises is logged and dropped."""
+    if facts.syntax_error or not hooks:
+        return {}
+    w = CellWalk(facts, snapshot)
+    active = dict(hooks)
+    out: dict[str, list[Any]] = {}
+    for stmt in w.steps():
+        for check_id, hook in list(active.items()):
+            try:
+                found = hook(w, stmt)
+            except Exception:
+                _log.exception("check %s raised; skipped", check_id)
+                del active[check_id]
+                out.pop(check_id, None)
+                continue
+            if found:
+                if w.loop_note:
+                    found = [
+                        replace(f, message=f"{f.message} ({w.loop_note})") if isinstance(f, Finding) else f
+                        for f in found
+                    ]
+                out[check_id] = found
+                del active[check_id]
+        if not active:
+            break
+    return out
+
+
+def run_walk(facts: CellFacts, snapshot: Snapshot, hook: CheckHook) -> list[Any]:
+    """Call ``hook`` on each certainly-run statement, in the state the walk had there; stop at the first
+    finding."""
+    return walk_hooks(facts, snapshot, {"hook": hook}).get("hook", [])
+
+
+def finding_at(
+    w: CellWalk,
+    check_id: str,
+    exc: str,
+    node: ast.AST,
+    message: str,
+    evidence: list[tuple[str, str]] | tuple[tuple[str, str], ...],
+    vals: list[Val],
+    replacement: tuple[str, str] | None = None,
+) -> list[Finding]:
+    """One finding on ``node``'s span, naming the kernel variables behind ``vals`` (for origins).
+
+    ``replacement`` is (new source text for ``node``, description): a certain repair of that span."""
+    variables = tuple(dict.fromkeys(n for v in vals for n in v.variables))
+    span = span_of(node, w.lines)
+    return [
+        Finding(
+            check_id=check_id,
+            exception=exc,
+            span=span,
+            message=message,
+            evidence=tuple(evidence),
+            variables=variables,
+            replacement=(span, *replacement) if replacement else None,
+        )
+    ]
