@@ -6,9 +6,12 @@ import ast
 import builtins
 import subprocess
 import sys
+import types
+import typing
 from pathlib import Path
 
 from crane_lsp.kernel import probe_install
+from crane_lsp.kernel.agent import wire
 
 KERNEL = Path(probe_install.__file__).parent
 
@@ -89,3 +92,10 @@ def test_the_joined_module_imports_only_the_standard_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_every_kind_but_none_and_error_has_a_summariser() -> None:
+    module = types.ModuleType("_crane_probe_table_test")
+    exec(compile(probe_install.PROBE_SOURCE, "<crane-probe>", "exec"), module.__dict__)
+    kinds = set(typing.get_args(wire.ObjectKind))
+    assert set(module._SUMMARISERS) == kinds - {wire.Kind.NONE, wire.Kind.ERROR}

@@ -144,7 +144,7 @@ def _resolve_chain(base_obj, attrs):
     for i, attr in enumerate(attrs):
         owner_kind = None
         with contextlib.suppress(Exception):
-            owner_kind = _classify(owner)[0]
+            owner_kind = _classify(owner)
         fact = {"owner_type": _qualname(type(owner)), "owner_kind": owner_kind}
         inst = _instance_dict(owner)
         is_module = _types.ModuleType in _mro(owner)
@@ -248,11 +248,7 @@ def _subscript_value(obj, accessor, key):
         if type(key) is int and -base.__len__(obj) <= key < base.__len__(obj):
             return base.__getitem__(obj, key)
         return _MISSING
-    if (
-        _trusted(obj)
-        and _isa(obj, "dataframe")
-        and type(key) in (str, int, float, bool, tuple)
-    ):
+    if _trusted(obj) and _isa(obj, "dataframe") and type(key) in (str, int, float, bool, tuple):
         cols = obj.columns
         if key in cols:
             loc = cols.get_loc(key)

@@ -87,17 +87,17 @@ def _frm_class(kind):
 
 
 def _frm_classify(obj):
-    """``(kind, summariser)`` for a frame of a library the user imported, else None; runs no user code."""
+    """The kind of a frame of a library the user imported, else None; runs no user code."""
     t = type(obj)
     if _cls_module(t).split(".")[0] not in _FRM_LIBS:
         return None  # a user subclass could override anything we would call
     if not any(lib in _frm_sys.modules for lib in _FRM_LIBS):
         return None
     mro = _mro(obj)
-    for kind, fn in _FRM_SUMMARISERS:
+    for kind, _fn in _FRM_SUMMARISERS:
         cls = _frm_class(kind)
         if cls is not None and cls in mro:
-            return kind, fn
+            return kind
     return None
 
 

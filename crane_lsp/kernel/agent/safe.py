@@ -30,6 +30,8 @@ _TRUSTED_TEXT = (
 
 
 _TRUSTED = frozenset(_TRUSTED_TEXT.split())
+#: Top-level packages whose Keras classes (``Model``, ``History``, ``Iterator``) are recognised by name.
+_KERAS_TOPS = ("keras", "tf_keras", "tensorflow")
 
 
 _REPR_MAX = 200

@@ -15,11 +15,13 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _guarded,
     )
     from crane_lsp.kernel.agent.safe import (
+        _KERAS_TOPS,
         _REPR_MAX,
         _VALUE_MAX,
         _cls_module,
         _cls_name,
         _defining_class,
+        _has_base_prefix,
         _instance_dict,
         _mro,
         _plain,
@@ -28,6 +30,9 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _static,
         _trunc,
         _trusted,
+    )
+    from crane_lsp.kernel.agent.sum_ml import (
+        _sum_history,
     )
 
 
@@ -48,7 +53,10 @@ def _sum_mapping(obj, s, query, clock):
     s["element_types"] = vtypes
 
 
-def _sum_sequence(obj, s, query, clock, base):
+def _sum_sequence(obj, s, query, clock):
+    """list, tuple, set or frozenset (or a subclass), read through the builtin base's own methods."""
+    mro = _mro(obj)
+    base = next(b for b in (list, tuple, set, frozenset) if b in mro)
     n = base.__len__(obj)
     s["length"] = n
     cap = query.get("max_list_items", 50)
@@ -181,6 +189,9 @@ def _sum_module(obj, s, query, clock):
 
 
 def _sum_other(obj, s, query, clock):
+    if _has_base_prefix(obj, "History", _KERAS_TOPS):
+        _sum_history(obj, s, query, clock)
+        return
     off_main = _threading.current_thread() is not _threading.main_thread()
     if not _trusted(obj) or (off_main and _defining_class(obj, "__iter__") is not None):
         s["repr"] = _plain(obj)  # a container's repr runs its items' __repr__; no alarm guards a subshell

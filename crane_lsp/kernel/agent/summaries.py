@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.frames import (
+        _FRM_SUMMARISERS,
         _frm_classify,
     )
     from crane_lsp.kernel.agent.guard import (
         _Deadline,
     )
     from crane_lsp.kernel.agent.safe import (
+        _KERAS_TOPS,
         _cls_module,
         _cls_name,
         _defining_class,
@@ -42,7 +44,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.sum_ml import (
         _sum_dataloader,
         _sum_estimator,
-        _sum_history,
         _sum_iterable_dataset,
         _sum_keras_iterator,
         _sum_keras_model,
@@ -58,6 +59,12 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _sum_other,
         _sum_scalar,
         _sum_sequence,
+    )
+    from crane_lsp.kernel.agent.wire import (
+        DEADLINE,
+        Kind,
+        ObjectKind,
+        ObjectWire,
     )
 
 
@@ -79,132 +86,169 @@ def _field(summary, clock, name, fn, *args):
         summary[name] = v
 
 
-def _classify(obj):
-    """(kind, summariser) from type(obj).__mro__, without running any of obj's code."""
+#: Exact types whose kind needs no MRO walk.
+_EXACT_KINDS: dict[type, ObjectKind] = {
+    type(None): Kind.NONE,
+    bool: Kind.BOOL,
+    int: Kind.INT,
+    float: Kind.FLOAT,
+    complex: Kind.COMPLEX,
+    str: Kind.STR,
+    bytes: Kind.BYTES,
+    _types.FunctionType: Kind.FUNCTION,
+    _types.BuiltinFunctionType: Kind.FUNCTION,
+    _types.MethodType: Kind.FUNCTION,
+    _types.BuiltinMethodType: Kind.FUNCTION,
+}
+#: ``_KNOWN_CLASSES`` keys -> kind, first match wins: classes only a trusted library's own objects have.
+_LIBRARY_KINDS: tuple[tuple[str, ObjectKind], ...] = (
+    ("ndarray", Kind.NDARRAY),
+    ("tensor", Kind.TENSOR),
+    ("dataframe", Kind.DATAFRAME),
+    ("series", Kind.SERIES),
+    ("index", Kind.INDEX),
+)
+#: Library bases that user classes legitimately extend: read through safe accessors only.
+_BASE_KINDS: tuple[tuple[str, ObjectKind], ...] = (
+    ("dataloader", Kind.DATALOADER),
+    ("torch_iterable_dataset", Kind.TORCH_ITERABLE_DATASET),
+    ("torch_dataset", Kind.TORCH_DATASET),
+    ("torch_module", Kind.TORCH_MODULE),
+    ("estimator", Kind.ESTIMATOR),
+)
+#: Builtin bases, by MRO: a subclass is read through the base's own methods.
+_BUILTIN_BASES: tuple[tuple[type, ObjectKind], ...] = (
+    (dict, Kind.DICT),
+    (list, Kind.LIST),
+    (tuple, Kind.TUPLE),
+    (set, Kind.SET),
+    (frozenset, Kind.SET),
+    (str, Kind.STR),
+)
+
+
+def _numpy_scalar_kind(known) -> ObjectKind:
+    if "np_bool" in known:
+        return Kind.BOOL
+    if "np_integer" in known:
+        return Kind.INT
+    return Kind.FLOAT if "np_floating" in known else Kind.OTHER
+
+
+def _classify(obj) -> ObjectKind:
+    """The kind of ``obj``, from ``type(obj).__mro__``, without running any of obj's code."""
     t = type(obj)
-    trusted = _trusted(obj)
-    if obj is None:
-        return "none", None
-    if t is bool:
-        return "bool", _sum_scalar
-    if t is int:
-        return "int", _sum_scalar
-    if t is float:
-        return "float", _sum_scalar
-    if t is complex:
-        return "complex", _sum_scalar
-    if t is str:
-        return "str", _sum_scalar
-    if t is bytes:
-        return "bytes", _sum_scalar
-    if t is _types.ModuleType or _types.ModuleType in _mro(obj):
-        return "module", _sum_module
+    exact = _EXACT_KINDS.get(t)
+    if exact is not None:
+        return exact
+    mro = _mro(obj)
+    if _types.ModuleType in mro:
+        return Kind.MODULE
     if _is_class(obj):
-        return "class", _sum_class
-    if t in (_types.FunctionType, _types.BuiltinFunctionType, _types.MethodType, _types.BuiltinMethodType):
-        return "function", _sum_callable
+        return Kind.CLASS
     names = _mro_names(obj)
-    nameset = set(names)
     known = _kinds_of(obj)
     frame = _frm_classify(obj)  # Polars, Dask, Spark: schema only (frames.py)
     if frame is not None:
         return frame
-    if trusted:
-        if "ndarray" in known:
-            return "ndarray", _sum_ndarray
+    if _trusted(obj):
         if "np_generic" in known:
-            np_kind = "bool" if "np_bool" in known else None
-            if np_kind is None:
-                np_kind = (
-                    "int"
-                    if "np_integer" in known
-                    else "float"
-                    if "np_floating" in known
-                    else "other"
-                )
-            return np_kind, _sum_scalar if np_kind != "other" else _sum_other
-        if "tensor" in known:
-            return "tensor", _sum_tensor
-        if "dataframe" in known:
-            return "dataframe", _sum_dataframe
-        if "series" in known:
-            return "series", _sum_series
-        if "index" in known:
-            return "index", _sum_index
-        top = _cls_module(t).split(".")[0]
-        if top == "tensorflow" and (
-            "EagerTensor" in {_cls_name(c) for c in _mro(obj)}
+            return _numpy_scalar_kind(known)
+        for key, kind in _LIBRARY_KINDS:
+            if key in known:
+                return kind
+        if _cls_module(t).split(".")[0] == "tensorflow" and (
+            "EagerTensor" in {_cls_name(c) for c in mro}
             or any(n.endswith((".Tensor", ".Variable", "BaseResourceVariable")) for n in names)
         ):
-            return "tf_tensor", _sum_tf_tensor
+            return Kind.TF_TENSOR
         if any(n.endswith("data.ops.dataset_ops.DatasetV2") for n in names):
-            return "tf_dataset", _sum_tf_dataset
-    # Library bases that user classes legitimately extend: read through safe accessors only.
-    if "dataloader" in known:
-        return "dataloader", _sum_dataloader
-    if "torch_iterable_dataset" in known:
-        return "torch_iterable_dataset", _sum_iterable_dataset
-    if "torch_dataset" in known:
-        return "torch_dataset", _sum_torch_dataset
-    if "torch_module" in known:
-        return "torch_module", _sum_torch_module
-    if "estimator" in known:
-        return "estimator", _sum_estimator
-    if _has_base_prefix(obj, "Model", ("keras", "tf_keras", "tensorflow")):
-        return "keras_model", _sum_keras_model
-    if _has_base_prefix(obj, "History", ("keras", "tf_keras", "tensorflow")):
-        return "other", _sum_history
-    if _has_base_prefix(obj, "Iterator", ("keras", "tf_keras", "tensorflow")) and (
-        _static(obj, "batch_size") is not None
-    ):
-        return "keras_iterator", _sum_keras_iterator
-    if dict in _mro(obj):
-        return "dict", _sum_mapping
-    if list in _mro(obj):
-        return "list", lambda o, s, q, c: _sum_sequence(o, s, q, c, list)
-    if tuple in _mro(obj):
-        return "tuple", lambda o, s, q, c: _sum_sequence(o, s, q, c, tuple)
-    if set in _mro(obj) or frozenset in _mro(obj):
-        base = set if set in _mro(obj) else frozenset
-        return "set", lambda o, s, q, c: _sum_sequence(o, s, q, c, base)
-    if str in _mro(obj):
-        return "str", _sum_scalar
+            return Kind.TF_DATASET
+    for key, kind in _BASE_KINDS:
+        if key in known:
+            return kind
+    if _has_base_prefix(obj, "Model", _KERAS_TOPS):
+        return Kind.KERAS_MODEL
+    if _has_base_prefix(obj, "Iterator", _KERAS_TOPS) and _static(obj, "batch_size") is not None:
+        return Kind.KERAS_ITERATOR
+    for base, kind in _BUILTIN_BASES:
+        if base in mro:
+            return kind
     if t is _types.GeneratorType or _defining_class(obj, "__next__") is not None:
-        return "generator", None
-    if "functools.partial" in nameset:
-        return "function", _sum_callable
-    return "other", _sum_other
+        return Kind.GENERATOR
+    if "functools.partial" in names:
+        return Kind.FUNCTION
+    return Kind.OTHER
 
 
-def _summarise(obj, query, clock, wanted=()):
+def _sum_unread(obj, s: ObjectWire, query, clock):
+    """Generators and iterators: never advanced, so nothing but the type is read."""
+    s["repr"] = _plain(obj)
+
+
+#: kind -> the summariser that fills its ``ObjectWire`` (``none`` and ``error`` have none). A new kind
+#: is a ``wire.Kind`` constant, a line in ``_classify`` and a line here.
+_SUMMARISERS = {
+    Kind.NDARRAY: _sum_ndarray,
+    Kind.TENSOR: _sum_tensor,
+    Kind.TF_TENSOR: _sum_tf_tensor,
+    Kind.SERIES: _sum_series,
+    Kind.DATAFRAME: _sum_dataframe,
+    Kind.INDEX: _sum_index,
+    Kind.KERAS_ITERATOR: _sum_keras_iterator,
+    Kind.TF_DATASET: _sum_tf_dataset,
+    Kind.TORCH_DATASET: _sum_torch_dataset,
+    Kind.TORCH_ITERABLE_DATASET: _sum_iterable_dataset,
+    Kind.DATALOADER: _sum_dataloader,
+    Kind.TORCH_MODULE: _sum_torch_module,
+    Kind.KERAS_MODEL: _sum_keras_model,
+    Kind.ESTIMATOR: _sum_estimator,
+    **dict(_FRM_SUMMARISERS),
+    Kind.DICT: _sum_mapping,
+    Kind.LIST: _sum_sequence,
+    Kind.TUPLE: _sum_sequence,
+    Kind.SET: _sum_sequence,
+    Kind.STR: _sum_scalar,
+    Kind.BYTES: _sum_scalar,
+    Kind.INT: _sum_scalar,
+    Kind.FLOAT: _sum_scalar,
+    Kind.BOOL: _sum_scalar,
+    Kind.COMPLEX: _sum_scalar,
+    Kind.MODULE: _sum_module,
+    Kind.FUNCTION: _sum_callable,
+    Kind.CLASS: _sum_class,
+    Kind.GENERATOR: _sum_unread,
+    Kind.OTHER: _sum_other,
+}
+
+
+def _summarise(obj, query, clock, wanted=()) -> ObjectWire:
     clock.begin_object()
-    t = type(obj)
-    s = {"type": _qualname(t), "kind": "other"}
+    s: ObjectWire = {"type": _qualname(type(obj)), "kind": Kind.OTHER}
     try:
-        kind, fn = _classify(obj)
+        kind = _classify(obj)
     except Exception as exc:
-        s.update(kind="error", error="classify: " + _cls_name(type(exc)), repr=_plain(obj))
+        s["kind"], s["error"], s["repr"] = Kind.ERROR, "classify: " + _cls_name(type(exc)), _plain(obj)
         return s
     s["kind"] = kind
     if clock.request_over():
         clock.hit = True
-        s["error"] = "deadline"
+        s["error"] = DEADLINE
         return s
+    fn = _SUMMARISERS.get(kind)
     if fn is None:
-        if kind == "generator":
-            s["repr"] = _plain(obj)
         return s
     try:
-        if fn is _sum_dataframe:
-            fn(obj, s, query, clock, wanted)
+        if kind == Kind.DATAFRAME:
+            _sum_dataframe(obj, s, query, clock, wanted)
         else:
             fn(obj, s, query, clock)
     except _Deadline:
-        s["error"] = "deadline"
+        s["error"] = DEADLINE
     except RecursionError:
         s["error"] = "RecursionError"
     except Exception as exc:
         s["error"] = _cls_name(type(exc)) + ": " + _trunc(_exc_text(exc), 160)
-    if s.get("error") and s["kind"] in ("other",) and "repr" not in s:
+    if s.get("error") and kind == Kind.OTHER and "repr" not in s:
         s["repr"] = _plain(obj)
     return s
