@@ -40,11 +40,11 @@ from crane_lsp.analysis.syntax import (
     _READER_FUNCS,
     _bound_in,
     _chain_parts,
-    _literal,
     _never_suppresses,
     _non_empty,
     _Scope,
 )
+from crane_lsp.analysis.values import literal as _literal
 
 
 class _Analyzer:

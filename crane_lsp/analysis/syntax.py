@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any
 
 from crane_lsp.analysis.effects import (
     DYNAMIC_CODE_CALLS,
@@ -87,13 +86,6 @@ def _never_suppresses(node: ast.AST) -> bool:
     func = node.func if isinstance(node, ast.Call) else node
     parts = _chain_parts(func)
     return parts is not None and parts[-1] in _PASS_THROUGH_CONTEXTS
-
-
-def _literal(node: ast.AST) -> tuple[bool, Any]:
-    try:
-        return True, ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False, None
 
 
 def _chain_parts(node: ast.AST) -> list[str] | None:

@@ -285,10 +285,16 @@ class Val:
         return tuple(d for d in self.shape if d is not None)
 
 
+#: Expressions ``ast.literal_eval`` always rejects (answered without raising and catching its error).
+_NEVER_LITERAL = (ast.Name, ast.Attribute, ast.Subscript, ast.Lambda, ast.Compare, ast.BoolOp, ast.JoinedStr)
+
+
 def literal(node: ast.AST | None) -> tuple[bool, Any]:
     """``(True, value)`` for a literal expression (incl. negative numbers, lists, tuples)."""
-    if node is None:
+    if node is None or isinstance(node, _NEVER_LITERAL):
         return False, None
+    if isinstance(node, ast.Constant):
+        return True, node.value
     try:
         return True, ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
