@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from crane_lsp.cellcode import CellFacts
     from crane_lsp.checks.base import Finding
     from crane_lsp.prediction import Prediction
-    from crane_lsp.runtime import ProbeQuery, Snapshot
+    from crane_lsp.snapshot import ProbeQuery, Snapshot
 
 LayerName = Literal["checks", "dryrun", "llm"]
 LAYERS: tuple[LayerName, ...] = ("checks", "dryrun", "llm")

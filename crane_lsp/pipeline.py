@@ -28,8 +28,8 @@ from crane_lsp.cellcode import CellFacts, Span, analyze
 from crane_lsp.checks.base import Finding
 from crane_lsp.layers import LAYERS, Ask, KernelReader, Layer, LayerName
 from crane_lsp.prediction import Evidence, Fix, Origin, Prediction, Source
-from crane_lsp.runtime import ProbeQuery, Snapshot
 from crane_lsp.settings import Settings
+from crane_lsp.snapshot import ProbeQuery, Snapshot
 
 __all__ = [
     "LAYERS",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from crane_lsp.kernel.replay import ReplayReport
-    from crane_lsp.runtime import ObjectSummary, Snapshot
+    from crane_lsp.snapshot import ObjectSummary, Snapshot
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -120,7 +120,7 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
 
 
 def _shape(obj: ObjectSummary) -> str:
-    from crane_lsp.runtime import format_shape
+    from crane_lsp.render import format_shape
 
     if obj.shape is not None:
         return format_shape(obj.shape)
@@ -128,7 +128,7 @@ def _shape(obj: ObjectSummary) -> str:
 
 
 def _details(obj: ObjectSummary, privacy: bool) -> str:
-    from crane_lsp.runtime import render_object
+    from crane_lsp.render import render_object
 
     # the prompt line minus its head: one renderer, so the table and the prompt cannot disagree
     first = render_object("x", obj, privacy=privacy).split("\n", 1)[0]
@@ -147,7 +147,7 @@ def _print_human(snapshot: Snapshot, target: int, source: str, args: argparse.Na
     from rich.table import Table
     from rich.text import Text
 
-    from crane_lsp.runtime import render_snapshot
+    from crane_lsp.render import render_snapshot
 
     out = Console()
     out.print(Panel(Syntax(source, "python", line_numbers=True), title=f"target: code cell {target + 1}"))
@@ -211,7 +211,8 @@ def _print_human(snapshot: Snapshot, target: int, source: str, args: argparse.Na
 
 
 def _details_stats(stats: Any, privacy: bool) -> str:
-    from crane_lsp.runtime import ObjectSummary, render_object
+    from crane_lsp.render import render_object
+    from crane_lsp.snapshot import ObjectSummary
 
     if stats is None:
         return ""

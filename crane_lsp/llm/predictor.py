@@ -37,7 +37,7 @@ from crane_lsp.llm.prompt import (
 )
 from crane_lsp.llm.providers import Completion, Provider, make_provider
 from crane_lsp.prediction import Evidence, Fix, Prediction, Source
-from crane_lsp.runtime import render_snapshot
+from crane_lsp.render import render_snapshot
 from crane_lsp.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crane_lsp.pipeline import Offloader, Pipeline, Run
-    from crane_lsp.runtime import Snapshot
     from crane_lsp.settings import Settings
+    from crane_lsp.snapshot import Snapshot
 
 #: cells longer than this are checked in the worker process; shorter ones in a worker thread of the
 #: server (their parse holds the GIL for milliseconds, and a process round trip costs more than that)
@@ -57,7 +57,7 @@ async def run_checks_phase(offload: Offloader, pipeline: Pipeline, text: str, ex
     the cell's facts stay in the worker (``Run.facts`` is None)."""
     from crane_lsp.pipeline import Run
     from crane_lsp.prediction import Prediction
-    from crane_lsp.runtime import ProbeQuery
+    from crane_lsp.snapshot import ProbeQuery
 
     started = time.perf_counter()
     syntax, query = await offload(prepare, text, pipeline.settings)

@@ -10,20 +10,24 @@ from crane_lsp.server import presentation
 from crane_lsp.server.app import (
     ATTACH_NOTIFICATION,
     CraneServer,
+    NotebookState,
     lsp_view,
 )
 from crane_lsp.server.config import plain, section
-from crane_lsp.server.documents import wants_percent
+from crane_lsp.server.documents import CellView, wants_percent
 from crane_lsp.server.jupyter_documents import is_virtual_notebook, view_for_text
 from crane_lsp.server.jupyter_sessions import with_connection_file
 
 
-def _args(arguments: tuple[Any, ...], *names: str) -> dict[str, Any]:
-    """Command arguments as positional values or one object with named fields, both accepted."""
-    values = [plain(a) for a in arguments]
-    if len(values) == 1 and isinstance(values[0], dict):
-        return values[0]
-    return dict(zip(names, values, strict=False))
+def _cell(server: CraneServer, arguments: tuple[Any, ...]) -> tuple[NotebookState, CellView] | str:
+    """The cell a command names, or why there is none."""
+    from crane_lsp.server.command_args import BadArguments, CellArgs, parse
+
+    try:
+        args = parse(CellArgs, arguments)
+    except BadArguments as exc:
+        return f"bad arguments: {exc}"
+    return server.find_cell(args.uri, args.line, args.cell) or "no such cell"
 
 
 def register(ls: CraneServer) -> None:
@@ -143,14 +147,20 @@ def register(ls: CraneServer) -> None:
 
     @ls.feature(ATTACH_NOTIFICATION)
     async def attach_notification(server: CraneServer, params: Any) -> None:
-        args = _args((params,), "notebookUri", "connectionFile")
-        await attach(server, args)
+        await attach(server, (params,))
 
-    async def attach(server: CraneServer, args: dict[str, Any]) -> dict[str, Any]:
-        args = with_connection_file(args)  # JupyterLab names kernels by id
-        uri, path = args.get("notebookUri"), args.get("connectionFile")
-        if not isinstance(uri, str) or not isinstance(path, str) or not path:
-            return {"attached": False, "error": "crane.attachKernel needs {notebookUri, connectionFile}"}
+    async def attach(server: CraneServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
+        from crane_lsp.server.command_args import AttachArgs, BadArguments, parse, raw
+
+        named = with_connection_file(raw(arguments, AttachArgs.positional))  # JupyterLab names kernels by id
+        needs = "crane.attachKernel needs {notebookUri, connectionFile}"
+        try:
+            args = parse(AttachArgs, named)
+        except BadArguments as exc:
+            return {"attached": False, "error": f"{needs} ({exc})"}
+        if not args.notebook_uri or not args.connection_file:
+            return {"attached": False, "error": needs}
+        uri, path = args.notebook_uri, args.connection_file
         nb = server.notebook_of(uri)
         uri = nb.uri if nb is not None else uri
         error = await server.kernels.attach(uri, path)
@@ -205,10 +215,9 @@ def register(ls: CraneServer) -> None:
 
     @ls.command(presentation.RECHECK)
     async def recheck(server: CraneServer, *arguments: Any) -> dict[str, Any]:
-        args = _args(arguments, "uri", "cell")
-        found = server.find_cell(str(args.get("uri", "")), int(args.get("line") or 0), args.get("cell"))
-        if found is None:
-            return {"checked": False, "error": "no such cell"}
+        found = _cell(server, arguments)
+        if isinstance(found, str):
+            return {"checked": False, "error": found}
         nb, cell = found
         await server.recheck(cell.key)
         result = nb.results.get(cell.key)
@@ -216,13 +225,12 @@ def register(ls: CraneServer) -> None:
 
     @ls.command(presentation.ATTACH)
     async def attach_command(server: CraneServer, *arguments: Any) -> dict[str, Any]:
-        return await attach(server, _args(arguments, "notebookUri", "connectionFile"))
+        return await attach(server, arguments)
 
     @ls.command(presentation.SHOW_PROMPT)
     async def show_prompt(server: CraneServer, *arguments: Any) -> dict[str, Any] | None:
-        args = _args(arguments, "uri", "cell")
-        found = server.find_cell(str(args.get("uri", "")), int(args.get("line") or 0), args.get("cell"))
-        if found is None:
+        found = _cell(server, arguments)
+        if isinstance(found, str):
             return None
         nb, cell = found
         pipeline = await server.pipeline(nb)
@@ -234,10 +242,9 @@ def register(ls: CraneServer) -> None:
 
     @ls.command(presentation.IGNORE)
     def ignore(server: CraneServer, *arguments: Any) -> dict[str, Any]:
-        args = _args(arguments, "uri", "cell", "predictionId")
-        found = server.find_cell(str(args.get("uri", "")), int(args.get("line") or 0), args.get("cell"))
-        if found is None:
-            return {"ignored": False}
+        found = _cell(server, arguments)  # the prediction id is informative: the cell's text is ignored
+        if isinstance(found, str):
+            return {"ignored": False, "error": found}
         nb, cell = found
         nb.ignored[cell.key] = cell.text
         server.publish(nb, cell.uri)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crane_lsp.kernel.link import ExecutedCell, KernelLink
-    from crane_lsp.runtime import ProbeQuery, Snapshot
+    from crane_lsp.snapshot import ProbeQuery, Snapshot
 
 WATCH_TIMEOUT_S = 5.0
 
@@ -68,7 +68,7 @@ class CountedLink:
 
     async def generation(self) -> int | None:
         """The kernel's execution count, from an empty probe (not counted as a cell's probe)."""
-        from crane_lsp.runtime import ProbeQuery
+        from crane_lsp.snapshot import ProbeQuery
 
         snap = await self.link.snapshot(ProbeQuery(request_budget_s=0.5), timeout=WATCH_TIMEOUT_S)
         return snap.generation

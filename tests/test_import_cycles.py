@@ -1,0 +1,109 @@
+"""No import cycle among crane_lsp's modules: every ``import`` counts, also those inside functions
+and under ``TYPE_CHECKING`` (a cycle there still ties the two modules' designs together).
+
+``kernel/agent/`` counts as one module: its files are joined into one private module when the
+agent is installed in the kernel, so they may name each other freely.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "crane_lsp"
+JOINED = "crane_lsp.kernel.agent"  # one module once installed
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _node(name: str) -> str:
+    return JOINED if name.startswith(JOINED + ".") else name
+
+
+def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            for alias in node.names:  # ``from pkg import module`` imports the module
+                named.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+    edges = set()
+    for target in named:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and _node(target) != _node(name):
+            edges.add(_node(target))
+    return edges
+
+
+def cycles() -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    known = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        graph.setdefault(_node(name), set()).update(_imports(name, path, known))
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return groups
+
+
+def test_no_import_cycle_among_crane_modules() -> None:
+    assert cycles() == []
+
+
+def test_the_walk_sees_a_cycle(tmp_path: Path) -> None:
+    """The checker itself: two modules importing each other (one lazily) are found."""
+    global PACKAGE
+    saved, PACKAGE = PACKAGE, tmp_path / "crane_lsp"
+    try:
+        (PACKAGE / "sub").mkdir(parents=True)
+        (PACKAGE / "__init__.py").write_text("")
+        (PACKAGE / "sub" / "__init__.py").write_text("")
+        (PACKAGE / "a.py").write_text("from crane_lsp.sub import b\n")
+        (PACKAGE / "sub" / "b.py").write_text("def f():\n    from .. import a\n")
+        (PACKAGE / "c.py").write_text("import crane_lsp.a\n")
+        assert cycles() == [["crane_lsp.a", "crane_lsp.sub.b"]]
+    finally:
+        PACKAGE = saved
