@@ -27,27 +27,38 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _cls_module,
         _cls_name,
         _instance_dict,
-        _jsonable_number,
+        _known_class,
         _mro,
         _trunc,
     )
     from crane_lsp.kernel.agent.stats import (
+        _empty_stats,
         _examples,
+        _nan_and_range,
         _value_kind_numeric,
+    )
+    from crane_lsp.kernel.agent.wire import (
+        DEADLINE,
+        ColumnWire,
+        FrameWire,
+        Kind,
+        ObjectWire,
+        QueryWire,
+        ValueStatsWire,
     )
 
 
 #: kind -> ((module, attribute), ...): the first class found in an imported module wins.
 _FRM_CLASSES = {
-    "polars_dataframe": (("polars", "DataFrame"), ("polars.dataframe.frame", "DataFrame")),
-    "polars_lazyframe": (("polars", "LazyFrame"), ("polars.lazyframe.frame", "LazyFrame")),
-    "dask_dataframe": (
+    Kind.POLARS_DATAFRAME: (("polars", "DataFrame"), ("polars.dataframe.frame", "DataFrame")),
+    Kind.POLARS_LAZYFRAME: (("polars", "LazyFrame"), ("polars.lazyframe.frame", "LazyFrame")),
+    Kind.DASK_DATAFRAME: (
         ("dask.dataframe", "DataFrame"),
         ("dask.dataframe.dask_expr._collection", "DataFrame"),
     ),
-    "dask_series": (("dask.dataframe", "Series"), ("dask.dataframe.dask_expr._collection", "Series")),
-    "pandas_on_spark": (("pyspark.pandas", "DataFrame"), ("pyspark.pandas.frame", "DataFrame")),
-    "spark_dataframe": (
+    Kind.DASK_SERIES: (("dask.dataframe", "Series"), ("dask.dataframe.dask_expr._collection", "Series")),
+    Kind.PANDAS_ON_SPARK: (("pyspark.pandas", "DataFrame"), ("pyspark.pandas.frame", "DataFrame")),
+    Kind.SPARK_DATAFRAME: (
         ("pyspark.sql.dataframe", "DataFrame"),
         ("pyspark.sql", "DataFrame"),
         ("pyspark.sql.connect.dataframe", "DataFrame"),
@@ -78,12 +89,7 @@ _FRM_DASK_LEAVES = frozenset(("FromPandas", "FromPandasDivisions", "FromGraph", 
 
 
 def _frm_class(kind):
-    for module, name in _FRM_CLASSES[kind]:
-        d = _instance_dict(_frm_sys.modules.get(module))
-        cls = d.get(name) if d is not None else None
-        if cls is not None and type in type.__dict__["__mro__"].__get__(type(cls)):
-            return cls
-    return None
+    return _known_class(kind, _FRM_CLASSES)
 
 
 def _frm_classify(obj):
@@ -128,7 +134,7 @@ def _frm_columns(s, pairs, total):
     """``s["columns"]`` from (name, dtype text) pairs, capped like the pandas summary."""
     cols = []
     for name, dtype in pairs[:_MAX_COLUMN_NAMES]:
-        c = {"name": name if type(name) is str else str(name), "dtype": dtype}
+        c: ColumnWire = {"name": name if type(name) is str else str(name), "dtype": dtype}
         if type(name) is not str:
             c["label_repr"] = repr(name) if type(name) in (int, float, bool) else "<label>"
         cols.append(c)
@@ -137,28 +143,23 @@ def _frm_columns(s, pairs, total):
     s["columns_truncated"] = total > len(cols)
 
 
-def _frm_polars_stats(col, query, clock):
+def _frm_polars_stats(col, query: QueryWire, clock):
     """ValueStats of a polars Series: nulls, range full length (vectorised); distinct, examples sampled."""
     privacy = query.get("privacy")
-    limit = query.get("sample_rows", 100000)
+    limit = query["sample_rows"]
     n = col.len()
     dtype_name = _cls_name(type(col.dtype))
-    st: dict = {"sampled": False}
+    st: ValueStatsWire = {"sampled": False}
     if n == 0:
-        st.update(value_kind="empty", distinct=0, has_nan=False, nan_count=0)
-        return st
+        return _empty_stats()
     if dtype_name in ("Object", "List", "Array", "Struct", "Binary", "Null", "Unknown"):
         return None  # Object holds user values (their __repr__ is theirs); nested types: no flat stats
     nulls = int(col.null_count())
     if dtype_name in _FRM_FLOAT:
         nulls += int(col.is_nan().sum())
-    st.update(nan_count=nulls, has_nan=nulls > 0)
     numeric = dtype_name in _FRM_INT or dtype_name in _FRM_FLOAT
     clock.check()
-    if (numeric or dtype_name in _FRM_TEMPORAL) and nulls < n:
-        lo, hi = col.min(), col.max()
-        st["min"] = _jsonable_number(lo) if numeric else str(lo)
-        st["max"] = _jsonable_number(hi) if numeric else str(hi)
+    _nan_and_range(st, col, n, nulls, numeric, numeric or dtype_name in _FRM_TEMPORAL)
     clock.check()
     sample = col
     if n > limit:
@@ -193,7 +194,7 @@ def _frm_polars_stats(col, query, clock):
     return st
 
 
-def _frm_sum_polars(obj, s, query, clock):
+def _frm_sum_polars(obj, s: ObjectWire, query: QueryWire, clock):
     n_rows, n_cols = obj.shape
     s["shape"] = [int(n_rows), int(n_cols)]
     s["length"] = int(n_rows)
@@ -201,32 +202,38 @@ def _frm_sum_polars(obj, s, query, clock):
     pairs = [(name, str(dtype)) for name, dtype in list(schema.items())[:_MAX_COLUMN_NAMES]]
     _frm_columns(s, pairs, int(n_cols))
     s["frame"] = {"library": "polars", "lazy": False}
-    for i in range(min(query.get("max_columns", 20), len(pairs))):
+    for i in range(min(query["max_columns"], len(pairs))):
         if clock.request_over() or clock.left() <= 0:
             clock.hit = True
-            s["error"] = "deadline"
+            s["error"] = DEADLINE
             return
         try:
             stats = _frm_polars_stats(obj.to_series(i), query, clock)
         except _Deadline:
-            s["error"] = "deadline"
+            s["error"] = DEADLINE
             return
         if stats is not None:
             s["columns"][i]["stats"] = stats
 
 
-def _frm_sum_polars_lazy(obj, s, query, clock):
+def _frm_sum_polars_lazy(obj, s: ObjectWire, query: QueryWire, clock):
     """The resolved schema; a plan that fails to resolve says why (the error ``collect`` would raise)."""
     s["frame"] = {"library": "polars", "lazy": True}
+    read = lambda: [(name, str(dtype)) for name, dtype in obj.collect_schema().items()]  # noqa: E731
+    _frm_lazy_schema(s, clock, read, detail=True)
+
+
+def _frm_lazy_schema(s: ObjectWire, clock, read, late=DEADLINE, detail=False):
+    """The columns of a lazy frame from ``read()`` (name, dtype text) pairs, bounded; rows unknown."""
     try:
-        schema = _frm_bounded(clock, obj.collect_schema)
+        pairs = _frm_bounded(clock, read)
     except _Deadline:
-        s["error"] = "deadline"
+        s["error"] = late
         return
     except Exception as exc:
-        s["error"] = "schema: " + _cls_name(type(exc)) + ": " + _trunc(str(exc).split("\n")[0], 160)
+        why = ": " + _trunc(str(exc).split("\n")[0], 160) if detail else ""
+        s["error"] = "schema: " + _cls_name(type(exc)) + why
         return
-    pairs = [(name, str(dtype)) for name, dtype in schema.items()]
     s["shape"] = [None, len(pairs)]
     _frm_columns(s, pairs, len(pairs))
 
@@ -250,11 +257,11 @@ def _frm_dask_cheap(expr, depth=0):
     return bool(exprs) and all(_frm_dask_cheap(op, depth + 1) for op in exprs)
 
 
-def _frm_sum_dask(obj, s, query, clock):
+def _frm_sum_dask(obj, s: ObjectWire, query: QueryWire, clock):
     """Columns and dtypes from ``_meta`` (an empty pandas frame dask keeps); partitions where known."""
     # local emulation on empty data: no graph is run, no scheduler is asked
     meta = _frm_bounded(clock, lambda: obj._meta)
-    frame = {"library": "dask", "lazy": True}
+    frame: FrameWire = {"library": "dask", "lazy": True}
     s["frame"] = frame
     if _cls_name(type(meta)) == "DataFrame":
         pairs = list(zip(meta.columns.tolist(), [str(d) for d in meta.dtypes.tolist()], strict=False))
@@ -290,27 +297,17 @@ def _frm_spark_pairs(schema):
     return [(f.name, _frm_spark_type(f.dataType)) for f in schema.fields]
 
 
-def _frm_sum_spark(obj, s, query, clock):
+def _frm_sum_spark(obj, s: ObjectWire, query: QueryWire, clock):
     """``schema`` (a metadata round trip to the JVM or Connect server, no job), bounded."""
     d = _instance_dict(obj) or {}
     # classic DataFrames hold a JVM Dataset (analysed eagerly); Spark Connect ones a plan for a server
     s["frame"] = {"library": "pyspark" if "_jdf" in d else "pyspark.connect", "lazy": True}
     schema = d.get("schema") or d.get("_schema")  # already fetched: no round trip at all
-    if schema is None:
-        if _frm_spark_stopped(obj):
-            s["error"] = "spark session stopped"
-            return
-        try:
-            schema = _frm_bounded(clock, lambda: obj.schema)
-        except _Deadline:
-            s["error"] = "deadline (Spark did not answer)"
-            return
-        except Exception as exc:
-            s["error"] = "schema: " + _cls_name(type(exc))
-            return
-    pairs = _frm_spark_pairs(schema)
-    s["shape"] = [None, len(pairs)]
-    _frm_columns(s, pairs, len(pairs))
+    if schema is None and _frm_spark_stopped(obj):
+        s["error"] = "spark session stopped"
+        return
+    read = lambda: _frm_spark_pairs(schema if schema is not None else obj.schema)  # noqa: E731
+    _frm_lazy_schema(s, clock, read, "deadline (Spark did not answer)")
 
 
 def _frm_spark_stopped(obj):
@@ -323,7 +320,7 @@ def _frm_spark_stopped(obj):
     return sd is None or sd.get("_jsc") is None
 
 
-def _frm_sum_pandas_on_spark(obj, s, query, clock):
+def _frm_sum_pandas_on_spark(obj, s: ObjectWire, query: QueryWire, clock):
     """Labels and dtypes from the internal frame (python side); the row count would be a job."""
     s["frame"] = {"library": "pyspark.pandas", "lazy": True}
 
@@ -334,23 +331,14 @@ def _frm_sum_pandas_on_spark(obj, s, query, clock):
         ]
         return list(zip(labels, [str(f.dtype) for f in internal.data_fields], strict=False))
 
-    try:
-        pairs = _frm_bounded(clock, read)
-    except _Deadline:
-        s["error"] = "deadline"
-        return
-    except Exception as exc:
-        s["error"] = "schema: " + _cls_name(type(exc))
-        return
-    s["shape"] = [None, len(pairs)]
-    _frm_columns(s, pairs, len(pairs))
+    _frm_lazy_schema(s, clock, read)
 
 
 _FRM_SUMMARISERS = (
-    ("polars_dataframe", _frm_sum_polars),
-    ("polars_lazyframe", _frm_sum_polars_lazy),
-    ("dask_dataframe", _frm_sum_dask),
-    ("dask_series", _frm_sum_dask),
-    ("pandas_on_spark", _frm_sum_pandas_on_spark),
-    ("spark_dataframe", _frm_sum_spark),
+    (Kind.POLARS_DATAFRAME, _frm_sum_polars),
+    (Kind.POLARS_LAZYFRAME, _frm_sum_polars_lazy),
+    (Kind.DASK_DATAFRAME, _frm_sum_dask),
+    (Kind.DASK_SERIES, _frm_sum_dask),
+    (Kind.PANDAS_ON_SPARK, _frm_sum_pandas_on_spark),
+    (Kind.SPARK_DATAFRAME, _frm_sum_spark),
 )

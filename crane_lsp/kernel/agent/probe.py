@@ -46,6 +46,16 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.summaries import (
         _summarise,
     )
+    from crane_lsp.kernel.agent.wire import (
+        DEADLINE,
+        DEFAULT_BUDGETS,
+        PANDAS_KINDS,
+        AttributeFactWire,
+        Kind,
+        ObjectWire,
+        QueryWire,
+        SnapshotWire,
+    )
 
 
 _VERSION_TEXT = "numpy pandas sklearn torch tensorflow keras matplotlib seaborn statsmodels scipy"
@@ -96,9 +106,9 @@ def _imported():
 
 
 def snapshot(query_json):
-    """Summaries and facts for one target cell's query (a ``runtime.ProbeQuery`` as JSON)."""
+    """Summaries and facts for one target cell's query (a ``snapshot.ProbeQuery`` as JSON)."""
     try:
-        query = _json.loads(query_json)
+        query: QueryWire = {**DEFAULT_BUDGETS, **_json.loads(query_json)}  # absent budgets: the wire's
     except Exception as exc:
         return _JSONResult({"ok": False, "errors": [f"bad query: {exc}"]})
     try:
@@ -126,11 +136,23 @@ def _generation(shell):
     return count
 
 
-def _snapshot(query):
-    clock = _Clock(float(query.get("request_budget_s", 2.0)), float(query.get("object_budget_s", 0.5)))
+def _fact_wire(fact) -> AttributeFactWire:
+    """The fact without its unknown fields (``exists`` stays: None there is the answer "cannot tell")."""
+    out: AttributeFactWire = {"exists": fact.get("exists")}
+    if fact.get("owner_type") is not None:
+        out["owner_type"] = fact["owner_type"]
+    if fact.get("owner_kind") is not None:
+        out["owner_kind"] = fact["owner_kind"]
+    if fact.get("dynamic") is not None:
+        out["dynamic"] = fact["dynamic"]
+    return out
+
+
+def _snapshot(query: QueryWire) -> SnapshotWire:
+    clock = _Clock(float(query["request_budget_s"]), float(query["object_budget_s"]))
     shell = _shell()
     ns = shell.user_ns if shell is not None else _sys.modules["__main__"].__dict__
-    out: dict = {
+    out: SnapshotWire = {
         "ok": True,
         "generation": _generation(shell),
         "variables": {},
@@ -144,7 +166,7 @@ def _snapshot(query):
         out["cwd"] = _os.getcwd()
     except Exception:
         out["cwd"] = None
-    variables: dict = out["variables"]
+    variables: dict[str, ObjectWire] = out["variables"]
 
     # which DataFrame columns the cell subscripts: their stats are computed even past max_columns
     wanted: dict = {}
@@ -183,10 +205,10 @@ def _snapshot(query):
             continue
         for n_attrs, fact, value, plain, drop_self in steps:
             key = ".".join(parts[: n_attrs + 1])
-            out["attributes"][key] = {k: v for k, v in fact.items() if v is not None or k == "exists"}
+            out["attributes"][key] = _fact_wire(fact)
             if value is not _MISSING and plain and key not in variables:
                 if drop_self:
-                    s = {"type": _qualname(type(value)), "kind": "function"}
+                    s: ObjectWire = {"type": _qualname(type(value)), "kind": Kind.FUNCTION}
                     clock.begin_object()
                     _sum_callable(value, s, query, clock, drop_self=True)
                     variables[key] = s
@@ -211,7 +233,7 @@ def _snapshot(query):
     index_labels = query.get("index_labels") or {}
     for text, labels in index_labels.items() if type(index_labels) is dict else ():
         summ = variables.get(text)
-        if type(text) is not str or summ is None or summ.get("kind") not in ("dataframe", "series"):
+        if type(text) is not str or summ is None or summ.get("kind") not in PANDAS_KINDS:
             continue
         clock.begin_object()
         try:
@@ -219,7 +241,7 @@ def _snapshot(query):
             if target is not _MISSING:
                 summ["index_has"] = _index_has(target, labels, clock)
         except _Deadline:
-            summ.setdefault("error", "deadline")
+            summ.setdefault("error", DEADLINE)
         except Exception as exc:
             out["errors"].append(f"index labels of {text}: {_cls_name(type(exc))}")
 

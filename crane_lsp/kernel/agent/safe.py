@@ -143,13 +143,13 @@ _KNOWN_CLASSES = {
 }
 
 
-def _known_class(key):
-    """The library class ``key`` names, from a module already imported, or None; never imports.
+def _known_class(key, table=_KNOWN_CLASSES):
+    """The library class ``table[key]`` names, from a module already imported, or None; never imports.
 
     Reads the module's ``__dict__`` directly, so a module-level ``__getattr__`` (lazy submodules)
     never runs.
     """
-    for module, name in _KNOWN_CLASSES[key]:
+    for module, name in table[key]:
         mod = _sys.modules.get(module)
         if mod is None:
             continue

@@ -19,6 +19,11 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _mro,
         _safe_repr,
     )
+    from crane_lsp.kernel.agent.wire import (
+        QueryWire,
+        Values,
+        ValueStatsWire,
+    )
 
 
 _POSITIONS: dict = {}
@@ -67,27 +72,26 @@ def _examples(values, privacy, limit=3):
     return out
 
 
-def _numpy_full(arr, st):
+def _numpy_full(arr, st: ValueStatsWire):
     """NaN count and range of a plain numpy column over its full length (vectorised, milliseconds)."""
     np = _sys.modules["numpy"]
     kind = arr.dtype.kind
     if kind == "f":
         nan_count = int(np.count_nonzero(np.isnan(arr)))
-        st.update(nan_count=nan_count, has_nan=nan_count > 0)
+        st.update({"nan_count": nan_count, "has_nan": nan_count > 0})
         if nan_count < arr.size:
             st["min"] = _jsonable_number(np.fmin.reduce(arr))
             st["max"] = _jsonable_number(np.fmax.reduce(arr))
     elif kind in "iu":
-        st.update(
-            nan_count=0, has_nan=False, min=_jsonable_number(arr.min()), max=_jsonable_number(arr.max())
-        )
+        st.update({"nan_count": 0, "has_nan": False})
+        st.update({"min": _jsonable_number(arr.min()), "max": _jsonable_number(arr.max())})
     elif kind == "b":
-        st.update(nan_count=0, has_nan=False)
+        st.update({"nan_count": 0, "has_nan": False})
     elif kind in "mM":
         i8 = arr.view("i8")
         nat = i8 == np.iinfo(np.int64).min
         nan_count = int(np.count_nonzero(nat))
-        st.update(nan_count=nan_count, has_nan=nan_count > 0)
+        st.update({"nan_count": nan_count, "has_nan": nan_count > 0})
         if nan_count < arr.size:
             # NaT is the smallest int64: the max needs no mask, the min only when NaT is present
             hi = i8.max()
@@ -126,7 +130,20 @@ def _non_numeric(values, limit):
     return bad
 
 
-def _series_stats(s, query, clock):
+def _empty_stats() -> ValueStatsWire:
+    return {"sampled": False, "value_kind": Values.EMPTY, "distinct": 0, "has_nan": False, "nan_count": 0}
+
+
+def _nan_and_range(st: ValueStatsWire, col, n, nulls, numeric, ranged):
+    """NaN count and, where ``ranged``, min/max of a whole column (vectorised in the library)."""
+    st["nan_count"], st["has_nan"] = nulls, nulls > 0
+    if ranged and nulls < n:
+        lo, hi = col.min(), col.max()
+        st["min"] = _jsonable_number(lo) if numeric else str(lo)
+        st["max"] = _jsonable_number(hi) if numeric else str(hi)
+
+
+def _series_stats(s, query: QueryWire, clock):
     """ValueStats of a pandas Series (any dtype), sampled where it must be.
 
     Full length (vectorised): NaN count and range of numpy numeric/datetime columns, NaN of
@@ -137,7 +154,7 @@ def _series_stats(s, query, clock):
     pd = _sys.modules["pandas"]
     np = _sys.modules["numpy"]
     privacy = query.get("privacy")
-    st: dict = {"sampled": False}
+    st: ValueStatsWire = {"sampled": False}
     n = len(s)
     dtype = s.dtype
     np_dtype = np.dtype in _mro(dtype)
@@ -145,19 +162,13 @@ def _series_stats(s, query, clock):
     is_cat = _cls_name(type(dtype)) == "CategoricalDtype"
     is_dt = kind in "mM" or _cls_name(type(dtype)) == "DatetimeTZDtype"
     numeric = kind in "biuf" and not is_cat
-    limit = query.get("sample_rows", 100000)
+    limit = query["sample_rows"]
     if n == 0:
-        st.update(value_kind="empty", distinct=0, has_nan=False, nan_count=0)
-        return st
+        return _empty_stats()
     if np_dtype and (numeric or is_dt):
         _numpy_full(s.to_numpy(copy=False), st)
     elif numeric or is_dt or is_cat or n <= limit:
-        nan_count = int(s.isna().sum())
-        st.update(nan_count=nan_count, has_nan=nan_count > 0)
-        if (numeric or is_dt) and nan_count < n:
-            lo, hi = s.min(), s.max()
-            st["min"] = _jsonable_number(lo) if numeric else str(lo)
-            st["max"] = _jsonable_number(hi) if numeric else str(hi)
+        _nan_and_range(st, s, n, int(s.isna().sum()), numeric, numeric or is_dt)
     clock.check()
     sample = s
     if n > limit:
@@ -166,7 +177,7 @@ def _series_stats(s, query, clock):
         st["sampled"] = True
         if "has_nan" not in st:
             nan_count = int(sample.isna().sum())
-            st.update(nan_count=nan_count, has_nan=nan_count > 0, nan_sampled=True)
+            st.update({"nan_count": nan_count, "has_nan": nan_count > 0, "nan_sampled": True})
     clock.check()
     if numeric:
         distinct = int(sample.nunique(dropna=True))
@@ -214,22 +225,22 @@ def _series_stats(s, query, clock):
     return st
 
 
-def _array_stats(arr, query, clock):
+def _array_stats(arr, query: QueryWire, clock):
     """ValueStats of a numpy array: all fields for 1-D, NaN and range for N-D."""
     np = _sys.modules["numpy"]
     pd = _sys.modules.get("pandas")
     if arr.ndim == 1 and pd is not None and arr.dtype.kind != "V":
         return _series_stats(pd.Series(arr, copy=False), query, clock)
-    st: dict = {"sampled": False}
+    st: ValueStatsWire = {"sampled": False}
     kind = arr.dtype.kind
     if arr.size == 0:
-        st.update(value_kind="empty", has_nan=False, nan_count=0)
+        st.update({"value_kind": Values.EMPTY, "has_nan": False, "nan_count": 0})
         return st
     if kind in "fc":
         nan_count = int(np.isnan(arr).sum())
-        st.update(nan_count=nan_count, has_nan=nan_count > 0)
+        st.update({"nan_count": nan_count, "has_nan": nan_count > 0})
     elif kind in "biu":
-        st.update(nan_count=0, has_nan=False)
+        st.update({"nan_count": 0, "has_nan": False})
     if kind in "biuf":
         clock.check()
         with np.errstate(all="ignore"):
@@ -237,7 +248,7 @@ def _array_stats(arr, query, clock):
             st["max"] = _jsonable_number(np.nanmax(arr) if kind == "f" else arr.max())
     if arr.ndim == 1:
         flat = arr
-        limit = query.get("sample_rows", 100000)
+        limit = query["sample_rows"]
         if flat.size > limit:
             flat = flat[_sample_positions(flat.size, limit)]
             st["sampled"] = True

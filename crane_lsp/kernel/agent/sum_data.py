@@ -28,9 +28,15 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.summaries import (
         _field,
     )
+    from crane_lsp.kernel.agent.wire import (
+        DEADLINE,
+        ColumnWire,
+        ObjectWire,
+        QueryWire,
+    )
 
 
-def _sum_ndarray(obj, s, query, clock):
+def _sum_ndarray(obj, s: ObjectWire, query: QueryWire, clock):
     s["shape"] = [int(d) for d in obj.shape]
     s["dtype"] = str(obj.dtype)
     s["device"] = "cpu"
@@ -40,7 +46,7 @@ def _sum_ndarray(obj, s, query, clock):
     _field(s, clock, "stats", _array_stats, obj, query, clock)
 
 
-def _sum_tensor(obj, s, query, clock):
+def _sum_tensor(obj, s: ObjectWire, query: QueryWire, clock):
     s["shape"] = [int(d) for d in obj.shape]
     s["dtype"] = str(obj.dtype).replace("torch.", "")
     s["device"] = str(obj.device)
@@ -62,7 +68,7 @@ def _sum_tensor(obj, s, query, clock):
     _field(s, clock, "stats", stats)
 
 
-def _sum_tf_tensor(obj, s, query, clock):
+def _sum_tf_tensor(obj, s: ObjectWire, query: QueryWire, clock):
     shape = obj.shape
     s["shape"] = None if shape.rank is None else _shape_list(shape.as_list())
     s["dtype"] = obj.dtype.name
@@ -151,7 +157,7 @@ def _index_has(obj, labels, clock):
     return answers
 
 
-def _sum_series(obj, s, query, clock):
+def _sum_series(obj, s: ObjectWire, query: QueryWire, clock):
     s["shape"] = [len(obj)]
     s["length"] = len(obj)
     s["dtype"] = str(obj.dtype)
@@ -161,7 +167,7 @@ def _sum_series(obj, s, query, clock):
     _field(s, clock, "stats", _series_stats, obj, query, clock)
 
 
-def _sum_index(obj, s, query, clock):
+def _sum_index(obj, s: ObjectWire, query: QueryWire, clock):
     s["shape"] = [len(obj)]
     s["length"] = len(obj)
     s["dtype"] = str(obj.dtype)
@@ -179,7 +185,7 @@ def _column_values(df, i):
     return pd.Series(values, copy=False)
 
 
-def _sum_dataframe(obj, s, query, clock, wanted=()):
+def _sum_dataframe(obj, s: ObjectWire, query: QueryWire, clock, wanted=()):
     n_rows, n_cols = obj.shape
     s["shape"] = [int(n_rows), int(n_cols)]
     s["n_columns"] = int(n_cols)
@@ -190,13 +196,13 @@ def _sum_dataframe(obj, s, query, clock, wanted=()):
     dtype_list = [str(d) for d in dtypes.iloc[: len(labels)].tolist()]
     cols = []
     for label, dt in zip(labels, dtype_list, strict=False):
-        c = {"name": label if type(label) is str else _label_text(label), "dtype": dt}
+        c: ColumnWire = {"name": label if type(label) is str else _label_text(label), "dtype": dt}
         if type(label) is not str:
             c["label_repr"] = _safe_repr(label, 80)
         cols.append(c)
     s["columns"] = cols
     s["columns_truncated"] = n_cols > len(labels)
-    max_cols = query.get("max_columns", 20)
+    max_cols = query["max_columns"]
     first = []  # the columns the cell subscripts: the checks need them most
     if wanted:
         try:
@@ -220,7 +226,7 @@ def _sum_dataframe(obj, s, query, clock, wanted=()):
         now = _time.monotonic()
         if clock.request_over() or now >= end:
             clock.hit = True
-            s["error"] = "deadline"
+            s["error"] = DEADLINE
             break
         if sliced:  # twice a fair share of what is left: a typical column is not cut for nothing
             clock.object_end = min(end, now + 2 * (end - now) / (len(plan) - n_done))

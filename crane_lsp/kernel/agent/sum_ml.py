@@ -35,10 +35,19 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.summaries import (
         _field,
     )
+    from crane_lsp.kernel.agent.wire import (
+        DEADLINE,
+        EstimatorWire,
+        KerasIteratorWire,
+        ModuleWire,
+        ObjectWire,
+        QueryWire,
+        TorchDatasetWire,
+    )
 
 
-def _sum_keras_iterator(obj, s, query, clock):
-    info: dict = {}
+def _sum_keras_iterator(obj, s: ObjectWire, query: QueryWire, clock):
+    info: KerasIteratorWire = {}
     for name in ("samples", "num_classes", "batch_size", "class_mode", "color_mode"):
         v = _static(obj, name)
         if type(v) in (int, str):
@@ -49,13 +58,13 @@ def _sum_keras_iterator(obj, s, query, clock):
     for name in ("image_shape", "target_size"):
         v = _static(obj, name)
         if type(v) in (tuple, list):
-            info[name] = [int(d) if d is not None else None for d in v]
+            info[name] = [int(d) if d is not None else None for d in v]  # type: ignore[literal-required]
     s["iterator"] = info
     if "samples" in info:
         s["length"] = info["samples"]
 
 
-def _sum_tf_dataset(obj, s, query, clock):
+def _sum_tf_dataset(obj, s: ObjectWire, query: QueryWire, clock):
     _field(s, clock, "element_spec", lambda: _trunc(repr(obj.element_spec), 400))
     _field(s, clock, "cardinality", lambda: int(obj.cardinality().numpy()))
 
@@ -82,8 +91,8 @@ def _describe_item(item, depth=0):
     return _cls_name(t), None
 
 
-def _sum_torch_dataset(obj, s, query, clock):
-    info: dict = {}
+def _sum_torch_dataset(obj, s: ObjectWire, query: QueryWire, clock):
+    info: TorchDatasetWire = {}
     s["dataset"] = info
     saved = _instance_dict(obj)
     saved = dict(saved) if saved is not None else None
@@ -95,13 +104,13 @@ def _sum_torch_dataset(obj, s, query, clock):
             if type(n) is not int:
                 n = None
         except _Deadline:
-            s["error"] = "deadline"
+            s["error"] = DEADLINE
             return
         except Exception as exc:
             s["error"] = "__len__ raised " + _cls_name(type(exc))
         info["length"] = n
         s["length"] = n
-        k = query.get("torch_samples", 10)
+        k = query["torch_samples"]
         if not n or k <= 0:
             return
         idx = sorted({(i * n) // k for i in range(min(k, n))})
@@ -110,12 +119,12 @@ def _sum_torch_dataset(obj, s, query, clock):
         for i in idx:
             if clock.left() <= 0:
                 clock.hit = True
-                s["error"] = "deadline"
+                s["error"] = DEADLINE
                 break
             try:
                 item = _guarded(clock, getitem, obj, i)
             except _Deadline:
-                s["error"] = "deadline"
+                s["error"] = DEADLINE
                 break
             except Exception as exc:
                 why = f"{_cls_name(type(exc))}: {_trunc(_exc_text(exc), 120)}"
@@ -134,7 +143,7 @@ def _sum_torch_dataset(obj, s, query, clock):
             try:
                 info["collated"] = _describe_item(_guarded(clock, collate, samples))[0]
             except _Deadline:
-                s["error"] = "deadline"
+                s["error"] = DEADLINE
             except Exception as exc:
                 info["collated"] = f"error: {_cls_name(type(exc))}: {_trunc(_exc_text(exc), 160)}"
     finally:
@@ -149,12 +158,12 @@ def _sum_torch_dataset(obj, s, query, clock):
                 d.update(saved)
 
 
-def _sum_iterable_dataset(obj, s, query, clock):
+def _sum_iterable_dataset(obj, s: ObjectWire, query: QueryWire, clock):
     s["dataset"] = {"dataset_type": _qualname(type(obj))}
 
 
-def _sum_dataloader(obj, s, query, clock):
-    info: dict = {}
+def _sum_dataloader(obj, s: ObjectWire, query: QueryWire, clock):
+    info: TorchDatasetWire = {}
     bs = _static(obj, "batch_size")
     if type(bs) is int:
         info["batch_size"] = bs
@@ -171,7 +180,7 @@ def _sum_dataloader(obj, s, query, clock):
                     info["length"] = n
                     s["length"] = n
             except _Deadline:
-                s["error"] = "deadline"
+                s["error"] = DEADLINE
             except Exception as exc:
                 s["error"] = "__len__ raised " + _cls_name(type(exc))
     s["dataset"] = info
@@ -189,10 +198,10 @@ def _walk_torch(mod, out, depth=0):
                 _walk_torch(child, out, depth + 1)
 
 
-def _sum_torch_module(obj, s, query, clock):
+def _sum_torch_module(obj, s: ObjectWire, query: QueryWire, clock):
     mods: list = []
     _walk_torch(obj, mods)
-    info: dict = {}
+    info: ModuleWire = {}
     linear = [m for m in mods if _isa(m, "torch_linear")]
     if linear:
         v = _static(linear[0], "in_features")
@@ -226,15 +235,14 @@ def _keras_shape(v):
     return None
 
 
-def _sum_keras_model(obj, s, query, clock):
-    info: dict = {}
-    for name, key in (("input_shape", "input_shape"), ("output_shape", "output_shape")):
-        try:
-            v = _keras_shape(_lib_attr(obj, name))
-            if v is not None:
-                info[key] = v
-        except Exception:
-            pass
+def _sum_keras_model(obj, s: ObjectWire, query: QueryWire, clock):
+    info: ModuleWire = {}
+    with contextlib.suppress(Exception):
+        if (shape := _keras_shape(_lib_attr(obj, "input_shape"))) is not None:
+            info["input_shape"] = shape
+    with contextlib.suppress(Exception):
+        if (shape := _keras_shape(_lib_attr(obj, "output_shape"))) is not None:
+            info["output_shape"] = shape
     layers = None
     with contextlib.suppress(Exception):
         layers = list(_lib_attr(obj, "layers"))
@@ -255,7 +263,7 @@ def _sum_keras_model(obj, s, query, clock):
     s["nn"] = info
 
 
-def _sum_history(obj, s, query, clock):
+def _sum_history(obj, s: ObjectWire, query: QueryWire, clock):
     h = _static(obj, "history")
     if type(h) is dict:
         s["nn"] = {"history_keys": [str(k) for k in list(h)[:50]]}
@@ -277,9 +285,9 @@ def _estimator_fitted(obj):
     return bool(fitted)
 
 
-def _sum_estimator(obj, s, query, clock):
+def _sum_estimator(obj, s: ObjectWire, query: QueryWire, clock):
     privacy = query.get("privacy")
-    info: dict = {}
+    info: EstimatorWire = {}
     steps = _static(obj, "steps")
     target = obj
     first = obj

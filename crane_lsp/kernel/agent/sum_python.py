@@ -34,12 +34,17 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.sum_ml import (
         _sum_history,
     )
+    from crane_lsp.kernel.agent.wire import (
+        DEADLINE,
+        ObjectWire,
+        QueryWire,
+    )
 
 
-def _sum_mapping(obj, s, query, clock):
+def _sum_mapping(obj, s: ObjectWire, query: QueryWire, clock):
     n = dict.__len__(obj)
     s["length"] = n
-    cap = query.get("max_list_items", 50)
+    cap = query["max_list_items"]
     keys = []
     vtypes: list = []
     for i, (k, v) in enumerate(dict.items(obj)):
@@ -53,13 +58,13 @@ def _sum_mapping(obj, s, query, clock):
     s["element_types"] = vtypes
 
 
-def _sum_sequence(obj, s, query, clock):
+def _sum_sequence(obj, s: ObjectWire, query: QueryWire, clock):
     """list, tuple, set or frozenset (or a subclass), read through the builtin base's own methods."""
     mro = _mro(obj)
     base = next(b for b in (list, tuple, set, frozenset) if b in mro)
     n = base.__len__(obj)
     s["length"] = n
-    cap = query.get("max_list_items", 50)
+    cap = query["max_list_items"]
     types: list = []
     if base in (list, tuple):
         items = base.__getitem__(obj, slice(0, cap))
@@ -99,7 +104,7 @@ def _exact_values(items):
     return out
 
 
-def _sum_scalar(obj, s, query, clock):
+def _sum_scalar(obj, s: ObjectWire, query: QueryWire, clock):
     t = type(obj)
     if t is str or str in _mro(obj):
         s["length"] = str.__len__(obj)
@@ -151,7 +156,7 @@ def _function_module(obj):
     return None
 
 
-def _sum_callable(obj, s, query, clock, drop_self=False):
+def _sum_callable(obj, s: ObjectWire, query: QueryWire, clock, drop_self=False):
     s["callable"] = True
     mod = _static(obj, "__module__")
     if type(mod) is not str:
@@ -169,7 +174,7 @@ def _sum_callable(obj, s, query, clock, drop_self=False):
     s["params"] = _params(sig)
 
 
-def _sum_class(obj, s, query, clock):
+def _sum_class(obj, s: ObjectWire, query: QueryWire, clock):
     s["module"] = _cls_module(obj)
     s["repr"] = "<class " + _qualname(obj) + ">"
     s["callable"] = True
@@ -181,14 +186,14 @@ def _sum_class(obj, s, query, clock):
     s["params"] = _params(sig)
 
 
-def _sum_module(obj, s, query, clock):
+def _sum_module(obj, s: ObjectWire, query: QueryWire, clock):
     d = _instance_dict(obj) or {}
     name = d.get("__name__")
     s["module"] = name if type(name) is str else None
     s["repr"] = "<module " + repr(name) + ">"
 
 
-def _sum_other(obj, s, query, clock):
+def _sum_other(obj, s: ObjectWire, query: QueryWire, clock):
     if _has_base_prefix(obj, "History", _KERAS_TOPS):
         _sum_history(obj, s, query, clock)
         return
@@ -201,7 +206,7 @@ def _sum_other(obj, s, query, clock):
         s["repr"] = _trunc(r, _REPR_MAX) if type(r) is str else _plain(obj)
     except _Deadline:
         s["repr"] = _plain(obj)
-        s["error"] = "deadline"
+        s["error"] = DEADLINE
     except Exception as exc:
         s["repr"] = _plain(obj)
         s["error"] = "__repr__ raised " + _cls_name(type(exc))

@@ -74,7 +74,7 @@ def _field(summary, clock, name, fn, *args):
         clock.check()
         v = fn(*args)
     except _Deadline:
-        summary["error"] = "deadline"
+        summary["error"] = DEADLINE
         return
     except RecursionError:
         summary.setdefault("error", name + ": RecursionError")
