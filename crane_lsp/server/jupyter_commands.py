@@ -9,25 +9,20 @@ computed for an older text is returned as stale, never as the cell's verdict. Th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crane_lsp.server.app import CraneServer  # pygls reads the handlers' annotations at runtime
-from crane_lsp.server.config import plain
+
+if TYPE_CHECKING:
+    from crane_lsp.server.command_args import CellArgs
 
 VERDICT = "crane.cellVerdict"
 BLOCKING = ("certain", "observed")
 
 
-def _args(arguments: tuple[Any, ...]) -> dict[str, Any]:
-    values = [plain(a) for a in arguments]
-    if len(values) == 1 and isinstance(values[0], dict):
-        return values[0]
-    return dict(zip(("uri", "cell"), values, strict=False))
-
-
-def cell_verdict(server: CraneServer, args: dict[str, Any]) -> dict[str, Any]:
+def cell_verdict(server: CraneServer, args: CellArgs) -> dict[str, Any]:
     """The cell's verdict as data; ``{"found": False}`` for an unknown cell."""
-    found = server.find_cell(str(args.get("uri", "")), int(args.get("line") or 0), args.get("cell"))
+    found = server.find_cell(args.uri, args.line, args.cell)
     if found is None:
         return {"found": False, "crash": False, "blockRun": False}
     nb, cell = found
@@ -72,4 +67,10 @@ def cell_verdict(server: CraneServer, args: dict[str, Any]) -> dict[str, Any]:
 def register(ls: CraneServer) -> None:
     @ls.command(VERDICT)
     def verdict(server: CraneServer, *arguments: Any) -> dict[str, Any]:
-        return cell_verdict(server, _args(arguments))
+        from crane_lsp.server.command_args import BadArguments, CellArgs, parse
+
+        try:
+            args = parse(CellArgs, arguments)
+        except BadArguments as exc:
+            return {"found": False, "crash": False, "blockRun": False, "error": f"bad arguments: {exc}"}
+        return cell_verdict(server, args)
