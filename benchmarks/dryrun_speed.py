@@ -8,7 +8,11 @@ about 1 GiB (goals: median fork-to-verdict at most 40 ms and 60 ms). Per run it 
 - the jail: the child's CPU milliseconds per confinement step (summed), and its CPU time from the fork
   to the first line of the cell (on a loaded machine the wall time mostly measures the wait for a CPU);
 - the host round trip: ``link.call`` as the pipeline sees it (silent execute + user_expressions);
-- the child's private dirty memory (what copy-on-write really copied).
+- the phases, in wall milliseconds from the fork: ``dry_run`` entered (negative: transform, compile,
+  filter forecast), fork returned, child started, limits, kernel muted, jail done (the cell starts),
+  cell ended, answer written, answer read by the kernel, reaped/returned;
+- the child's private dirty memory (what copy-on-write really copied), in 3 extra runs that ask for
+  it (reading ``smaps_rollup`` costs 10-25 ms, so the timed runs do not).
 Beside it, the cost the dry run saves: re-running a notebook from the top in a fresh kernel after a crash
 (kernel start + replay of the bundled example ``examples/sklearn_housing``, and of one JunoBench replay
 case from the shipped ``crane_lsp/data/junoreplay``), and rebuilding the 1 GiB state itself.
@@ -50,7 +54,7 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
-async def measure(link: KernelLink, runs: int) -> dict[str, list[float]]:
+async def measure(link: KernelLink, runs: int) -> Measured:
     out: dict[str, list[float]] = {
         "fork_to_verdict": [],
         "host": [],
@@ -60,8 +64,14 @@ async def measure(link: KernelLink, runs: int) -> dict[str, list[float]]:
         "jail": [],
         "cpu": [],
         "dirty_mb": [],
+        "child_cpu": [],
     }
+    phases: dict[str, list[float]] = {}
     await link.call("dry_run", {"source": FAILING, "budget_s": 3.0}, timeout=15)  # warm-up
+    for _ in range(3):
+        payload = {"source": FAILING, "budget_s": 3.0, "measure_memory": True}
+        r = await link.call("dry_run", payload, timeout=15)
+        out["dirty_mb"].append((r.get("child_private_dirty_kb") or 0) / 1024)
     for _ in range(runs):
         t0 = time.perf_counter()
         r = await link.call("dry_run", {"source": FAILING, "budget_s": 3.0}, timeout=15)
@@ -75,8 +85,46 @@ async def measure(link: KernelLink, runs: int) -> dict[str, list[float]]:
         steps = {k: v for k, v in (r.get("jail_ms") or {}).items() if k not in ("before", "forecast")}
         out["jail"].append(sum(steps.values()) / 1000)
         out["cpu"].append(r.get("setup_cpu_s") or 0.0)
-        out["dirty_mb"].append((r.get("child_private_dirty_kb") or 0) / 1024)
-    return out
+        out["child_cpu"].append(r.get("child_cpu_s") or 0.0)
+        for name, ms in (r.get("phases_ms") or {}).items():
+            phases.setdefault(name, []).append(ms)
+    return out, phases
+
+
+PHASES = (
+    ("called", "dry_run() entered (before the fork)"),
+    ("forked", "fork() returned in the kernel"),
+    ("child_start", "child runs its first line"),
+    ("limits", "child: process limits set"),
+    ("muted", "child: kernel sockets muted"),
+    ("handover", "kernel: seccomp listener received"),
+    ("confined", "child: jail done, cell starts"),
+    ("cell_end", "child: cell ended"),
+    ("answer", "child: verdict written"),
+    ("verdict_read", "kernel: verdict read"),
+    ("reaped", "kernel: child killed/reaper started"),
+    ("returned", "kernel: dry_run() returns"),
+)
+
+
+Measured = tuple[dict[str, list[float]], dict[str, list[float]]]
+
+
+def phase_table(states: list[tuple[str, float, Measured]]) -> Table:
+    """Median wall milliseconds from the start of the fork to each phase, per kernel state."""
+    table = Table(
+        title="where the time goes: median wall ms since the fork began (one clock for both processes)"
+    )
+    table.add_column("phase")
+    for name, _rss, _m in states:
+        table.add_column(name, justify="right")
+    for key, label in PHASES:
+        cells = []
+        for _name, _rss, (_m, phases) in states:
+            values = phases.get(key)
+            cells.append(f"{statistics.median(values):.1f}" if values else "-")
+        table.add_row(f"{label} [{key}]", *cells)
+    return table
 
 
 async def rss_mb(link: KernelLink) -> float:
@@ -111,6 +159,7 @@ async def main_async(args: argparse.Namespace) -> None:
         "jail CPU",
         "child CPU to the cell",
         "child total",
+        "child CPU",
         "child copied MB (max)",
     )
     for col in columns:
@@ -128,7 +177,7 @@ async def main_async(args: argparse.Namespace) -> None:
         states.append((f"+{args.big_gib:g} GiB", await rss_mb(link), await measure(link, args.runs)))
     finally:
         await link.close()
-    for name, rss, m in states:
+    for name, rss, (m, _) in states:
         table.add_row(
             name,
             f"{rss:.0f}",
@@ -141,9 +190,16 @@ async def main_async(args: argparse.Namespace) -> None:
             f"{statistics.median(m['jail']) * 1000:.1f}",
             f"{statistics.median(m['cpu']) * 1000:.1f}",
             f"{statistics.median(m['child']) * 1000:.1f}",
+            f"{statistics.median(m['child_cpu']) * 1000:.1f}",
             f"{max(m['dirty_mb']):.1f}",
         )
     console.print(table)
+    console.print(phase_table(states))
+    goals = (40.0, 60.0)
+    for (name, _rss, (m, _)), goal in zip(states, goals, strict=False):
+        median = statistics.median(m["fork_to_verdict"]) * 1000
+        verdict = "met" if median <= goal else "NOT met"
+        console.print(f"fork-to-verdict median, {name}: {median:.1f} ms (goal <= {goal:g} ms: {verdict})")
     console.print(f"building the {args.big_gib:g} GiB array in the kernel took {build_big:.2f} s")
     console.print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     if args.no_replay:

@@ -14,11 +14,13 @@ from conftest import TestKernel
 from crane_lsp.kernel.probe_install import call_expression, install_code
 
 
-def _dry_run(kernel: TestKernel, source: str, budget_s: float = 3.0) -> tuple[dict[str, Any], list[dict]]:
+def _dry_run(
+    kernel: TestKernel, source: str, budget_s: float = 3.0, **extra: Any
+) -> tuple[dict[str, Any], list[dict]]:
     """Run the probe's dry_run through the raw protocol; also return the IOPub messages seen meanwhile."""
     while kernel.client.iopub_channel.msg_ready():
         kernel.client.get_iopub_msg(timeout=1)
-    expr = call_expression("dry_run", {"source": source, "budget_s": budget_s})
+    expr = call_expression("dry_run", {"source": source, "budget_s": budget_s, **extra})
     msg_id = kernel.client.execute("", silent=True, store_history=False, user_expressions={"r": expr})
     reply = kernel._reply(msg_id, budget_s + 30)
     value = reply["content"]["user_expressions"]["r"]
@@ -107,6 +109,9 @@ def test_large_array_is_shared_not_copied(sandboxed: TestKernel) -> None:
     sandboxed.run("import numpy as np\nbig = np.ones(128 * 1024 * 1024)  # 1 GiB of float64")
     try:
         result, _ = _dry_run(sandboxed, "s = big[:1000].sum()\nbig.shape[1]")
+        assert result["outcome"] == "raised" and result["exception"] == "IndexError"
+        assert "child_private_dirty_kb" not in result, "measured only when asked (it costs 10-25 ms)"
+        result, _ = _dry_run(sandboxed, "s = big[:1000].sum()\nbig.shape[1]", measure_memory=True)
         assert result["outcome"] == "raised" and result["exception"] == "IndexError"
         assert result["child_private_dirty_kb"] is not None
         assert result["child_private_dirty_kb"] < 100 * 1024, "the child must not copy the 1 GiB array"

@@ -227,3 +227,52 @@ def test_no_unconfined_fallback_where_the_jail_cannot_be_built(monkeypatch: pyte
     result = _dry_run(module, "open('/tmp/crane-never-written', 'w')")
     assert result["outcome"] == "unavailable" and "seccomp() failed" in result["message"], result
     assert not os.path.exists("/tmp/crane-never-written")
+
+
+def test_shared_mappings_asked_of_the_kernel_are_those_in_proc_maps(tmp_path: Path) -> None:
+    backing = tmp_path / "shared.bin"
+    backing.write_bytes(b"x" * 8192)
+    with open(backing, "r+b") as f, mmap.mmap(f.fileno(), 8192) as on_file, mmap.mmap(-1, 1 << 20) as anon:
+        libc = jail_maps._jmp_libc()
+        asked = jail_maps._jmp_query_shared(libc)
+        if asked is None:
+            pytest.skip("PROCMAP_QUERY needs Linux 6.11; the jail reads /proc/self/maps instead")
+        with open("/proc/self/maps", "rb") as maps:
+            listed = jail_maps._jmp_shared(maps.read())
+        assert asked == listed
+        assert any(path == str(backing) for *_, path in asked)
+        assert on_file[:1] == b"x" and len(anon) == 1 << 20
+
+
+def test_pool_libraries_from_the_loader_are_those_in_proc_maps() -> None:
+    pytest.importorskip("numpy")
+    from crane_lsp.kernel import jail_threads
+
+    with open("/proc/self/maps", "rb") as maps:
+        listed = jail_threads._jth_pool_libraries(maps.read())
+    asked = jail_threads._jth_pool_paths()
+    assert {os.path.realpath(p) for p in asked} == {os.path.realpath(p) for p in listed}
+    assert jail_threads._jth_pool_paths() is asked, "unchanged loader counters: the remembered list"
+
+
+def test_openblas_set_to_one_thread_starts_no_worker() -> None:
+    """OpenBLAS's setter restarts its pool after a fork, and a fresh worker spins ~0.1 s on a CPU:
+    the child's count is set in place instead, and a matrix product then runs on the one thread."""
+    np = pytest.importorskip("numpy")
+    from crane_lsp.kernel import jail_threads
+
+    a = np.random.default_rng(0).random((300, 300))
+    (a @ a).sum()  # the kernel has used its pool before the fork
+    if not any("openblas" in p for p in jail_threads._jth_pool_paths()):
+        pytest.skip("numpy here is not built on OpenBLAS")
+
+    def body() -> int:
+        touched = jail_threads._jth_single_thread()
+        if not any("openblas" in name for name in touched):
+            return 1
+        threads = len(os.listdir("/proc/self/task"))
+        product = a @ a
+        after = len(os.listdir("/proc/self/task"))
+        return 0 if threads == after == 1 and product.shape == (300, 300) else 2
+
+    assert _in_child(body) == 0

@@ -15,6 +15,7 @@ Joined into the probe's private module: top-level names carry the ``_jmp_`` pref
 
 import ctypes as _jmp_ctypes
 import os as _jmp_os
+import struct as _jmp_struct
 
 _JMP_PROT = {"r": 1, "w": 2, "x": 4}
 _JMP_MAP_PRIVATE = 0x02
@@ -25,6 +26,11 @@ _JMP_MREMAP_FIXED = 2
 #: the permission fields of shared mappings, with the spaces around them
 _JMP_SHARED_PERMS = tuple(f" {r}{w}{x}s ".encode() for r in "r-" for w in "w-" for x in "x-")
 _JMP_FAILED = _jmp_ctypes.c_void_p(-1).value
+#: PROCMAP_QUERY (Linux 6.11): _IOWR('f', 17, struct procmap_query), 104 bytes
+_JMP_PROCMAP_QUERY = 0xC0686611
+_JMP_QUERY_FORMAT = "QQQQQQQQQIIIIQQ"
+_JMP_QUERY_SHARED_NEXT = 0x08 | 0x10  # PROCMAP_QUERY_VMA_SHARED | PROCMAP_QUERY_COVERING_OR_NEXT_VMA
+_JMP_ENOENT = 2
 
 
 class _JmpRefused(Exception):
@@ -66,12 +72,45 @@ def _jmp_shared(maps):
     return sorted(found)
 
 
-def _jmp_privatise(maps):
-    """Replace every shared mapping by a private one; return how many were replaced."""
-    mappings = _jmp_shared(maps)
+def _jmp_query_shared(libc):
+    """The shared mappings as ``_jmp_shared`` lists them, asked of the kernel one by one with
+    PROCMAP_QUERY (only the shared ones: a few ioctls instead of rendering thousands of lines of
+    /proc/self/maps); None where the kernel cannot answer (older than 6.11, a name too long)."""
+    fd = _jmp_os.open("/proc/self/maps", _jmp_os.O_RDONLY | _jmp_os.O_CLOEXEC)
+    found: list[tuple[int, int, int, int, str]] = []
+    name = _jmp_ctypes.create_string_buffer(4096)
+    query = _jmp_ctypes.create_string_buffer(_jmp_struct.calcsize(_JMP_QUERY_FORMAT))
+    address = 0
+    try:
+        while True:
+            fields_in = (len(query), _JMP_QUERY_SHARED_NEXT, address, 0, 0, 0, 0, 0, 0, 0, 0, len(name), 0)
+            _jmp_struct.pack_into(_JMP_QUERY_FORMAT, query, 0, *fields_in, _jmp_ctypes.addressof(name), 0)
+            if libc.ioctl(fd, _jmp_ctypes.c_ulong(_JMP_PROCMAP_QUERY), query) != 0:
+                return found if _jmp_ctypes.get_errno() == _JMP_ENOENT else None
+            fields = _jmp_struct.unpack_from(_JMP_QUERY_FORMAT, query, 0)
+            low, high, flags, offset, name_size = fields[3], fields[4], fields[5], fields[7], fields[11]
+            path = name.raw[: max(name_size - 1, 0)].decode("utf-8", "surrogateescape")
+            found.append((low, high, flags & 7, offset, path))  # READABLE 1, WRITABLE 2, EXECUTABLE 4
+            address = high
+    finally:
+        _jmp_os.close(fd)
+
+
+def _jmp_find_shared(libc):
+    mappings = _jmp_query_shared(libc)
+    if mappings is None:
+        with open("/proc/self/maps", "rb") as f:
+            mappings = _jmp_shared(f.read())
+    return mappings
+
+
+def _jmp_privatise(maps=None):
+    """Replace every shared mapping by a private one; return how many were replaced. ``maps``:
+    the text of /proc/self/maps, else the kernel is asked (PROCMAP_QUERY, or that text)."""
+    libc = _jmp_libc()
+    mappings = _jmp_shared(maps) if maps is not None else _jmp_find_shared(libc)
     if not mappings:
         return 0
-    libc = _jmp_libc()
     for start, end, prot, offset, path in mappings:
         size = end - start
         if path.startswith("/dev/") and not path.startswith(("/dev/shm/", "/dev/zero")):

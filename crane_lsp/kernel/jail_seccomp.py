@@ -410,8 +410,17 @@ def _jsc_install(program, listener):
     return fd if listener else -1
 
 
+_jsc_listener_known: list[bool] = []  # the answer, once asked: the kernel cannot change it
+
+
 def _jsc_probe_listener():
     """Whether this kernel supports seccomp user notification (checked without installing)."""
+    if not _jsc_listener_known:
+        _jsc_listener_known.append(_jsc_ask_listener())
+    return _jsc_listener_known[0]
+
+
+def _jsc_ask_listener():
     libc = _jsc_libc()
     libc.syscall.restype = _jsc_ctypes.c_long
     # SECCOMP_GET_ACTION_AVAIL (2) answers 0 for an action the kernel knows

@@ -29,6 +29,56 @@ _JTH_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LOKY_
             "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")  # fmt: skip
 
 
+class _JthObject(_jth_ctypes.Structure):
+    """The head of glibc's ``struct dl_phdr_info`` (up to the load/unload counters)."""
+
+    _fields_ = [("addr", _jth_ctypes.c_void_p), ("name", _jth_ctypes.c_char_p),
+                ("phdr", _jth_ctypes.c_void_p), ("phnum", _jth_ctypes.c_uint16),
+                ("adds", _jth_ctypes.c_ulonglong), ("subs", _jth_ctypes.c_ulonglong)]  # fmt: skip
+
+
+_JTH_VISIT = _jth_ctypes.CFUNCTYPE(
+    _jth_ctypes.c_int, _jth_ctypes.POINTER(_JthObject), _jth_ctypes.c_size_t, _jth_ctypes.c_void_p
+)
+_jth_known: dict[tuple[int, int], list[str]] = {}  # the pool libraries, by glibc's (adds, subs)
+
+
+def _jth_pool_paths():
+    """Paths of the loaded libraries that keep a thread pool.
+
+    Asked of the dynamic loader (``dl_iterate_phdr``) and remembered by its load/unload counters,
+    so the kernel lists them once before the fork and the child only checks that nothing was loaded
+    since (the first object it visits). Called through ``PyDLL``: the GIL stays held, so no thread
+    can wait for it while holding the loader's lock. Without glibc: /proc/self/maps."""
+    try:
+        iterate = _jth_ctypes.PyDLL(None).dl_iterate_phdr
+    except (OSError, AttributeError):
+        with open("/proc/self/maps", "rb") as f:
+            return sorted(_jth_pool_libraries(f.read()))
+    names: list[str] = []
+    key: list[tuple[int, int]] = []
+
+    def _visit(info, size, data):
+        entry = info.contents
+        if not key:
+            key.append((entry.adds, entry.subs))
+            if key[0] in _jth_known:
+                return 1
+        name = entry.name
+        if name:
+            names.append(name.decode("utf-8", "surrogateescape"))
+        return 0
+
+    iterate(_JTH_VISIT(_visit), None)
+    if key and key[0] in _jth_known:
+        return _jth_known[key[0]]
+    paths = sorted(n for n in names if ".so" in n and any(k in n.rsplit("/", 1)[-1] for k in _JTH_SETTERS))
+    _jth_known.clear()
+    if key:
+        _jth_known[key[0]] = paths
+    return paths
+
+
 def _jth_pool_libraries(maps):
     """Paths of the loaded libraries that keep a thread pool, from /proc/self/maps (scanned with
     ``bytes.find``: the child runs niced on a copy-on-write heap, so less Python is faster)."""
@@ -45,12 +95,30 @@ def _jth_pool_libraries(maps):
     return paths
 
 
-def _jth_single_thread(maps):
-    """Every loaded pool limited to one thread; return the libraries touched (for the notes)."""
+def _jth_openblas_idle(lib):
+    """OpenBLAS whose pool its own fork handler shut down: its thread count set to one in place.
+
+    Its setter would first restart the pool ("lazy re-init after a fork"), and a fresh OpenBLAS
+    worker spins on the CPU for about 0.1 s waiting for work: it doubled the CPU time of every
+    dry run that had numpy loaded. With the count at one, OpenBLAS never needs its pool."""
+    try:
+        avail = _jth_ctypes.c_int.in_dll(lib, "blas_server_avail")
+        count = _jth_ctypes.c_int.in_dll(lib, "blas_cpu_number")
+    except ValueError:  # not OpenBLAS, or a build that hides them: the setters do it
+        return False
+    if avail.value != 0:  # the pool is (believed) up: only the setter can change it safely
+        return False
+    count.value = 1
+    return True
+
+
+def _jth_single_thread(maps=None):
+    """Every loaded pool limited to one thread; return the libraries touched (for the notes).
+    ``maps``: the text of /proc/self/maps, else the loader is asked (``_jth_pool_paths``)."""
     touched = []
     for name in _JTH_ENV:
         _jth_os.environ[name] = "1"
-    for path in sorted(_jth_pool_libraries(maps)):
+    for path in sorted(_jth_pool_libraries(maps)) if maps is not None else _jth_pool_paths():
         base = path.rsplit("/", 1)[-1]
         names = next((v for k, v in _JTH_SETTERS.items() if k in base), None)
         if names is None:
@@ -58,6 +126,9 @@ def _jth_single_thread(maps):
         try:
             lib = _jth_ctypes.CDLL(path, mode=_jth_os.RTLD_NOLOAD | _jth_os.RTLD_LAZY)
         except OSError:
+            continue
+        if _jth_openblas_idle(lib):
+            touched.append(base)
             continue
         for symbol in names:
             setter = getattr(lib, symbol, None)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _jsc_receive,
         _JscUnavailable,
     )
-    from crane_lsp.kernel.jail_threads import _jth_single_thread
+    from crane_lsp.kernel.jail_threads import _jth_pool_paths, _jth_single_thread
 
 _SB_FILENAME = "<crane-dryrun>"
 
@@ -163,11 +163,9 @@ def _sb_confine(handover_fd, keep, timings, prepared=None):
     fds = _jfd_neutralise(keep | {handover_fd})
     notes.extend(fds.notes)
     t1 = clock()
-    with open("/proc/self/maps", "rb") as f:
-        maps = f.read()
-    _jmp_privatise(maps)
+    _jmp_privatise()
     t2 = clock()
-    threads = _jth_single_thread(maps)
+    threads = _jth_single_thread()  # the library list was made before the fork (and is checked)
     t3 = clock()
     if threads:
         notes.append("thread pools set to one thread: " + ", ".join(sorted(set(threads))))
@@ -332,15 +330,27 @@ def _sb_execute(code, namespace, async_mode):
     loop.run_until_complete(_cell())
 
 
+def _sb_mark(phases, name, begun):
+    """Wall milliseconds since the fork began (CLOCK_MONOTONIC is the same in both processes)."""
+    phases[name] = round((_sb_time.monotonic() - begun) * 1000, 2)
+
+
 def _sb_child(payload, write_fd, handover_fd):
     started = _sb_time.perf_counter()
+    begun = payload["_begun"]
     source = payload["source"]
     result: dict[str, Any] = {"outcome": "completed", "exception": None, "message": None, "line": None}
+    phases: dict[str, float] = {}
+    result["phases_ms"] = phases
+    _sb_mark(phases, "child_start", begun)
+    result["_measure_memory"] = bool(payload.get("measure_memory"))
     state: dict[str, Any] = {}
     try:
         notes = _sb_limits(payload)
+        _sb_mark(phases, "limits", begun)
         _sb_python_streams()
         _sb_mute_kernel(state)
+        _sb_mark(phases, "muted", begun)
         code, namespace = payload["_compiled"]
         ipython = _sb_sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
@@ -349,12 +359,13 @@ def _sb_child(payload, write_fd, handover_fd):
         result["notes"] = notes
         result["setup_s"] = round(_sb_time.perf_counter() - started, 4)
         result["setup_cpu_s"] = round(_sb_time.process_time(), 4)  # the child's CPU clock starts at the fork
+        _sb_mark(phases, "confined", begun)
     except (_JscUnavailable, _JmpRefused) as exc:
         result.update(outcome="unavailable", message=str(exc))
-        return _sb_answer(write_fd, result, started)
+        return _sb_answer(write_fd, result, started, begun)
     except BaseException as exc:  # a failure of the sandbox itself, not of the cell: nothing ran
         result.update(outcome="unavailable", message=f"the jail failed: {type(exc).__name__}: {exc}")
-        return _sb_answer(write_fd, result, started)
+        return _sb_answer(write_fd, result, started, begun)
     try:
         _sb_execute(code, namespace, payload.get("async_mode", False))
     except _SandboxBlocked:
@@ -381,13 +392,16 @@ def _sb_child(payload, write_fd, handover_fd):
         result.update(_sb_exit_outcome(shell) or {})
     if state.get("blocked"):
         result.update(outcome="blocked", exception=None, message=state["blocked"], line=None)
-    return _sb_answer(write_fd, result, started)
+    _sb_mark(phases, "cell_end", begun)
+    return _sb_answer(write_fd, result, started, begun)
 
 
-def _sb_answer(write_fd, result, started):
+def _sb_answer(write_fd, result, started, begun):
     result["elapsed_s"] = round(_sb_time.perf_counter() - started, 4)
     result["child_cpu_s"] = round(_sb_time.process_time(), 4)
-    result["child_private_dirty_kb"] = _sb_private_dirty_kb()
+    if result.pop("_measure_memory", False):  # costs 10-25 ms in a big kernel: only when asked
+        result["child_private_dirty_kb"] = _sb_private_dirty_kb()
+    _sb_mark(result["phases_ms"], "answer", begun)
     try:
         data = _sb_json.dumps(result, default=str).encode() + b"\n"
         view = memoryview(data)
@@ -448,7 +462,7 @@ def _sb_died(status, kill_mode):
     return {"outcome": "exits", "message": f"the cell ends the kernel process (os._exit({code}))"}
 
 
-def _sb_wait(pid, read_fd, handover, budget_s, started):
+def _sb_wait(pid, read_fd, handover, budget_s, started, phases):
     """Poll the child's answer, its handover socket and then its seccomp listener until the budget.
 
     The answer ends with a newline, so it is read as soon as it is written (waiting for EOF would
@@ -483,12 +497,14 @@ def _sb_wait(pid, read_fd, handover, budget_s, started):
                     if fds:
                         listener = fds[0]
                         poller.register(listener, select.POLLIN)
+                _sb_mark(phases, "handover", started)
             elif fd == read_fd:
                 chunk = _sb_os.read(read_fd, 65536)
                 chunks.append(chunk)
                 if not chunk or chunk.endswith(b"\n"):
                     verdict = {}
                     break
+    _sb_mark(phases, "verdict_read", started)
     answered = bool(chunks) and chunks[-1].endswith(b"\n")
     if verdict or not answered:
         _sb_kill(pid)
@@ -497,12 +513,13 @@ def _sb_wait(pid, read_fd, handover, budget_s, started):
     status = None
     if verdict or not answered:
         status = _sb_reap(pid)  # no zombies, no survivors
-    else:
-        import threading
+    else:  # reaped off the answer's path; a bare thread, as Thread.start() waits until it runs
+        import _thread
 
-        threading.Thread(target=_sb_reap, args=(pid,), name="crane-dryrun-reaper", daemon=True).start()
+        _thread.start_new_thread(_sb_reap, (pid,))
     if listener >= 0:
         _sb_os.close(listener)
+    _sb_mark(phases, "reaped", started)
     if verdict:
         return verdict
     if not answered:
@@ -564,8 +581,11 @@ def dry_run(payload_json):
     read_fd, write_fd = _sb_os.pipe()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     payload["_filter"] = _sb_forecast_filter({write_fd}, theirs.fileno(), {read_fd})
+    with _sb_contextlib.suppress(Exception):
+        _jth_pool_paths()  # the loaded thread pools, listed here once: the child only checks the list
     forking = _sb_time.perf_counter()
-    begun = _sb_time.monotonic()
+    begun = payload["_begun"] = _sb_time.monotonic()
+    prepared_ms = round((forking - started) * 1000, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "fork() in a multi-threaded process" is expected here
         pid = _sb_os.fork()
@@ -574,18 +594,22 @@ def dry_run(payload_json):
         ours.detach()
         _sb_child(payload, write_fd, theirs.detach())
     forked = _sb_time.perf_counter()
+    parent_phases = {"called": -prepared_ms}  # dry_run() entered, before the fork
+    _sb_mark(parent_phases, "forked", begun)
     with _sb_contextlib.suppress(OSError):
         _sb_os.setpgid(pid, pid)  # also here: killpg must work even before the child ran
     _sb_os.close(write_fd)
     theirs.close()
     try:
-        result = _sb_wait(pid, read_fd, ours, budget, begun)
+        result = _sb_wait(pid, read_fd, ours, budget, begun, parent_phases)
     except BaseException:  # an interrupt of the kernel while waiting: the child must not outlive it
         _sb_kill(pid)
         _sb_reap(pid)
         raise
     result["fork_s"] = round(forked - forking, 4)
     result["round_trip_s"] = round(_sb_time.perf_counter() - started, 4)
+    _sb_mark(parent_phases, "returned", begun)
+    result["phases_ms"] = {**result.get("phases_ms", {}), **parent_phases}
     result["child_pid"] = pid
     result["budget_s"] = budget
     return _DryRunResult(result)
