@@ -14,26 +14,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from crane_lsp.kernel.agent import wire
-from crane_lsp.kernel.agent.wire import Kind, ObjectKind, ParamKind, ValueKind
 
-__all__ = [
-    "AttributeFact",
-    "ColumnSummary",
-    "EstimatorInfo",
-    "FrameInfo",
-    "KerasIteratorInfo",
-    "Kind",
-    "ModuleInfo",
-    "ObjectKind",
-    "ObjectSummary",
-    "ParamInfo",
-    "ProbeQuery",
-    "Snapshot",
-    "TorchDatasetInfo",
-    "ValueKind",
-    "ValueStats",
-    "Versions",
-]
+# Kind, ObjectKind and ValueKind are re-exported: client code reads the wire's names from here too
+from crane_lsp.kernel.agent.wire import Kind as Kind
+from crane_lsp.kernel.agent.wire import ObjectKind as ObjectKind
+from crane_lsp.kernel.agent.wire import ParamKind
+from crane_lsp.kernel.agent.wire import ValueKind as ValueKind
 
 
 class _Model(BaseModel):

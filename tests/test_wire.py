@@ -109,8 +109,8 @@ thing = Thing()
 gen = (x for x in range(3))
 mod = types
 """
-NAMES = ["df", "ser", "idx", "arr", "vec", "zero_d", "d", "lst", "tup", "st", "s", "b", "i", "f", "t", "n", "c"]
-NAMES += ["fn", "part", "Thing", "thing", "gen", "mod", "np", "pd", "undefined_name"]
+NAMES = ["df", "ser", "idx", "arr", "vec", "zero_d", "d", "lst", "tup", "st", "s", "b", "i", "f", "t", "n"]
+NAMES += ["c", "fn", "part", "Thing", "thing", "gen", "mod", "np", "pd", "undefined_name"]
 QUERY = {
     "names": NAMES,
     "chains": ["np.float", "df.append", "thing.method", "np.linalg.norm", "df.a"],

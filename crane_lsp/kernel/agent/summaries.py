@@ -100,21 +100,20 @@ _EXACT_KINDS: dict[type, ObjectKind] = {
     _types.MethodType: Kind.FUNCTION,
     _types.BuiltinMethodType: Kind.FUNCTION,
 }
-#: ``_KNOWN_CLASSES`` keys -> kind, first match wins: classes only a trusted library's own objects have.
-_LIBRARY_KINDS: tuple[tuple[str, ObjectKind], ...] = (
-    ("ndarray", Kind.NDARRAY),
-    ("tensor", Kind.TENSOR),
-    ("dataframe", Kind.DATAFRAME),
-    ("series", Kind.SERIES),
-    ("index", Kind.INDEX),
-)
-#: Library bases that user classes legitimately extend: read through safe accessors only.
-_BASE_KINDS: tuple[tuple[str, ObjectKind], ...] = (
-    ("dataloader", Kind.DATALOADER),
-    ("torch_iterable_dataset", Kind.TORCH_ITERABLE_DATASET),
-    ("torch_dataset", Kind.TORCH_DATASET),
-    ("torch_module", Kind.TORCH_MODULE),
-    ("estimator", Kind.ESTIMATOR),
+#: ``_KNOWN_CLASSES`` keys -> kind, first match wins. ``own``: only a trusted library's own objects
+#: (a user subclass of ``DataFrame`` could override anything); the rest are bases that user classes
+#: legitimately extend, read through safe accessors only.
+_LIBRARY_KINDS: tuple[tuple[str, ObjectKind, bool], ...] = (
+    ("ndarray", Kind.NDARRAY, True),
+    ("tensor", Kind.TENSOR, True),
+    ("dataframe", Kind.DATAFRAME, True),
+    ("series", Kind.SERIES, True),
+    ("index", Kind.INDEX, True),
+    ("dataloader", Kind.DATALOADER, False),
+    ("torch_iterable_dataset", Kind.TORCH_ITERABLE_DATASET, False),
+    ("torch_dataset", Kind.TORCH_DATASET, False),
+    ("torch_module", Kind.TORCH_MODULE, False),
+    ("estimator", Kind.ESTIMATOR, False),
 )
 #: Builtin bases, by MRO: a subclass is read through the base's own methods.
 _BUILTIN_BASES: tuple[tuple[type, ObjectKind], ...] = (
@@ -135,6 +134,12 @@ def _numpy_scalar_kind(known) -> ObjectKind:
     return Kind.FLOAT if "np_floating" in known else Kind.OTHER
 
 
+def _tf_tensor_like(mro, names):
+    return "EagerTensor" in {_cls_name(c) for c in mro} or any(
+        n.endswith((".Tensor", ".Variable", "BaseResourceVariable")) for n in names
+    )
+
+
 def _classify(obj) -> ObjectKind:
     """The kind of ``obj``, from ``type(obj).__mro__``, without running any of obj's code."""
     t = type(obj)
@@ -151,22 +156,16 @@ def _classify(obj) -> ObjectKind:
     frame = _frm_classify(obj)  # Polars, Dask, Spark: schema only (frames.py)
     if frame is not None:
         return frame
-    if _trusted(obj):
-        if "np_generic" in known:
-            return _numpy_scalar_kind(known)
-        for key, kind in _LIBRARY_KINDS:
-            if key in known:
-                return kind
-        if _cls_module(t).split(".")[0] == "tensorflow" and (
-            "EagerTensor" in {_cls_name(c) for c in mro}
-            or any(n.endswith((".Tensor", ".Variable", "BaseResourceVariable")) for n in names)
-        ):
-            return Kind.TF_TENSOR
-        if any(n.endswith("data.ops.dataset_ops.DatasetV2") for n in names):
-            return Kind.TF_DATASET
-    for key, kind in _BASE_KINDS:
-        if key in known:
+    trusted = _trusted(obj)
+    if trusted and "np_generic" in known:
+        return _numpy_scalar_kind(known)
+    for key, kind, own in _LIBRARY_KINDS:
+        if key in known and (trusted or not own):
             return kind
+    if trusted and _cls_module(t).split(".")[0] == "tensorflow" and _tf_tensor_like(mro, names):
+        return Kind.TF_TENSOR
+    if trusted and any(n.endswith("data.ops.dataset_ops.DatasetV2") for n in names):
+        return Kind.TF_DATASET
     if _has_base_prefix(obj, "Model", _KERAS_TOPS):
         return Kind.KERAS_MODEL
     if _has_base_prefix(obj, "Iterator", _KERAS_TOPS) and _static(obj, "batch_size") is not None:
