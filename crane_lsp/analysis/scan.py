@@ -303,13 +303,7 @@ class _Analyzer:
     def function_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for d in node.decorator_list:
             self.expr(d)
-        for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
-            self.expr(default)
-        scope = _Scope("function")
-        args = node.args
-        for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-            if a is not None:
-                scope.local.add(a.arg)
+        scope = self.function_scope(node)
         for sub in ast.walk(node):
             if isinstance(sub, ast.Global):
                 scope.globals_declared.update(sub.names)
@@ -469,7 +463,8 @@ class _Analyzer:
         self.guard -= int(idx < len(saved) - 1)
         self.scopes = saved
 
-    def lambda_(self, node: ast.Lambda) -> None:
+    def function_scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Scope:
+        """Scan the defaults (they run at definition) and return the new scope holding the parameters."""
         for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
             self.expr(default)
         scope = _Scope("function")
@@ -477,6 +472,10 @@ class _Analyzer:
         for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if a is not None:
                 scope.local.add(a.arg)
+        return scope
+
+    def lambda_(self, node: ast.Lambda) -> None:
+        scope = self.function_scope(node)
         self.scopes.append(scope)
         self.guard += 1
         self.expr(node.body)

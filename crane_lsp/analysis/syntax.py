@@ -18,6 +18,7 @@ from crane_lsp.analysis.effects import (
     PANDAS_INPLACE_ONLY,
     PURE_BUILTINS,
 )
+from crane_lsp.analysis.values import chain_parts as _chain_parts
 
 
 def _words(text: str) -> frozenset[str]:
@@ -86,18 +87,6 @@ def _never_suppresses(node: ast.AST) -> bool:
     func = node.func if isinstance(node, ast.Call) else node
     parts = _chain_parts(func)
     return parts is not None and parts[-1] in _PASS_THROUGH_CONTEXTS
-
-
-def _chain_parts(node: ast.AST) -> list[str] | None:
-    """``a.b.c`` -> ["a", "b", "c"]; None when not rooted at a plain name."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None
 
 
 _LEAVES = (ast.Break, ast.Continue, ast.Return, ast.Raise, ast.Try, ast.Yield, ast.YieldFrom, ast.Await)

@@ -314,13 +314,19 @@ def has_star(call: ast.Call) -> bool:
 
 def dotted(node: ast.AST) -> str | None:
     """``np.linalg.norm`` for a Name/Attribute chain, else None."""
+    parts = chain_parts(node)
+    return ".".join(parts) if parts is not None else None
+
+
+def chain_parts(node: ast.AST) -> list[str] | None:
+    """``a.b.c`` -> ["a", "b", "c"]; None when not rooted at a plain name."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
     if isinstance(node, ast.Name):
         parts.append(node.id)
-        return ".".join(reversed(parts))
+        return parts[::-1]
     return None
 
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.positions import span_of
 from crane_lsp.analysis.values import Val, first_layer_linear, kwarg, literal
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.checks.registry import CheckHook, Finding, finding_at, step_factory
-from crane_lsp.runtime import Snapshot
+from crane_lsp.checks.registry import Finding, finding_at, step
 
 Shape = tuple[int, ...]
 
@@ -84,7 +82,9 @@ def _mixed(a: Val, b: Val) -> bool:
 # ------------------------------------------------------------------------------------------------
 
 
+@step("array.broadcast")
 def _broadcast(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """Element-wise arithmetic or comparison between arrays/tensors whose shapes cannot broadcast."""
     for node in w.evaluated_of(stmt, ast.BinOp, ast.Compare):
         pairs: list[tuple[ast.AST, ast.AST]] = []
         if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITH):
@@ -105,12 +105,6 @@ def _broadcast(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                     [a[0], b[0]],
                 )
     return []
-
-
-@step_factory("array.broadcast")
-def array_broadcast(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """Element-wise arithmetic or comparison between arrays/tensors whose shapes cannot broadcast."""
-    return _broadcast
 
 
 # ------------------------------------------------------------------------------------------------
@@ -158,7 +152,9 @@ def _matmul_pair(w: CellWalk, node: ast.AST) -> tuple[ast.AST, ast.AST, str] | N
     return None
 
 
+@step("array.matmul")
 def _matmul(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``@`` / ``dot`` / ``matmul`` / ``mm`` between arrays whose inner dimensions differ."""
     for node in w.evaluated_of(stmt, ast.BinOp, ast.Call):
         got = _matmul_pair(w, node)
         if got is None:
@@ -183,16 +179,12 @@ def _matmul(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("array.matmul")
-def array_matmul(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``@`` / ``dot`` / ``matmul`` / ``mm`` between arrays whose inner dimensions differ."""
-    return _matmul
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("array.concatenate")
 def _concat(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``np.concatenate``/``vstack``/``hstack``/``torch.cat`` of arrays whose other dimensions differ."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
             continue
@@ -260,16 +252,12 @@ def _concat_problem(shapes: list[Shape], axis: int) -> str | None:
     return None
 
 
-@step_factory("array.concatenate")
-def array_concatenate(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``np.concatenate``/``vstack``/``hstack``/``torch.cat`` of arrays whose other dimensions differ."""
-    return _concat
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("array.reshape")
 def _reshape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``reshape``/``view`` into a shape whose size differs from the array's."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or node.keywords:
             continue
@@ -323,16 +311,12 @@ def _reshape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("array.reshape")
-def array_reshape(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``reshape``/``view`` into a shape whose size differs from the array's."""
-    return _reshape
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("array.axis")
 def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """Reducing along an axis the array does not have."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
@@ -377,16 +361,12 @@ def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("array.axis")
-def array_axis(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """Reducing along an axis the array does not have."""
-    return _axis
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("numpy.savetxt-ndim")
 def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``np.savetxt`` of an array that is not 1-D or 2-D."""
     for node in w.evaluated_of(stmt, ast.Call):
         if (
             isinstance(node, ast.Call)
@@ -408,16 +388,12 @@ def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("numpy.savetxt-ndim")
-def savetxt_ndim(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``np.savetxt`` of an array that is not 1-D or 2-D."""
-    return _savetxt
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("tensor.item")
 def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``.item()`` on a multi-element array/tensor; ``.numpy()`` on a tensor that requires grad."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not (
             isinstance(node, ast.Call)
@@ -462,16 +438,12 @@ def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("tensor.item")
-def tensor_item(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``.item()`` on a multi-element array/tensor; ``.numpy()`` on a tensor that requires grad."""
-    return _scalar_and_grad
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("torch.linear-input")
 def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """Calling an ``nn.Linear`` (or a Sequential starting with one) on a tensor of the wrong width."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
             continue
@@ -502,16 +474,12 @@ def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("torch.linear-input")
-def linear_input(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """Calling an ``nn.Linear`` (or a Sequential starting with one) on a tensor of the wrong width."""
-    return _linear
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("torch.device-mismatch")
 def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """Arithmetic between tensors on different devices."""
     for node in w.evaluated_of(stmt, ast.BinOp):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, (*_ARITH, ast.MatMult))):
             continue
@@ -534,17 +502,13 @@ def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("torch.device-mismatch")
-def device_mismatch(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """Arithmetic between tensors on different devices."""
-    return _devices
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("array.index-range")
 def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    for node in w.evaluated_of(stmt, ast.Subscript):
+    """A literal index past the end of an array or tensor; ``np.random.choice`` of a non-1-D array."""
+    for node in w.evaluated_of(stmt, ast.Subscript, ast.Call):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             arr = _array(w, node.value)
             if arr is None:
@@ -586,16 +550,12 @@ def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("array.index-range")
-def index_range(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """A literal index past the end of an array or tensor; ``np.random.choice`` of a non-1-D array."""
-    return _index
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("array.as-list-index")
 def _list_by_array(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``names[labels[i]]`` where ``labels[i]`` is still an array (e.g. labels of shape (n, 1))."""
     for node in w.evaluated_of(stmt, ast.Subscript):
         if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
             continue
@@ -615,9 +575,3 @@ def _list_by_array(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             [key[0]],
         )
     return []
-
-
-@step_factory("array.as-list-index")
-def list_by_array(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``names[labels[i]]`` where ``labels[i]`` is still an array (e.g. labels of shape (n, 1))."""
-    return _list_by_array

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import ast
 
-from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.values import Val
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.checks.registry import CheckHook, Finding, finding_at, step_factory
-from crane_lsp.runtime import Snapshot
+from crane_lsp.checks.registry import Finding, finding_at, step
 
 _TEXT_DTYPES = frozenset({"str", "string", "string[python]", "string[pyarrow]"})
 _NUMERIC_PREFIXES = ("int", "uint", "float", "Int", "UInt", "Float")
@@ -28,7 +26,9 @@ def _text(v: Val | None) -> bool:
     return v is not None and v.kind == "series" and v.dtype in _TEXT_DTYPES
 
 
+@step("pandas.text-arithmetic")
 def _arith(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``+ - / //`` between a numeric Series and a text (str/string dtype) Series."""
     for node in w.evaluated_of(stmt, ast.BinOp):
         if not isinstance(node, ast.BinOp) or type(node.op) not in _OPS:
             continue
@@ -47,9 +47,3 @@ def _arith(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             [left, right],
         )
     return []
-
-
-@step_factory("pandas.text-arithmetic")
-def text_arithmetic(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``+ - / //`` between a numeric Series and a text (str/string dtype) Series."""
-    return _arith

@@ -10,12 +10,10 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.positions import span_of
 from crane_lsp.analysis.values import Val, has_star, kwarg
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.checks.registry import CheckHook, Finding, step_factory
-from crane_lsp.runtime import Snapshot
+from crane_lsp.checks.registry import Finding, step
 
 #: Losses that compare one-hot targets with the model output element-wise (shapes must match).
 ONE_HOT_LOSSES = frozenset(
@@ -89,7 +87,9 @@ def _array_targets(w: CellWalk, node: ast.AST) -> list[Finding]:
     ]
 
 
+@step("keras.units-classes")
 def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """Final layer width against an iterator's ``num_classes`` with a one-hot (categorical) loss."""
     for node in w.evaluated_of(stmt, ast.Call):
         found = _array_targets(w, node)
         if found:
@@ -124,16 +124,12 @@ def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("keras.units-classes")
-def units_vs_classes(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """Final layer width against an iterator's ``num_classes`` with a one-hot (categorical) loss."""
-    return _units
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("keras.input-shape")
 def _input_shape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """A model's input shape against the images a data iterator yields."""
     for node in w.evaluated_of(stmt, ast.Call):
         got = _model_and_iterator(w, node)
         if got is None:
@@ -174,16 +170,12 @@ def _input_shape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("keras.input-shape")
-def input_shape(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """A model's input shape against the images a data iterator yields."""
-    return _input_shape
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("keras.history-key")
 def _history(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``history.history['val_accuracy']`` when training never recorded that metric."""
     for node in w.evaluated_of(stmt, ast.Subscript):
         if not (
             isinstance(node, ast.Subscript)
@@ -211,9 +203,3 @@ def _history(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 )
             ]
     return []
-
-
-@step_factory("keras.history-key")
-def history_key(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``history.history['val_accuracy']`` when training never recorded that metric."""
-    return _history

@@ -14,11 +14,9 @@ import difflib
 import math
 from typing import Any
 
-from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.values import Val, has_star, kwarg, literal, parse_expr
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.checks.registry import CheckHook, Finding, finding_at, step_factory
-from crane_lsp.runtime import Snapshot
+from crane_lsp.checks.registry import Finding, finding_at, step
 
 _INT_TARGETS = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
 
@@ -119,7 +117,9 @@ def _did_you_mean(node: ast.AST, missing: list[Any], labels: Any) -> tuple[str, 
     return repr(match), f"did you mean {match!r}?"
 
 
+@step("pandas.missing-column")
 def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """Selecting, dropping, grouping, sorting or indexing by a column the frame does not have."""
     for node in w.evaluated_of(stmt, ast.Subscript, ast.Call):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             key_node: ast.AST = node.slice
@@ -182,12 +182,6 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                     fix,
                 )
     return []
-
-
-@step_factory("pandas.missing-column")
-def missing_column(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """Selecting, dropping, grouping, sorting or indexing by a column the frame does not have."""
-    return _missing_column
 
 
 # ------------------------------------------------------------------------------------------------
@@ -262,7 +256,9 @@ def _drop_rows(node: ast.Call) -> tuple[list[Any], ast.AST] | None:
     return (labels, key_node) if labels else None
 
 
+@step("pandas.missing-label")
 def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``.loc``/``.at`` reads and row ``drop`` with a label the probe proved absent from a unique index."""
     for node in w.evaluated(stmt):
         got: tuple[list[Any], ast.AST] | None = None
         base: Val | None = None
@@ -305,18 +301,14 @@ def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("pandas.missing-label")
-def missing_label(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``.loc``/``.at`` reads and row ``drop`` with a label the probe proved absent from a unique index."""
-    return _missing_label
-
-
 # ------------------------------------------------------------------------------------------------
 # .iloc positions out of range
 # ------------------------------------------------------------------------------------------------
 
 
+@step("pandas.iloc-range")
 def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``.iloc`` with an integer position past the end of the frame or series."""
     for node in w.evaluated_of(stmt, ast.Subscript):
         if not (
             isinstance(node, ast.Subscript)
@@ -348,12 +340,6 @@ def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("pandas.iloc-range")
-def iloc_range(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``.iloc`` with an integer position past the end of the frame or series."""
-    return _iloc
-
-
 # ------------------------------------------------------------------------------------------------
 # .str / .dt / .cat on the wrong dtype
 # ------------------------------------------------------------------------------------------------
@@ -374,7 +360,9 @@ def _accessor_fails(attr: str, dtype: str) -> bool:
     return False
 
 
+@step("pandas.accessor-dtype")
 def _accessor(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``.str``/``.dt``/``.cat`` on a Series of another dtype, a DataFrame, an array or a Categorical."""
     for node in w.evaluated_of(stmt, ast.Attribute):
         if not (
             isinstance(node, ast.Attribute)
@@ -405,12 +393,6 @@ def _accessor(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 [base],
             )
     return []
-
-
-@step_factory("pandas.accessor-dtype")
-def accessor_dtype(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``.str``/``.dt``/``.cat`` on a Series of another dtype, a DataFrame, an array or a Categorical."""
-    return _accessor
 
 
 # ------------------------------------------------------------------------------------------------
@@ -519,7 +501,10 @@ def _to_numeric(w: CellWalk, node: ast.Call) -> list[Finding]:
     )
 
 
+@step("pandas.astype-int")
 def _astype(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``astype(int)``/``astype(float)``/``pd.to_numeric`` on a column where the probe saw a value the
+    conversion rejects (a NaN for int, a string that is not a number)."""
     for node in w.evaluated(stmt):
         if isinstance(node, ast.Call):
             other = _to_numeric(w, node)
@@ -571,13 +556,6 @@ def _astype_int(w: CellWalk, node: ast.AST) -> list[Finding]:
     return []
 
 
-@step_factory("pandas.astype-int")
-def astype_int(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``astype(int)``/``astype(float)``/``pd.to_numeric`` on a column where the probe saw a value the
-    conversion rejects (a NaN for int, a string that is not a number)."""
-    return _astype
-
-
 # ------------------------------------------------------------------------------------------------
 # wrong-length assignment
 # ------------------------------------------------------------------------------------------------
@@ -596,7 +574,9 @@ def _length_of(w: CellWalk, node: ast.AST) -> tuple[int, Val | None] | None:
     return None
 
 
+@step("pandas.length-mismatch")
 def _assign_length(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``df['c'] = values`` / ``df.columns = names`` with the wrong number of values."""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
         return []
     target = stmt.targets[0]
@@ -638,12 +618,6 @@ def _assign_length(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("pandas.length-mismatch")
-def assign_length(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``df['c'] = values`` / ``df.columns = names`` with the wrong number of values."""
-    return _assign_length
-
-
 # ------------------------------------------------------------------------------------------------
 # truth value of a DataFrame / Series / array
 # ------------------------------------------------------------------------------------------------
@@ -663,7 +637,9 @@ def _truth_operands(stmt: ast.stmt, w: CellWalk) -> list[ast.AST]:
     return out
 
 
+@step("pandas.truth-value")
 def _truth(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``if df:`` / ``s and x`` / ``not arr``: pandas and NumPy refuse to be truthy."""
     for operand in _truth_operands(stmt, w):
         if isinstance(operand, (ast.BoolOp, ast.UnaryOp)):
             continue
@@ -692,18 +668,14 @@ def _truth(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("pandas.truth-value")
-def truth_value(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``if df:`` / ``s and x`` / ``not arr``: pandas and NumPy refuse to be truthy."""
-    return _truth
-
-
 # ------------------------------------------------------------------------------------------------
 # join with overlapping columns and no suffix
 # ------------------------------------------------------------------------------------------------
 
 
+@step("pandas.join-overlap")
 def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``a.join(b)`` where both frames share a column and neither ``lsuffix`` nor ``rsuffix`` is given."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not (
             isinstance(node, ast.Call)
@@ -730,9 +702,3 @@ def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 [left, right],
             )
     return []
-
-
-@step_factory("pandas.join-overlap")
-def join_overlap(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``a.join(b)`` where both frames share a column and neither ``lsuffix`` nor ``rsuffix`` is given."""
-    return _join

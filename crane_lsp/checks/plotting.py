@@ -7,12 +7,11 @@ from __future__ import annotations
 import ast
 import inspect
 
-from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.positions import span_of
 from crane_lsp.analysis.values import has_star
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.checks.registry import CheckHook, Finding, step_factory
-from crane_lsp.runtime import ParamInfo, Snapshot
+from crane_lsp.checks.registry import Finding, step
+from crane_lsp.runtime import ParamInfo
 
 PLOT_LIBS = ("matplotlib", "seaborn")
 
@@ -21,7 +20,9 @@ def _is_image_shape(shape: tuple[int, ...]) -> bool:
     return len(shape) == 2 or (len(shape) == 3 and shape[-1] in (3, 4))
 
 
+@step("plot.imshow-shape")
 def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``imshow`` of an array that is not a 2-D image or an RGB(A) stack with channels last."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not (
             isinstance(node, ast.Call)
@@ -71,12 +72,6 @@ def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("plot.imshow-shape")
-def imshow_shape(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``imshow`` of an array that is not a 2-D image or an RGB(A) stack with channels last."""
-    return _imshow
-
-
 # ------------------------------------------------------------------------------------------------
 
 
@@ -96,7 +91,9 @@ def _signature(params: list[ParamInfo]) -> inspect.Signature | None:
         return None
 
 
+@step("plot.call-signature")
 def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """A matplotlib/seaborn call whose positional and keyword arguments its signature rejects."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or has_star(node):
             continue
@@ -127,9 +124,3 @@ def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 )
             ]
     return []
-
-
-@step_factory("plot.call-signature")
-def plot_signature(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """A matplotlib/seaborn call whose positional and keyword arguments its signature rejects."""
-    return _plot_signature

@@ -12,11 +12,9 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.values import Est, Val, has_star, literal, parse_expr
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.checks.registry import CheckHook, Finding, finding_at, step_factory
-from crane_lsp.runtime import Snapshot
+from crane_lsp.checks.registry import Finding, finding_at, step
 
 #: Estimators whose methods work without fit (``requires_fit`` tag False in scikit-learn 1.x).
 STATELESS = frozenset(
@@ -193,7 +191,9 @@ def _n_samples(v: Val) -> int | None:
 # ------------------------------------------------------------------------------------------------
 
 
+@step("sklearn.not-fitted")
 def _not_fitted(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``predict``/``transform``/``score`` on an estimator that was never fitted."""
     for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
@@ -217,16 +217,12 @@ def _not_fitted(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("sklearn.not-fitted")
-def not_fitted(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``predict``/``transform``/``score`` on an estimator that was never fitted."""
-    return _not_fitted
-
-
 # ------------------------------------------------------------------------------------------------
 
 
+@step("sklearn.features")
 def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """A feature count or feature names that differ from what the estimator was fitted on."""
     for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
@@ -282,12 +278,6 @@ def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("sklearn.features")
-def feature_mismatch(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """A feature count or feature names that differ from what the estimator was fitted on."""
-    return _features
-
-
 # ------------------------------------------------------------------------------------------------
 
 
@@ -304,7 +294,9 @@ _PAIR_METRICS = frozenset(
 )  # fmt: skip
 
 
+@step("sklearn.lengths")
 def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``fit(X, y)`` / ``train_test_split`` on arrays of different lengths, or on no samples at all."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not isinstance(node, ast.Call) or has_star(node):
             continue
@@ -356,12 +348,6 @@ def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("sklearn.lengths")
-def length_mismatch(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """``fit(X, y)`` / ``train_test_split`` on arrays of different lengths, or on no samples at all."""
-    return _lengths
-
-
 # ------------------------------------------------------------------------------------------------
 
 
@@ -383,7 +369,9 @@ def _continuous_evidence(y: Val) -> str | None:
     return None
 
 
+@step("sklearn.continuous-target")
 def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """A classifier fitted on float labels that are not whole numbers."""
     for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
@@ -406,12 +394,6 @@ def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 [base, y],
             )
     return []
-
-
-@step_factory("sklearn.continuous-target")
-def continuous_target(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """A classifier fitted on float labels that are not whole numbers."""
-    return _continuous
 
 
 # ------------------------------------------------------------------------------------------------
@@ -437,7 +419,9 @@ def _bad_values(x: Val, nan_matters: bool) -> tuple[str, str] | None:
     return None
 
 
+@step("sklearn.input-values")
 def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """1-D X, text, or NaN given to estimators that need a numeric 2-D X without missing values."""
     for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
@@ -474,12 +458,6 @@ def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     return []
 
 
-@step_factory("sklearn.input-values")
-def input_values(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """1-D X, text, or NaN given to estimators that need a numeric 2-D X without missing values."""
-    return _inputs
-
-
 # ------------------------------------------------------------------------------------------------
 
 _L2_ONLY = ("lbfgs", "newton-cg", "newton-cholesky", "sag")
@@ -511,7 +489,9 @@ def _logreg_problem(est: Est, val: Val) -> str | None:
     return None
 
 
+@step("sklearn.invalid-params")
 def _params(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """Constructor parameters scikit-learn rejects at fit (LogisticRegression penalty/solver pairs)."""
     for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
@@ -531,12 +511,6 @@ def _params(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 [base],
             )
     return []
-
-
-@step_factory("sklearn.invalid-params")
-def invalid_params(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """Constructor parameters scikit-learn rejects at fit (LogisticRegression penalty/solver pairs)."""
-    return _params
 
 
 # ------------------------------------------------------------------------------------------------
@@ -563,7 +537,9 @@ CLASSIFICATION_METRICS = frozenset(
 )
 
 
+@step("sklearn.metric-continuous")
 def _metric(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """A classification metric given continuous predictions or targets (e.g. probabilities, regressions)."""
     for node in w.evaluated_of(stmt, ast.Call):
         if not isinstance(node, ast.Call) or has_star(node):
             continue
@@ -588,9 +564,3 @@ def _metric(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                     [y],
                 )
     return []
-
-
-@step_factory("sklearn.metric-continuous")
-def metric_continuous(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
-    """A classification metric given continuous predictions or targets (e.g. probabilities, regressions)."""
-    return _metric
