@@ -18,44 +18,39 @@ import os as _jsc_os
 import platform as _jsc_platform
 import struct as _jsc_struct
 
-#: x86_64 syscall numbers (asm/unistd_64.h); the only architecture this filter knows.
-_JSC_X86_64 = {
-    "read": 0, "write": 1, "open": 2, "close": 3, "ioctl": 16, "pread64": 17, "pwrite64": 18,
-    "readv": 19, "writev": 20, "dup2": 33, "sendfile": 40, "socket": 41, "connect": 42, "accept": 43,
-    "sendto": 44, "recvfrom": 45, "sendmsg": 46, "recvmsg": 47, "bind": 49, "listen": 50,
-    "socketpair": 53, "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "kill": 62, "semget": 64,
-    "semop": 65, "semctl": 66, "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
-    "shmget": 29, "shmat": 30, "shmctl": 31, "fcntl": 72, "flock": 73, "fsync": 74, "fdatasync": 75,
-    "truncate": 76, "ftruncate": 77, "rename": 82, "mkdir": 83, "rmdir": 84, "creat": 85, "link": 86,
-    "unlink": 87, "symlink": 88, "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93, "lchown": 94,
-    "ptrace": 101, "syslog": 103, "setpriority": 141, "sched_setparam": 142, "setrlimit": 160,
-    "sched_setscheduler": 144, "rt_sigqueueinfo": 129, "utime": 132, "mknod": 133, "uselib": 134,
-    "vhangup": 153, "pivot_root": 155, "_sysctl": 156, "adjtimex": 159, "chroot": 161, "acct": 163,
-    "settimeofday": 164, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169,
-    "sethostname": 170, "setdomainname": 171, "iopl": 172, "ioperm": 173, "init_module": 175,
-    "delete_module": 176, "quotactl": 179, "nfsservctl": 180, "setxattr": 188, "lsetxattr": 189,
-    "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199, "tkill": 200,
-    "sched_setaffinity": 203, "lookup_dcookie": 212, "remap_file_pages": 216, "clock_settime": 227,
-    "epoll_wait": 232, "epoll_ctl": 233, "tgkill": 234, "utimes": 235, "mq_open": 240,
-    "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244,
-    "mq_getsetattr": 245, "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250,
-    "ioprio_set": 251, "migrate_pages": 256, "openat": 257, "mkdirat": 258, "mknodat": 259,
-    "fchownat": 260, "futimesat": 261, "unlinkat": 263, "renameat": 264, "linkat": 265,
-    "symlinkat": 266, "fchmodat": 268, "splice": 275, "tee": 276, "sync_file_range": 277,
-    "vmsplice": 278, "move_pages": 279, "utimensat": 280, "epoll_pwait": 281, "fallocate": 285,
-    "accept4": 288, "dup3": 292, "preadv": 295, "pwritev": 296, "rt_tgsigqueueinfo": 297,
-    "perf_event_open": 298, "recvmmsg": 299, "fanotify_init": 300, "fanotify_mark": 301,
-    "prlimit64": 302, "open_by_handle_at": 304, "clock_adjtime": 305, "sendmmsg": 307, "setns": 308,
-    "process_vm_writev": 311, "finit_module": 313, "sched_setattr": 314, "renameat2": 316,
-    "kexec_file_load": 320, "bpf": 321, "execveat": 322, "userfaultfd": 323, "copy_file_range": 326,
-    "preadv2": 327, "pwritev2": 328, "semtimedop": 220, "io_uring_setup": 425,
-    "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
-    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_send_signal": 424,
-    "clone3": 435, "close_range": 436, "openat2": 437, "pidfd_getfd": 438, "process_madvise": 440,
-    "epoll_pwait2": 441, "mount_setattr": 442, "quotactl_fd": 443, "memfd_secret": 447,
-    "process_mrelease": 448, "fchmodat2": 452, "setxattrat": 463, "removexattrat": 466,
-    "open_tree_attr": 467, "file_setattr": 469, "unshare": 272,
-}  # fmt: skip
+#: x86_64 syscall numbers (asm/unistd_64.h), ``name:number``; the only architecture this filter knows.
+_JSC_TABLE = """
+    read:0 write:1 open:2 close:3 ioctl:16 pread64:17 pwrite64:18 readv:19 writev:20 dup2:33
+    sendfile:40 socket:41 connect:42 accept:43 sendto:44 recvfrom:45 sendmsg:46 recvmsg:47
+    bind:49 listen:50 socketpair:53 clone:56 fork:57 vfork:58 execve:59 kill:62 semget:64
+    semop:65 semctl:66 shmdt:67 msgget:68 msgsnd:69 msgrcv:70 msgctl:71 shmget:29 shmat:30
+    shmctl:31 fcntl:72 flock:73 fsync:74 fdatasync:75 truncate:76 ftruncate:77 rename:82
+    mkdir:83 rmdir:84 creat:85 link:86 unlink:87 symlink:88 chmod:90 fchmod:91 chown:92
+    fchown:93 lchown:94 ptrace:101 syslog:103 setpriority:141 sched_setparam:142 setrlimit:160
+    sched_setscheduler:144 rt_sigqueueinfo:129 utime:132 mknod:133 uselib:134 vhangup:153
+    pivot_root:155 _sysctl:156 adjtimex:159 chroot:161 acct:163 settimeofday:164 mount:165
+    umount2:166 swapon:167 swapoff:168 reboot:169 sethostname:170 setdomainname:171 iopl:172
+    ioperm:173 init_module:175 delete_module:176 quotactl:179 nfsservctl:180 setxattr:188
+    lsetxattr:189 fsetxattr:190 removexattr:197 lremovexattr:198 fremovexattr:199 tkill:200
+    sched_setaffinity:203 lookup_dcookie:212 remap_file_pages:216 clock_settime:227
+    epoll_wait:232 epoll_ctl:233 tgkill:234 utimes:235 mq_open:240 mq_unlink:241
+    mq_timedsend:242 mq_timedreceive:243 mq_notify:244 mq_getsetattr:245 kexec_load:246
+    add_key:248 request_key:249 keyctl:250 ioprio_set:251 migrate_pages:256 openat:257
+    mkdirat:258 mknodat:259 fchownat:260 futimesat:261 unlinkat:263 renameat:264 linkat:265
+    symlinkat:266 fchmodat:268 splice:275 tee:276 sync_file_range:277 vmsplice:278
+    move_pages:279 utimensat:280 epoll_pwait:281 fallocate:285 accept4:288 dup3:292 preadv:295
+    pwritev:296 rt_tgsigqueueinfo:297 perf_event_open:298 recvmmsg:299 fanotify_init:300
+    fanotify_mark:301 prlimit64:302 open_by_handle_at:304 clock_adjtime:305 sendmmsg:307
+    setns:308 process_vm_writev:311 finit_module:313 sched_setattr:314 renameat2:316
+    kexec_file_load:320 bpf:321 execveat:322 userfaultfd:323 copy_file_range:326 preadv2:327
+    pwritev2:328 semtimedop:220 io_uring_setup:425 io_uring_enter:426 io_uring_register:427
+    open_tree:428 move_mount:429 fsopen:430 fsconfig:431 fsmount:432 fspick:433
+    pidfd_send_signal:424 clone3:435 close_range:436 openat2:437 pidfd_getfd:438
+    process_madvise:440 epoll_pwait2:441 mount_setattr:442 quotactl_fd:443 memfd_secret:447
+    process_mrelease:448 fchmodat2:452 setxattrat:463 removexattrat:466 open_tree_attr:467
+    file_setattr:469 unshare:272
+"""
+_JSC_X86_64 = {name: int(number) for name, _, number in (pair.partition(":") for pair in _JSC_TABLE.split())}
 #: syscalls newer than 447 that only read or wait (futex_waitv, cachestat, futex_*, statmount,
 #: listmount, lsm_get_self_attr, lsm_list_modules, mseal, getxattrat, listxattrat, file_getattr)
 _JSC_NEW_READERS = (449, 451, 454, 455, 456, 457, 458, 459, 461, 462, 464, 465, 468)
@@ -146,6 +141,24 @@ class _JscProgram:
 
     def skip_if(self, op, k):
         self.code.append([{"eq": 0x15, "ge": 0x35, "set": 0x45}[op], 1, 0, k, None])
+
+    def check(self, arg, values, then, otherwise, op="eq"):
+        """Load argument ``arg``; return ``then`` when ``A op value`` for one of ``values``, else
+        ``otherwise`` (None: go on with the next instruction)."""
+        self.ld(_jsc_arg(arg))
+        for value in values:
+            self.skip_unless(op, value)
+            self.ret(then)
+        if otherwise is not None:
+            self.ret(otherwise)
+
+    def zero_only(self, arg, otherwise):
+        """Allow when the whole 64-bit argument ``arg`` is 0 (both halves), else ``otherwise``."""
+        for high in (False, True):
+            self.ld(_jsc_arg(arg, high))
+            self.skip_if("eq", 0)
+            self.ret(otherwise)
+        self.ret(_JSC_RET_ALLOW)
 
     def goto(self, label):
         self.code.append([0x05, 0, 0, 0, label])  # BPF_JMP | BPF_JA
@@ -258,19 +271,11 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
 
     for label, (arg, fds, action, then) in bodies.items():
         p.label(label)
-        p.ld(_jsc_arg(arg))
-        for fd in fds:
-            p.skip_unless("eq", fd)
-            p.ret(action)
-        if then is None:
-            p.ret(_JSC_RET_ALLOW)
-        else:
+        p.check(arg, fds, action, _JSC_RET_ALLOW if then is None else None)
+        if then is not None:
             p.goto(then)
     p.label("fcntl")
-    p.ld(_jsc_arg(1))
-    for cmd in _JSC_F_ROUTING:
-        p.skip_unless("eq", cmd)
-        p.ret(notify)
+    p.check(1, _JSC_F_ROUTING, notify, None)
     if shared or written:
         for cmd in _JSC_F_LOCKS:
             p.skip_unless("eq", cmd)
@@ -278,71 +283,29 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
     p.ret(_JSC_RET_ALLOW)
     if shared or written:
         p.label("fcntl:fd")
-        p.ld(_jsc_arg(0))
-        for fd in shared + written:
-            p.skip_unless("eq", fd)
-            p.ret(notify)
-        p.ret(_JSC_RET_ALLOW)
+        p.check(0, shared + written, notify, _JSC_RET_ALLOW)
     for label, arg in (("open", 1), ("openat", 2)):
         p.label(label)
-        p.ld(_jsc_arg(arg))
-        p.skip_unless("set", _JSC_O_WRITES)
-        p.ret(notify)
-        p.ret(_JSC_RET_ALLOW)
+        p.check(arg, [_JSC_O_WRITES], notify, _JSC_RET_ALLOW, op="set")
     p.label("clone")
-    p.ld(_jsc_arg(0))
-    p.skip_unless("set", _JSC_CLONE_THREAD)
-    p.ret(_JSC_RET_ALLOW)  # a thread of the child
-    p.ret(notify)
-    p.label("socket")
-    p.ld(_jsc_arg(0))
-    for family in _JSC_AF_OK:
-        p.skip_unless("eq", family)
-        p.ret(_JSC_RET_ALLOW)
-    p.ret(notify)  # netlink, packet, vsock...: they talk to the system without connect()
+    p.check(0, [_JSC_CLONE_THREAD], _JSC_RET_ALLOW, notify, op="set")  # a thread of the child
+    p.label("socket")  # netlink, packet, vsock...: they talk to the system without connect()
+    p.check(0, _JSC_AF_OK, _JSC_RET_ALLOW, notify)
     p.label("sendto")  # send() on a connected socket of the child's own (a socketpair) only
-    p.ld(_jsc_arg(4))
-    p.skip_if("eq", 0)
-    p.ret(notify)
-    p.ld(_jsc_arg(4, high=True))
-    p.skip_if("eq", 0)
-    p.ret(notify)
-    p.ret(_JSC_RET_ALLOW)
+    p.zero_only(4, notify)
     p.label("sendmsg")
-    p.ld(_jsc_arg(0))
-    p.skip_unless("eq", handover_fd & 0xFFFFFFFF)
-    p.ret(_JSC_RET_ALLOW)
-    p.ret(notify)
+    p.check(0, [handover_fd & 0xFFFFFFFF], _JSC_RET_ALLOW, notify)
     p.label("kill")  # kill(self), kill(0) and kill(-self) reach the child's own group only; sig 0 tests
-    p.ld(_jsc_arg(1))
-    p.skip_unless("eq", 0)
-    p.ret(_JSC_RET_ALLOW)
-    p.ld(_jsc_arg(0))
-    for target in (pid, 0, -pid & 0xFFFFFFFF):
-        p.skip_unless("eq", target)
-        p.ret(_JSC_RET_ALLOW)
-    p.ret(notify)
+    p.check(1, [0], _JSC_RET_ALLOW, None)
+    p.check(0, (pid, 0, -pid & 0xFFFFFFFF), _JSC_RET_ALLOW, notify)
     p.label("prlimit")  # reading limits passes; setting them (raising the memory cap as root) does not
-    p.ld(_jsc_arg(2))
-    p.skip_if("eq", 0)
-    p.ret(notify)
-    p.ld(_jsc_arg(2, high=True))
-    p.skip_if("eq", 0)
-    p.ret(notify)
-    p.ret(_JSC_RET_ALLOW)
-    for label, arg in (("tgid", 0), ("self0", 0)):
-        p.label(label)
-        p.ld(_jsc_arg(arg))
-        for target in (pid,) if label == "tgid" else (pid, 0):
-            p.skip_unless("eq", target)
-            p.ret(_JSC_RET_ALLOW)
-        p.ret(notify)
+    p.zero_only(2, notify)
+    p.label("tgid")
+    p.check(0, [pid], _JSC_RET_ALLOW, notify)
+    p.label("self0")
+    p.check(0, (pid, 0), _JSC_RET_ALLOW, notify)
     p.label("ioctl")
-    p.ld(_jsc_arg(1))
-    for request in _JSC_IOCTL_OUTSIDE:
-        p.skip_unless("eq", request)
-        p.ret(notify)
-    p.ret(_JSC_RET_ALLOW)
+    p.check(1, _JSC_IOCTL_OUTSIDE, notify, _JSC_RET_ALLOW)
     return p.assemble()
 
 
