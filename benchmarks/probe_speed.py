@@ -6,22 +6,31 @@ Starts a fresh kernel and measures, through the real ``KernelLink`` (silent exec
 3. a 5M x 20 mixed-dtype DataFrame (sampled summaries under the probe's budgets);
 4. the same in Polars, a Polars LazyFrame's schema and a 50-column Spark frame (schema only, no job);
 beside the cost of exact full-length statistics (nunique, NaN counts, min/max, value counts) on the
-same frame, computed in the kernel. Run by hand: ``python benchmarks/probe_speed.py [--rows N]``.
+same frame, computed in the kernel. ``--baseline REV`` also installs git revision REV's agent in the
+same kernel and times both inside it, alternating rounds, so the ratio holds under a shared machine's
+load. Run by hand: ``python benchmarks/probe_speed.py [--rows N] [--baseline REV]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
+import json
 import math
+import os
 import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from crane_lsp.kernel import probe_install
 from crane_lsp.kernel.link import KernelLink
-from crane_lsp.runtime import ProbeQuery
+from crane_lsp.snapshot import ProbeQuery
 
 TYPICAL = """
 import numpy as np, pandas as pd
@@ -136,8 +145,59 @@ async def _timed_snapshots(
     return round_trips, in_kernel
 
 
-async def main(rows: int, repeat: int, exact: bool, frames: bool = True, pandas: bool = True) -> None:
+def _baseline_source(rev: str) -> str:
+    """The joined kernel source of git revision ``rev`` (its own ``probe_install`` joins its own files)."""
+    root = Path(__file__).resolve().parent.parent
+    tmp = Path(tempfile.mkdtemp(prefix="crane-probe-base-"))
+    archive = subprocess.run(
+        ["git", "archive", rev, "crane_lsp/kernel"], cwd=root, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+    spec = importlib.util.spec_from_file_location("_base_install", tmp / "crane_lsp/kernel/probe_install.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.PROBE_SOURCE)
+
+
+async def _in_kernel_ms(link: KernelLink, module: str, query: ProbeQuery, repeat: int) -> list[float]:
+    """``snapshot()`` of ``module`` timed inside the kernel (no transport): what the agent's code costs."""
+    code = (
+        "import sys as _s, json as _j, time as _t\n"
+        f"_m, _q, _ts = _s.modules[{module!r}], {json.dumps(query.model_dump_json())}, []\n"
+        f"for _ in range({repeat}):\n"
+        "    _t0 = _t.perf_counter(); _m.snapshot(_q); _ts.append((_t.perf_counter() - _t0) * 1000)\n"
+        "print('TIMES', _j.dumps(_ts)); del _s, _j, _t, _m, _q, _ts, _t0\n"
+    )
+    result = await link.execute(code, timeout=600)
+    line = next(x for x in result.stdout.splitlines() if x.startswith("TIMES "))
+    times: list[float] = json.loads(line[6:])
+    return times
+
+
+async def compare_baseline(link: KernelLink, rev: str, queries: dict[str, ProbeQuery], repeat: int) -> Table:
+    """This tree's agent beside revision ``rev``'s in the same kernel, alternating rounds (same load)."""
+    base = "_crane_probe_base"
+    await link.execute(probe_install.install_code(_baseline_source(rev), "base", base), timeout=60)
+    table = Table(title=f"in-kernel snapshot(): this tree vs {rev} (median of {repeat}, alternating rounds)")
+    for col in ("what", "this tree", rev, "ratio (this / base)"):
+        table.add_column(col)
+    for what, query in queries.items():
+        now: list[float] = []
+        old: list[float] = []
+        for _ in range(max(1, repeat // 5)):  # rounds of 5 calls each, alternating
+            now += await _in_kernel_ms(link, probe_install.MODULE_NAME, query, 5)
+            old += await _in_kernel_ms(link, base, query, 5)
+        ratio = statistics.median(now) / statistics.median(old)
+        table.add_row(what, _ms(now), _ms(old), f"{ratio:.2f}")
+    return table
+
+
+async def main(
+    rows: int, repeat: int, exact: bool, frames: bool = True, pandas: bool = True, baseline: str | None = None
+) -> None:
     console = Console(width=160)
+    console.print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     table = Table(title=f"probe round trips (median of {repeat}; fresh ipykernel, KernelLink)")
     for col in ("what", "round trip", "inside the probe", "notes"):
         table.add_column(col)
@@ -190,7 +250,17 @@ async def main(rows: int, repeat: int, exact: bool, frames: bool = True, pandas:
             )
         if frames:
             await _frames(link, table, console, rows, repeat)
+        if baseline and pandas:
+            queries = {
+                "trivial probe (empty query)": ProbeQuery(),
+                f"typical state ({len(TYPICAL_NAMES)} objects)": query,
+                f"{rows:,} x 20 frame (sampled)": ProbeQuery(names=["big"]),
+            }
+            base_table = await compare_baseline(link, baseline, queries, repeat)
     console.print(table)
+    if baseline and pandas:
+        console.print(base_table)
+    console.print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 async def _frames(link: KernelLink, table: Table, console: Console, rows: int, repeat: int) -> None:
@@ -239,5 +309,12 @@ if __name__ == "__main__":
     parser.add_argument("--no-exact", action="store_true", help="skip the exact statistics (slow)")
     parser.add_argument("--no-frames", action="store_true", help="skip Polars and Spark")
     parser.add_argument("--frames-only", action="store_true", help="only Polars and Spark")
+    parser.add_argument(
+        "--baseline", metavar="REV", help="also time git revision REV's agent in the same kernel"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.rows, args.repeat, not args.no_exact, not args.no_frames, not args.frames_only))
+    asyncio.run(
+        main(
+            args.rows, args.repeat, not args.no_exact, not args.no_frames, not args.frames_only, args.baseline
+        )
+    )
