@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import crane_lsp.checks.pandas  # noqa: F401  (registers the checks)
-from tests.lib_checks_util import Case, verify
+from tests.lib_checks_util import Case, predict, verify
 
 DF = (
     "import pandas as pd, numpy as np\n"
@@ -112,6 +112,10 @@ CASES = [
     Case("drop-missing-row", ML, ROWS, "rows.drop([12], inplace=True)\n", "KeyError", 0),
     Case("drop-index-kw", ML, ROWS, "x = 1\nd = rows.drop(index=12)\n", "KeyError", 1),
     Case("drop-axis-index", ML, ROWS, "d = rows.drop([10, 12], axis='index')\n", "KeyError"),
+    # a column label dropped along the rows (axis=0 is the default): KeyError, with the hint
+    Case("drop-column-axis0", ML, DF, "n = len(df)\nd = df.drop('name', axis=0)\n", "KeyError", 1),
+    Case("drop-column-default-axis", ML, DF, "d = df.drop(['a', 'b'])\n", "KeyError", 0),
+    Case("drop-column-axis1-near", ML, DF, "d = df.drop('name', axis=1)\ne = df.drop(columns=['a'])\n", None),
     Case("loc-scalar-missing", ML, ROWS, "r = named.loc['q']\n", "KeyError"),
     Case("loc-list-one-missing", ML, ROWS, "r = named.loc[['x', 'q']]\n", "KeyError"),
     Case("loc-row-col-missing", ML, ROWS, "r = named.loc['q', 'v']\n", "KeyError"),
@@ -225,3 +229,11 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_pandas_check(kernel, case: Case) -> None:
     verify(kernel, case)
+
+
+def test_dropping_a_column_along_the_rows_says_it_is_a_column(kernel) -> None:
+    kernel.run("%reset -f")
+    kernel.run(DF)
+    found = predict(kernel, ML, "d = df.drop('name', axis=0)\n")
+    assert len(found) == 1 and "'name' is a column: drop with columns= or axis=1" in found[0].message
+    assert ("df.columns", "['a', 'b', 'name', 'when', 'txt', 'ok']") in found[0].evidence

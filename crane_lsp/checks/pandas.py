@@ -289,12 +289,17 @@ def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         evidence = [(f"{m!r} in {base.text}.index", "False") for m in missing[:3]]
         if base.summary.index_dtype:
             evidence.append((f"{base.text}.index.dtype", base.summary.index_dtype))
+        hint = ""
+        if what == ".drop()" and base.labels is not None and all(m in base.labels for m in missing):
+            are = "is a column" if len(missing) == 1 else "are columns"
+            hint = f"; {shown} {are}: drop with columns= or axis=1"
+            evidence.append((f"{base.text}.columns", repr(list(base.labels[:10]))))
         return finding_at(
             w,
             "pandas.missing-label",
             "KeyError",
             key_node,
-            f"{base.text}{what}: row label {shown} is not in the index of {base.text}",
+            f"{base.text}{what}: row label {shown} is not in the index of {base.text}{hint}",
             evidence,
             [base],
         )
