@@ -14,8 +14,8 @@ goes on. Joined into the agent's private module after ``safe.py`` and ``stats.py
 it uses by their names.
 """
 
-import sys as _frm_sys
-import threading as _frm_threading
+import sys as _sys
+import threading as _threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
@@ -97,7 +97,7 @@ def _frm_classify(obj):
     t = type(obj)
     if _cls_module(t).split(".")[0] not in _FRM_LIBS:
         return None  # a user subclass could override anything we would call
-    if not any(lib in _frm_sys.modules for lib in _FRM_LIBS):
+    if not any(lib in _sys.modules for lib in _FRM_LIBS):
         return None
     mro = _mro(obj)
     for kind, _fn in _FRM_SUMMARISERS:
@@ -119,7 +119,7 @@ def _frm_bounded(clock, fn):
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
 
-    worker = _frm_threading.Thread(target=run, name="crane-probe-frame", daemon=True)
+    worker = _threading.Thread(target=run, name="crane-probe-frame", daemon=True)
     worker.start()
     worker.join(max(clock.left(), 0.001))
     if worker.is_alive():

@@ -3,10 +3,10 @@
 Read statically, nothing is called; the dry run (``sandbox.py``) asks ``_frm_refusal`` before it forks.
 """
 
-import os as _frm_os
-import re as _frm_re
-import sys as _frm_sys
-import types as _frm_types
+import os as _os
+import re as _re
+import sys as _sys
+import types as _types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
 
 
 def _frm_class_attr(module, cls_name, attr):
-    d = _instance_dict(_frm_sys.modules.get(module))
+    d = _instance_dict(_sys.modules.get(module))
     cls = d.get(cls_name) if d is not None else None
     if cls is None:
         return None
@@ -48,7 +48,7 @@ def _frm_refusal(source=""):
     for module in ("pyspark.sql.connect.session",):
         if _frm_class_attr(module, "SparkSession", "_default_session") is not None:
             return "a Spark Connect session is live: its server runs outside the kernel"
-    clients = _instance_dict(_frm_sys.modules.get("distributed.client"))
+    clients = _instance_dict(_sys.modules.get("distributed.client"))
     registry = clients.get("_global_clients") if clients is not None else None
     live = []
     try:
@@ -65,10 +65,10 @@ def _frm_refusal(source=""):
 
 
 def _frm_polars_pool_live():
-    if "polars" not in _frm_sys.modules:
+    if "polars" not in _sys.modules:
         return False
     try:
-        tasks = _frm_os.listdir("/proc/self/task")
+        tasks = _os.listdir("/proc/self/task")
     except OSError:
         return False
     for tid in tasks:
@@ -85,17 +85,17 @@ def _frm_polars_pool_live():
 def _frm_uses_polars(source):
     """Whether the cell names a Polars object, function or the module itself (by the user's names)."""
     shell = _shell()
-    ns = shell.user_ns if shell is not None else _frm_sys.modules["__main__"].__dict__
-    for name in set(_frm_re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source)):
+    ns = shell.user_ns if shell is not None else _sys.modules["__main__"].__dict__
+    for name in set(_re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source)):
         if name == "polars":
             return True
         value = ns.get(name, None)
         if value is None:
             continue
         mro = _mro(value)
-        if _frm_types.ModuleType in mro:
+        if _types.ModuleType in mro:
             mod = (_instance_dict(value) or {}).get("__name__")
-        elif type(value) in (_frm_types.FunctionType, _frm_types.BuiltinFunctionType):
+        elif type(value) in (_types.FunctionType, _types.BuiltinFunctionType):
             mod = object.__getattribute__(value, "__module__")
         else:
             mod = _cls_module(value if type in mro else type(value))
