@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from crane_lsp.kernel.probe_install import call_expression
-from crane_lsp.runtime import render_snapshot
+from crane_lsp.render import render_snapshot
 from tests.probe_util import _user_expressions, install_probe, snapshot
 
 pytest.importorskip("polars")

@@ -9,7 +9,7 @@ import pytest
 from conftest import TestKernel
 from probe_util import install_probe, snapshot
 
-from crane_lsp.runtime import render_snapshot
+from crane_lsp.render import render_snapshot
 
 SETUP = """
 import numpy as np, pandas as pd, collections, functools

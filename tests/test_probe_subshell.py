@@ -9,7 +9,7 @@ from conftest import TestKernel
 from probe_util import install_probe
 
 from crane_lsp.kernel.probe_install import call_expression
-from crane_lsp.runtime import ProbeQuery, Snapshot
+from crane_lsp.snapshot import ProbeQuery, Snapshot
 
 
 def _reply(kernel: TestKernel, channel: str, msg_id: str, timeout: float) -> dict[str, Any]:
