@@ -33,6 +33,7 @@ arr = X.to_numpy()
 fitted = LinearRegression().fit(X, y)
 unfitted = LinearRegression()
 proba = rng.uniform(size=20)
+images = rng.normal(size=(20, 4, 4))
 """
 
 CASES = [
@@ -123,6 +124,22 @@ CASES = [
     ),
     Case("text-column", "sklearn.input-values", SK, "m = LogisticRegression()\nm.fit(Xs, y)\n", "ValueError"),
     Case("nan-column", "sklearn.input-values", SK, "m = LinearRegression()\nm.fit(Xn, y)\n", "ValueError"),
+    # a 3-D array where a 2-D X is required (images not flattened), and the flattened near miss
+    Case(
+        "x-3d",
+        "sklearn.input-values",
+        SK,
+        "n = len(images)\nm = LogisticRegression()\nm.fit(images, y)\n",
+        "ValueError",
+        2,
+    ),
+    Case(
+        "x-3d-flattened",
+        "sklearn.input-values",
+        SK,
+        "flat = images.reshape(len(images), -1)\nm = LogisticRegression().fit(flat, y)\n",
+        None,
+    ),
     Case(
         "inputs-fine",
         "sklearn.input-values",

@@ -421,7 +421,7 @@ def _bad_values(x: Val, nan_matters: bool) -> tuple[str, str] | None:
 
 @step("sklearn.input-values")
 def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
-    """1-D X, text, or NaN given to estimators that need a numeric 2-D X without missing values."""
+    """1-D or 3-D X, text, or NaN given to estimators that need a numeric 2-D X without missing values."""
     for node in w.evaluated_of(stmt, ast.Call):
         got = _est_call(w, node)
         if got is None:
@@ -441,6 +441,17 @@ def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 "ValueError",
                 call.args[0],
                 f"{est.cls}.{method} expects a 2-D X; {x.text} is 1-D (shape {tuple(x.shape)})",
+                [(f"{x.text}.shape", str(tuple(x.shape)))],
+                [base, x],
+            )
+        if len(x.shape) >= 3 and x.kind == "ndarray":
+            return finding_at(
+                w,
+                "sklearn.input-values",
+                "ValueError",
+                call.args[0],
+                f"{est.cls}.{method} expects a 2-D X; {x.text} has {len(x.shape)} dimensions "
+                f"(shape {tuple(x.shape)}): reshape it to (n_samples, n_features) first",
                 [(f"{x.text}.shape", str(tuple(x.shape)))],
                 [base, x],
             )
