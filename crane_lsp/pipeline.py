@@ -208,22 +208,15 @@ def checks_phase(
     return findings, prediction
 
 
+@dataclass
 class Pipeline:
     """Checks first (certain), then the sandboxed dry run (observed), then the LLM (predicted)."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        link: KernelReader | None = None,
-        llm: Layer | None = None,
-        dryrun: Layer | None = None,
-        offload: Offloader | None = None,
-    ) -> None:
-        self.settings = settings
-        self.link = link
-        self.llm = llm
-        self.dryrun = dryrun
-        self.offload: Offloader = offload or _inline  # the server passes a worker thread
+    settings: Settings
+    link: KernelReader | None = None
+    llm: Layer | None = None
+    dryrun: Layer | None = None
+    offload: Offloader = _inline  # the server passes a worker thread
 
     @classmethod
     def from_settings(
@@ -232,18 +225,17 @@ class Pipeline:
         link: KernelReader | None = None,
         *,
         llm: Layer | None = None,
-        offload: Offloader | None = None,
-        dryrun: bool = True,
+        offload: Offloader = _inline,
     ) -> Pipeline:
-        """The pipeline of every front door: the dry run on ``link`` unless the settings turn it off
-        (or ``dryrun=False``); the LLM layer is the door's own (lenient in the editor, strict in the
-        terminal, cached on disk in the bench)."""
+        """The pipeline of every front door: the dry run on ``link`` unless the settings turn it off;
+        the LLM layer is the door's own (lenient in the editor, strict in the terminal, cached on disk
+        in the bench); ``offload`` where the door has a worker for the CPU-bound steps."""
         runner: Layer | None = None
-        if dryrun and link is not None and settings.dry_run != "off":
+        if link is not None and settings.dry_run != "off":
             from crane_lsp.dryrun import DryRunner
 
             runner = DryRunner(link, settings)
-        return cls(settings, link=link, llm=llm, dryrun=runner, offload=offload)
+        return cls(settings, link, llm, runner, offload)
 
     async def snapshot_for(self, facts: CellFacts) -> tuple[Snapshot | None, str | None]:
         """The kernel's view for this cell, or why there is none (busy, dead, no kernel)."""

@@ -144,12 +144,9 @@ def render_terminal(report: BenchReport, console: Console) -> None:
                 "",
             )
     console.print(table)
-    if report.mcnemar is not None:
-        m = report.mcnemar
-        console.print(
-            f"McNemar (exact, two-sided) -RT vs +RT: p = {m.p_value:.4f} "
-            f"(only -RT correct {m.only_first_correct}, only +RT correct {m.only_second_correct}, n = {m.n})"
-        )
+    if (m := report.mcnemar) is not None:
+        counts = f"only -RT correct {m.only_first_correct}, only +RT correct {m.only_second_correct}"
+        console.print(f"McNemar (exact, two-sided) -RT vs +RT: p = {m.p_value:.4f} ({counts}, n = {m.n})")
     for part in report.settings:
         c = part.cost
         if c.mean_prompt_tokens is not None or c.latency_median_ms is not None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -33,12 +32,11 @@ def majority(votes: Sequence[bool]) -> bool:
     return sum(1 for v in votes if v) * 2 > len(votes)
 
 
-@dataclass
-class Answer:
+class Answer(BaseModel):
     """What a predictor says about one case in one setting (``predicted`` None: it failed)."""
 
     predicted: bool | None
-    votes: list[bool] = field(default_factory=list)
+    votes: list[bool] = Field(default_factory=list)
     exception: str | None = None
     line: int | None = None
     message: str = ""
@@ -49,7 +47,7 @@ class Answer:
     truth: bool | None = None  # set by predictors that run the target to learn the truth (notebooks)
     actual_exception: str | None = None
     error: str | None = None
-    setup_errors: list[str] = field(default_factory=list)  # notebooks: replayed cells that raised
+    setup_errors: list[str] = Field(default_factory=list)  # notebooks: replayed cells that raised
 
 
 class CasePredictor(Protocol):
@@ -62,26 +60,13 @@ class CasePredictor(Protocol):
     async def aclose(self) -> None: ...
 
 
-class CaseResult(BaseModel):
-    """One (instance, setting) row of a run, as it goes into the JSON report."""
+class CaseResult(Answer):
+    """One (instance, setting) row of a run, as it goes into the JSON report: the answer and its case."""
 
     instance: str
     setting: Setting
     category: str = ""
     root_cause: str = ""
-    truth: bool | None
-    predicted: bool | None
-    votes: list[bool] = Field(default_factory=list)
-    exception: str | None = None
-    line: int | None = None
-    message: str = ""
-    actual_exception: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    latency_ms: float | None = None
-    cached: bool = False
-    error: str | None = None
-    setup_errors: list[str] = Field(default_factory=list)
 
     def outcome(self) -> Outcome:
         return Outcome(self.instance, self.truth, self.predicted)
@@ -107,7 +92,7 @@ class RateLimiter:
 
 
 def _result(case: BenchCase, setting: Setting, answer: Answer) -> CaseResult:
-    row = asdict(answer)
+    row = answer.model_dump()
     row["truth"] = case.crash if case.crash is not None else answer.truth
     if answer.error is not None:
         row["predicted"] = None

@@ -159,19 +159,32 @@ class Provider(ABC):
         pass
 
 
-class _OpenAIBase(Provider):
+class _Remote(Provider):
+    """A provider behind a web API: its key, its server, and the SDK client built from both."""
+
     def __init__(
         self, model: str, *, key: str, base_url: str | None, temperature: float | None, policy: RetryPolicy
     ) -> None:
         super().__init__(model, temperature=temperature, policy=policy)
-        from openai import AsyncOpenAI
-
         self.base_url = base_url
         self._key = key
-        self._client = AsyncOpenAI(api_key=key, base_url=base_url, timeout=policy.timeout_s, max_retries=0)
+        self._client = self._connect()
+
+    @abstractmethod
+    def _connect(self) -> Any:
+        """The SDK's client for ``self._key`` at ``self.base_url`` (its own retries off: ours run)."""
 
     def signature(self) -> dict[str, Any]:
         return {**super().signature(), "base_url": self.base_url}
+
+
+class _OpenAIBase(_Remote):
+    def _connect(self) -> Any:
+        from openai import AsyncOpenAI
+
+        return AsyncOpenAI(
+            api_key=self._key, base_url=self.base_url, timeout=self.policy.timeout_s, max_retries=0
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -332,29 +345,21 @@ def _gemini_schema() -> Any:
     )
 
 
-class GeminiProvider(Provider):
+class GeminiProvider(_Remote):
     name = "gemini"
 
-    def __init__(
-        self, model: str, *, key: str, base_url: str | None, temperature: float | None, policy: RetryPolicy
-    ) -> None:
-        super().__init__(model, temperature=temperature, policy=policy)
+    def _connect(self) -> Any:
         from google import genai
         from google.genai import types
 
-        self.base_url = base_url
-        self._key = key
         self._types = types
+        self._schema = _gemini_schema()
         options = types.HttpOptions(
-            base_url=base_url,
-            timeout=int(policy.timeout_s * 1000),
+            base_url=self.base_url,
+            timeout=int(self.policy.timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),  # our policy retries, not the SDK
         )
-        self._client = genai.Client(api_key=key, http_options=options)
-        self._schema = _gemini_schema()
-
-    def signature(self) -> dict[str, Any]:
-        return {**super().signature(), "base_url": self.base_url}
+        return genai.Client(api_key=self._key, http_options=options)
 
     async def _request(self, messages: Sequence[Message]) -> Completion:
         types = self._types
