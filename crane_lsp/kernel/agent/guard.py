@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.safe import (
+        _MISSING,
+        _instance_dict,
         _isa,
         _mro_names,
     )
@@ -142,3 +144,25 @@ def _restore_rng(held=()):
             fn()
 
     return restore
+
+
+@contextlib.contextmanager
+def _left_as_found(obj):
+    """Around user code run on ``obj``: every RNG (global and those ``obj`` holds) and ``obj.__dict__``
+    are put back as found, so a dataset's ``__getitem__`` cannot move a random stream or a cursor."""
+    saved = _instance_dict(obj)
+    saved = dict(saved) if saved is not None else None
+    restore = _restore_rng(list(saved.values()) if saved else ())
+    try:
+        yield
+    finally:
+        restore()
+        d = _instance_dict(obj) if saved is not None else None
+        if d is not None and saved is not None and _changed(d, saved):
+            d.clear()
+            d.update(saved)
+
+
+def _changed(d, saved):
+    """By identity, not ``==``: comparing tensors or user objects would run their code."""
+    return len(d) != len(saved) or any(d.get(k, _MISSING) is not v for k, v in saved.items())

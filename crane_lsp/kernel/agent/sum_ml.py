@@ -11,11 +11,10 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.guard import (
         _Deadline,
         _guarded,
-        _restore_rng,
+        _left_as_found,
     )
     from crane_lsp.kernel.agent.safe import (
         _MAX_COLUMN_NAMES,
-        _MISSING,
         _cls_name,
         _defining_class,
         _exc_text,
@@ -94,10 +93,7 @@ def _describe_item(item, depth=0):
 def _sum_torch_dataset(obj, s: ObjectWire, query: QueryWire, clock):
     info: TorchDatasetWire = {}
     s["dataset"] = info
-    saved = _instance_dict(obj)
-    saved = dict(saved) if saved is not None else None
-    restore = _restore_rng(list(saved.values()) if saved else ())
-    try:
+    with _left_as_found(obj):  # __len__/__getitem__ are user code: RNGs and __dict__ come back
         n = None
         try:
             n = _guarded(clock, type(obj).__len__, obj) if _defining_class(obj, "__len__") else None
@@ -146,16 +142,6 @@ def _sum_torch_dataset(obj, s: ObjectWire, query: QueryWire, clock):
                 s["error"] = DEADLINE
             except Exception as exc:
                 info["collated"] = f"error: {_cls_name(type(exc))}: {_trunc(_exc_text(exc), 160)}"
-    finally:
-        restore()
-        if saved is not None:
-            d = _instance_dict(obj)
-            changed = d is not None and (
-                len(d) != len(saved) or any(d.get(k, _MISSING) is not v for k, v in saved.items())
-            )
-            if changed:  # identity, not ==: comparing tensors or user objects would run their code
-                d.clear()
-                d.update(saved)
 
 
 def _sum_iterable_dataset(obj, s: ObjectWire, query: QueryWire, clock):
