@@ -250,9 +250,9 @@ def test_pool_libraries_from_the_loader_are_those_in_proc_maps() -> None:
 
     with open("/proc/self/maps", "rb") as maps:
         listed = jail_threads._jth_pool_libraries(maps.read())
-    asked = jail_threads._jth_pool_paths()
-    assert {os.path.realpath(p) for p in asked} == {os.path.realpath(p) for p in listed}
-    assert jail_threads._jth_pool_paths() is asked, "unchanged loader counters: the remembered list"
+    asked = jail_threads._jth_pools()
+    assert {os.path.realpath(p.path) for p in asked} == {os.path.realpath(p) for p in listed}
+    assert jail_threads._jth_pools() is asked, "unchanged loader counters: the remembered list"
 
 
 def test_openblas_set_to_one_thread_starts_no_worker() -> None:
@@ -263,7 +263,7 @@ def test_openblas_set_to_one_thread_starts_no_worker() -> None:
 
     a = np.random.default_rng(0).random((300, 300))
     (a @ a).sum()  # the kernel has used its pool before the fork
-    if not any("openblas" in p for p in jail_threads._jth_pool_paths()):
+    if not any("openblas" in p.path for p in jail_threads._jth_pools()):
         pytest.skip("numpy here is not built on OpenBLAS")
 
     def body() -> int:

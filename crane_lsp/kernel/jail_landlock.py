@@ -19,10 +19,21 @@ _JLL_NET_TCP = 1 | 2  # ABI 4: BIND_TCP, CONNECT_TCP
 _JLL_SCOPES = 1 | 2  # ABI 6: ABSTRACT_UNIX_SOCKET, SIGNAL
 
 
+_jll_libc_cache: list = []
+
+
+def _jll_libc():
+    """libc, made once (the kernel makes it before the fork)."""
+    if not _jll_libc_cache:
+        libc = _jll_ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = _jll_ctypes.c_long
+        _jll_libc_cache.append(libc)
+    return _jll_libc_cache[0]
+
+
 def _jll_restrict():
     """Apply the ruleset to this process (no_new_privs must be set); return the ABI, 0 if none."""
-    libc = _jll_ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = _jll_ctypes.c_long
+    libc = _jll_libc()
     abi = libc.syscall(_JLL_CREATE, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
     if abi < 1:
         return 0

@@ -37,7 +37,17 @@ class _JmpRefused(Exception):
     """A shared mapping that cannot be made private: the dry run must not run."""
 
 
+_jmp_libc_cache: list = []
+
+
 def _jmp_libc():
+    """libc with the memory calls typed, made once (the kernel makes it before the fork)."""
+    if not _jmp_libc_cache:
+        _jmp_libc_cache.append(_jmp_typed_libc())
+    return _jmp_libc_cache[0]
+
+
+def _jmp_typed_libc():
     libc = _jmp_ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = _jmp_ctypes.c_void_p
     libc.mmap.argtypes = [_jmp_ctypes.c_void_p, _jmp_ctypes.c_size_t, _jmp_ctypes.c_int,

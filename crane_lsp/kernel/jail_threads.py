@@ -40,21 +40,52 @@ class _JthObject(_jth_ctypes.Structure):
 _JTH_VISIT = _jth_ctypes.CFUNCTYPE(
     _jth_ctypes.c_int, _jth_ctypes.POINTER(_JthObject), _jth_ctypes.c_size_t, _jth_ctypes.c_void_p
 )
-_jth_known: dict[tuple[int, int], list[str]] = {}  # the pool libraries, by glibc's (adds, subs)
+_jth_known: dict[tuple[int, int], list] = {}  # the pools (_JthPool), by glibc's (adds, subs)
+_jth_iterate: list = []  # dl_iterate_phdr, looked up once
 
 
-def _jth_pool_paths():
-    """Paths of the loaded libraries that keep a thread pool.
+class _JthPool:
+    """A loaded library with a thread pool, its setters and (OpenBLAS) its counters, resolved in
+    the kernel before the fork so the child only calls them."""
+
+    def __init__(self, path, lib):
+        self.path = path
+        self.base = path.rsplit("/", 1)[-1]
+        names = next((v for k, v in _JTH_SETTERS.items() if k in self.base), ())
+        self.setters = [f for f in (getattr(lib, n, None) for n in names) if f is not None]
+        self.counters: tuple | None  # (blas_server_avail, blas_cpu_number)
+        try:
+            self.counters = (_jth_ctypes.c_int.in_dll(lib, "blas_server_avail"),
+                             _jth_ctypes.c_int.in_dll(lib, "blas_cpu_number"))  # fmt: skip
+        except ValueError:  # not OpenBLAS, or a build that hides them: the setters do it
+            self.counters = None
+
+
+def _jth_resolve(paths):
+    pools = []
+    for path in sorted(paths):
+        try:
+            pools.append(_JthPool(path, _jth_ctypes.CDLL(path, mode=_jth_os.RTLD_NOLOAD | _jth_os.RTLD_LAZY)))
+        except OSError:
+            continue
+    return pools
+
+
+def _jth_pools():
+    """The loaded libraries that keep a thread pool (``_JthPool``).
 
     Asked of the dynamic loader (``dl_iterate_phdr``) and remembered by its load/unload counters,
-    so the kernel lists them once before the fork and the child only checks that nothing was loaded
-    since (the first object it visits). Called through ``PyDLL``: the GIL stays held, so no thread
-    can wait for it while holding the loader's lock. Without glibc: /proc/self/maps."""
-    try:
-        iterate = _jth_ctypes.PyDLL(None).dl_iterate_phdr
-    except (OSError, AttributeError):
+    so the kernel resolves them once before the fork and the child only checks that nothing was
+    loaded since (the first object it visits). Called through ``PyDLL``: the GIL stays held, so no
+    thread can wait for it while holding the loader's lock. Without glibc: /proc/self/maps."""
+    if not _jth_iterate:
+        try:
+            _jth_iterate.append(_jth_ctypes.PyDLL(None).dl_iterate_phdr)
+        except (OSError, AttributeError):
+            _jth_iterate.append(None)
+    if _jth_iterate[0] is None:
         with open("/proc/self/maps", "rb") as f:
-            return sorted(_jth_pool_libraries(f.read()))
+            return _jth_resolve(_jth_pool_libraries(f.read()))
     names: list[str] = []
     key: list[tuple[int, int]] = []
 
@@ -69,14 +100,16 @@ def _jth_pool_paths():
             names.append(name.decode("utf-8", "surrogateescape"))
         return 0
 
-    iterate(_JTH_VISIT(_visit), None)
+    _jth_iterate[0](_JTH_VISIT(_visit), None)
     if key and key[0] in _jth_known:
         return _jth_known[key[0]]
-    paths = sorted(n for n in names if ".so" in n and any(k in n.rsplit("/", 1)[-1] for k in _JTH_SETTERS))
+    pools = _jth_resolve(
+        n for n in names if ".so" in n and any(k in n.rsplit("/", 1)[-1] for k in _JTH_SETTERS)
+    )
     _jth_known.clear()
     if key:
-        _jth_known[key[0]] = paths
-    return paths
+        _jth_known[key[0]] = pools
+    return pools
 
 
 def _jth_pool_libraries(maps):
@@ -95,17 +128,15 @@ def _jth_pool_libraries(maps):
     return paths
 
 
-def _jth_openblas_idle(lib):
+def _jth_openblas_idle(pool):
     """OpenBLAS whose pool its own fork handler shut down: its thread count set to one in place.
 
     Its setter would first restart the pool ("lazy re-init after a fork"), and a fresh OpenBLAS
     worker spins on the CPU for about 0.1 s waiting for work: it doubled the CPU time of every
     dry run that had numpy loaded. With the count at one, OpenBLAS never needs its pool."""
-    try:
-        avail = _jth_ctypes.c_int.in_dll(lib, "blas_server_avail")
-        count = _jth_ctypes.c_int.in_dll(lib, "blas_cpu_number")
-    except ValueError:  # not OpenBLAS, or a build that hides them: the setters do it
+    if pool.counters is None:
         return False
+    avail, count = pool.counters
     if avail.value != 0:  # the pool is (believed) up: only the setter can change it safely
         return False
     count.value = 1
@@ -114,27 +145,17 @@ def _jth_openblas_idle(lib):
 
 def _jth_single_thread(maps=None):
     """Every loaded pool limited to one thread; return the libraries touched (for the notes).
-    ``maps``: the text of /proc/self/maps, else the loader is asked (``_jth_pool_paths``)."""
+    ``maps``: the text of /proc/self/maps, else the loader is asked (``_jth_pools``)."""
     touched = []
     for name in _JTH_ENV:
         _jth_os.environ[name] = "1"
-    for path in sorted(_jth_pool_libraries(maps)) if maps is not None else _jth_pool_paths():
-        base = path.rsplit("/", 1)[-1]
-        names = next((v for k, v in _JTH_SETTERS.items() if k in base), None)
-        if names is None:
+    for pool in _jth_resolve(_jth_pool_libraries(maps)) if maps is not None else _jth_pools():
+        if _jth_openblas_idle(pool):
+            touched.append(pool.base)
             continue
-        try:
-            lib = _jth_ctypes.CDLL(path, mode=_jth_os.RTLD_NOLOAD | _jth_os.RTLD_LAZY)
-        except OSError:
-            continue
-        if _jth_openblas_idle(lib):
-            touched.append(base)
-            continue
-        for symbol in names:
-            setter = getattr(lib, symbol, None)
-            if setter is not None:
-                setter(1)
-                touched.append(base)
+        for setter in pool.setters:
+            setter(1)
+            touched.append(pool.base)
     torch = _jth_sys.modules.get("torch")
     if torch is not None:
         try:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
     from crane_lsp.kernel.frames import _frm_refusal
     from crane_lsp.kernel.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
-    from crane_lsp.kernel.jail_landlock import _jll_restrict
-    from crane_lsp.kernel.jail_maps import _jmp_privatise, _JmpRefused
+    from crane_lsp.kernel.jail_landlock import _jll_libc, _jll_restrict
+    from crane_lsp.kernel.jail_maps import _jmp_libc, _jmp_privatise, _JmpRefused
     from crane_lsp.kernel.jail_seccomp import (
         _JSC_RET_KILL_PROCESS,
         _JSC_RET_USER_NOTIF,
@@ -31,12 +31,13 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _jsc_describe,
         _jsc_for_pid,
         _jsc_install,
+        _jsc_libc,
         _jsc_prepare,
         _jsc_probe_listener,
         _jsc_receive,
         _JscUnavailable,
     )
-    from crane_lsp.kernel.jail_threads import _jth_pool_paths, _jth_single_thread
+    from crane_lsp.kernel.jail_threads import _jth_pools, _jth_single_thread
 
 _SB_FILENAME = "<crane-dryrun>"
 
@@ -114,27 +115,41 @@ def _sb_limits(payload):
     notes = []
     _sb_os.setpgid(0, 0)  # killpg at the budget reaches everything the child is
     try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: die with the kernel
+        _jsc_libc().prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: die with the kernel
     except Exception:
         notes.append("PR_SET_PDEATHSIG unavailable")
     if _sb_os.getppid() != payload["_parent"]:
         _sb_os._exit(0)  # the kernel died before the death signal was armed
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # core_pattern may write a file in the cwd
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
+    try:  # os-level reads and writes: Python's text files cost the copy-on-write child more
+        _sb_write_file("/proc/self/oom_score_adj", b"1000")
     except OSError:
         notes.append("oom_score_adj unchanged")
     extra = int(payload.get("memory_mb", 4096)) * 1024 * 1024
     try:
-        with open("/proc/self/status") as f:
-            size = next(int(r.split()[1]) * 1024 for r in f if r.startswith("VmSize:"))
+        status = _sb_read_file("/proc/self/status")
+        at = status.index(b"VmSize:") + 7
+        size = int(status[at : status.index(b"kB", at)]) * 1024
         resource.setrlimit(resource.RLIMIT_AS, (size + extra, size + extra))
-    except (OSError, ValueError, StopIteration):
+    except (OSError, ValueError):
         notes.append("memory cap unavailable")
     return notes
+
+
+def _sb_write_file(path, data):
+    fd = _sb_os.open(path, _sb_os.O_WRONLY | _sb_os.O_CLOEXEC)
+    try:
+        _sb_os.write(fd, data)
+    finally:
+        _sb_os.close(fd)
+
+
+def _sb_read_file(path):
+    fd = _sb_os.open(path, _sb_os.O_RDONLY | _sb_os.O_CLOEXEC)
+    try:
+        return _sb_os.read(fd, 65536)
+    finally:
+        _sb_os.close(fd)
 
 
 def _sb_python_streams():
@@ -178,9 +193,7 @@ def _sb_confine(handover_fd, keep, timings, prepared=None):
         timings["forecast"] = 1.0
     else:
         program = _jsc_build(_sb_os.getpid(), notify, fds.shared, fds.written, pinned, handover_fd)
-    import ctypes
-
-    if ctypes.CDLL(None).prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, needed by Landlock too
+    if _jsc_libc().prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, needed by Landlock too
         raise _JscUnavailable("PR_SET_NO_NEW_PRIVS failed")
     t4 = clock()
     abi = _jll_restrict()
@@ -296,13 +309,11 @@ def _sb_cell_line(tb, cell_magic=False):
 
 def _sb_private_dirty_kb():
     try:
-        with open("/proc/self/smaps_rollup") as f:
-            for row in f:
-                if row.startswith("Private_Dirty:"):
-                    return int(row.split()[1])
-    except OSError:
+        rollup = _sb_read_file("/proc/self/smaps_rollup")
+        at = rollup.index(b"Private_Dirty:") + 14
+        return int(rollup[at : rollup.index(b"kB", at)])
+    except (OSError, ValueError):
         return None
-    return None
 
 
 def _sb_exit_outcome(shell):
@@ -582,7 +593,8 @@ def dry_run(payload_json):
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     payload["_filter"] = _sb_forecast_filter({write_fd}, theirs.fileno(), {read_fd})
     with _sb_contextlib.suppress(Exception):
-        _jth_pool_paths()  # the loaded thread pools, listed here once: the child only checks the list
+        _jth_pools()  # the loaded thread pools, resolved here once: the child only checks the list
+        _jsc_libc(), _jmp_libc(), _jll_libc()  # made once here, not in every child
     forking = _sb_time.perf_counter()
     begun = payload["_begun"] = _sb_time.monotonic()
     prepared_ms = round((forking - started) * 1000, 2)
