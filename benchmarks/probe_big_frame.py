@@ -2,9 +2,9 @@
 
 Run by hand: ``python3 benchmarks/probe_big_frame.py [repeats] [old_probe.py]``. Builds the frame
 once in a real kernel (~10-20 s); for this probe (and an older one, e.g. ``git show
-HEAD:crane_lsp/kernel/probe.py > /tmp/old.py``) prints, per snapshot at object budgets 0.5 s down to
-0.05 s (a small budget stands in for a loaded machine): in-kernel ms, deadline_hit, which columns
-carry stats; then the unbudgeted cost of each column's stats.
+d7d96c6:crane_lsp/kernel/probe.py > /tmp/old.py``, the last single-file probe) prints, per snapshot
+at object budgets 0.5 s down to 0.05 s (a small budget stands in for a loaded machine): in-kernel ms,
+deadline_hit, which columns carry stats; then the unbudgeted cost of each column's stats.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import start_test_kernel, stop_test_kernel
 from probe_util import _user_expressions
 
+from crane_lsp.kernel.agent.wire import DEFAULT_BUDGETS
 from crane_lsp.kernel.probe_install import PROBE_SOURCE, call_expression, install_code
-from crane_lsp.runtime import ProbeQuery
+from crane_lsp.snapshot import ProbeQuery
 
 SANDBOX = (Path(__file__).resolve().parents[1] / "crane_lsp/kernel/sandbox.py").read_text()
 
@@ -53,7 +54,7 @@ del cols, f, h, i
 """
 
 PER_COLUMN = """(lambda p, df: [(str(df.columns[i]), str(df.dtypes.iloc[i]), round(1000 * (lambda t0: (
-    p._series_stats(p._column_values(df, i), {}, p._Clock(60, 60)), __import__('time').monotonic() - t0)[1])(
+    p._series_stats(p._column_values(df, i), B, p._Clock(60, 60)), __import__('time').monotonic() - t0)[1])(
     __import__('time').monotonic()), 1)) for i in range(df.shape[1])])(
     __import__('sys').modules[MODULE], frame)"""
 
@@ -95,7 +96,9 @@ def main() -> None:
                             f"{len(cols) - len(missing):2}/{len(cols)} with stats; missing {missing} "
                             f"(cheap: {cheap_missing})"
                         )
-            costs = k.eval(PER_COLUMN.replace("MODULE", repr(module)), timeout=600)
+            budgets = f" {dict(DEFAULT_BUDGETS)!r},"
+            per_column = PER_COLUMN.replace("MODULE", repr(module)).replace(" B,", budgets)
+            costs = k.eval(per_column, timeout=600)
             costs_list = ast.literal_eval(costs)
             print(f"{label}: unbudgeted per-column ms {[(n, ms) for n, _, ms in costs_list]}")
             print(f"{label}: sum {sum(ms for _, _, ms in costs_list):.0f} ms")
