@@ -38,36 +38,44 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.summaries import (
         _classify,
     )
+    from crane_lsp.kernel.agent.wire import (
+        AttributeFactWire,
+    )
 
 
-def _module_miss(mod, attr):
+def _dynamic(exists: bool | None) -> AttributeFactWire:
+    """A fact decided (or left open) around a dynamic attribute provider: a miss there is not proof."""
+    return {"exists": exists, "dynamic": True}
+
+
+def _module_miss(mod, attr) -> AttributeFactWire:
     """AttributeFact for a static miss on a module (see the module docstring for the rule)."""
     d = _instance_dict(mod) or {}
     name = d.get("__name__")
     if _dynamic_class(mod) is not None:  # a lazy loader module (TF's ``keras``, importlib's _LazyModule)
-        return {"exists": None, "dynamic": True}
+        return _dynamic(None)
     if "__getattr__" not in d:
         return {"exists": False}
     full = f"{name}.{attr}"
     if full in _sys.modules:
-        return {"exists": True, "dynamic": True}
+        return _dynamic(True)
     if "__path__" in d:
         try:
             if _imputil.find_spec(full) is not None:
-                return {"exists": None, "dynamic": True}
+                return _dynamic(None)
         except Exception:
-            return {"exists": None, "dynamic": True}
+            return _dynamic(None)
     if type(name) is str and name.split(".")[0] in _TRUSTED:
         dirfn = d.get("__dir__")
         if callable(dirfn):
             try:
                 listed = dirfn()
                 if attr in listed:
-                    return {"exists": None, "dynamic": True}
+                    return _dynamic(None)
             except Exception:
-                return {"exists": None, "dynamic": True}
-        return {"exists": False, "dynamic": True}
-    return {"exists": None, "dynamic": True}
+                return _dynamic(None)
+        return _dynamic(False)
+    return _dynamic(None)
 
 
 #: Classes whose ``__getattribute__`` only reads what ``getattr_static`` sees (plus ``None``: none at all).
@@ -88,40 +96,40 @@ def _dynamic_class(obj):
     return None
 
 
-def _instance_miss(owner, attr):
+def _instance_miss(owner, attr) -> AttributeFactWire:
     """AttributeFact for a static miss on an instance or class."""
     if _defining_class(owner, "__getattribute__") not in _STATIC_GETATTRIBUTE:
         # statsmodels results wrappers, numpy recarray/record fields: answered by code, not stored
-        return {"exists": None, "dynamic": True}
+        return _dynamic(None)
     if _isa(owner, "ndframe") and _trusted(owner):
         if attr.startswith("_"):
-            return {"exists": False, "dynamic": True}
+            return _dynamic(False)
         try:
             holds = bool(owner._info_axis._can_hold_identifiers_and_holds_name(attr))
         except Exception:
-            return {"exists": None, "dynamic": True}
-        return {"exists": holds, "dynamic": True}
+            return _dynamic(None)
+        return _dynamic(holds)
     if _isa(owner, "torch_module"):
         d = _instance_dict(owner) or {}
         for key in ("_parameters", "_buffers", "_modules"):
             sub = d.get(key)
             if type(sub) is dict and attr in sub:
-                return {"exists": True, "dynamic": True}
+                return _dynamic(True)
         if _defining_class(owner, "__getattr__") is not None and not _is_trusted_cls(
             _defining_class(owner, "__getattr__")
         ):
-            return {"exists": None, "dynamic": True}
-        return {"exists": False, "dynamic": True}
+            return _dynamic(None)
+        return _dynamic(False)
     if _is_class(owner):
         meta_getattr = None
         for cls in type.__dict__["__mro__"].__get__(type(owner)):
             if "__getattr__" in cls.__dict__:
                 meta_getattr = cls
         if meta_getattr is not None:
-            return {"exists": None, "dynamic": True}
+            return _dynamic(None)
         return {"exists": False}
     if _defining_class(owner, "__getattr__") is not None:
-        return {"exists": None, "dynamic": True}
+        return _dynamic(None)
     return {"exists": False}
 
 
@@ -145,7 +153,7 @@ def _resolve_chain(base_obj, attrs):
         owner_kind = None
         with contextlib.suppress(Exception):
             owner_kind = _classify(owner)
-        fact = {"owner_type": _qualname(type(owner)), "owner_kind": owner_kind}
+        fact: AttributeFactWire = {"owner_type": _qualname(type(owner)), "owner_kind": owner_kind}
         inst = _instance_dict(owner)
         is_module = _types.ModuleType in _mro(owner)
         try:
