@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.guard import (
+        _Clock,
         _Deadline,
     )
     from crane_lsp.kernel.agent.safe import (
@@ -143,7 +144,7 @@ def _frm_columns(s, pairs, total):
     s["columns_truncated"] = total > len(cols)
 
 
-def _frm_polars_stats(col, query: QueryWire, clock):
+def _frm_polars_stats(col, query: QueryWire, clock: _Clock):
     """ValueStats of a polars Series: nulls, range full length (vectorised); distinct, examples sampled."""
     privacy = query.get("privacy")
     limit = query["sample_rows"]
@@ -194,7 +195,7 @@ def _frm_polars_stats(col, query: QueryWire, clock):
     return st
 
 
-def _frm_sum_polars(obj, s: ObjectWire, query: QueryWire, clock):
+def _frm_sum_polars(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     n_rows, n_cols = obj.shape
     s["shape"] = [int(n_rows), int(n_cols)]
     s["length"] = int(n_rows)
@@ -216,7 +217,7 @@ def _frm_sum_polars(obj, s: ObjectWire, query: QueryWire, clock):
             s["columns"][i]["stats"] = stats
 
 
-def _frm_sum_polars_lazy(obj, s: ObjectWire, query: QueryWire, clock):
+def _frm_sum_polars_lazy(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     """The resolved schema; a plan that fails to resolve says why (the error ``collect`` would raise)."""
     s["frame"] = {"library": "polars", "lazy": True}
     read = lambda: [(name, str(dtype)) for name, dtype in obj.collect_schema().items()]  # noqa: E731
@@ -257,7 +258,7 @@ def _frm_dask_cheap(expr, depth=0):
     return bool(exprs) and all(_frm_dask_cheap(op, depth + 1) for op in exprs)
 
 
-def _frm_sum_dask(obj, s: ObjectWire, query: QueryWire, clock):
+def _frm_sum_dask(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     """Columns and dtypes from ``_meta`` (an empty pandas frame dask keeps); partitions where known."""
     # local emulation on empty data: no graph is run, no scheduler is asked
     meta = _frm_bounded(clock, lambda: obj._meta)
@@ -297,7 +298,7 @@ def _frm_spark_pairs(schema):
     return [(f.name, _frm_spark_type(f.dataType)) for f in schema.fields]
 
 
-def _frm_sum_spark(obj, s: ObjectWire, query: QueryWire, clock):
+def _frm_sum_spark(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     """``schema`` (a metadata round trip to the JVM or Connect server, no job), bounded."""
     d = _instance_dict(obj) or {}
     # classic DataFrames hold a JVM Dataset (analysed eagerly); Spark Connect ones a plan for a server
@@ -320,7 +321,7 @@ def _frm_spark_stopped(obj):
     return sd is None or sd.get("_jsc") is None
 
 
-def _frm_sum_pandas_on_spark(obj, s: ObjectWire, query: QueryWire, clock):
+def _frm_sum_pandas_on_spark(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     """Labels and dtypes from the internal frame (python side); the row count would be a job."""
     s["frame"] = {"library": "pyspark.pandas", "lazy": True}
 

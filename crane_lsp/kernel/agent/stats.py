@@ -10,6 +10,9 @@ import sys as _sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
+    from crane_lsp.kernel.agent.guard import (
+        _Clock,
+    )
     from crane_lsp.kernel.agent.safe import (
         _CATEGORICAL_MAX,
         _EXAMPLE_MAX,
@@ -143,7 +146,7 @@ def _nan_and_range(st: ValueStatsWire, col, n, nulls, numeric, ranged):
         st["max"] = _jsonable_number(hi) if numeric else str(hi)
 
 
-def _series_stats(s, query: QueryWire, clock):
+def _series_stats(s, query: QueryWire, clock: _Clock):
     """ValueStats of a pandas Series (any dtype), sampled where it must be.
 
     Full length (vectorised): NaN count and range of numpy numeric/datetime columns, NaN of
@@ -225,7 +228,7 @@ def _series_stats(s, query: QueryWire, clock):
     return st
 
 
-def _array_stats(arr, query: QueryWire, clock):
+def _array_stats(arr, query: QueryWire, clock: _Clock):
     """ValueStats of a numpy array: all fields for 1-D, NaN and range for N-D."""
     np = _sys.modules["numpy"]
     pd = _sys.modules.get("pandas")

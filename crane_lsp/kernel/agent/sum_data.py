@@ -10,6 +10,9 @@ import time as _time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
+    from crane_lsp.kernel.agent.guard import (
+        _Clock,
+    )
     from crane_lsp.kernel.agent.safe import (
         _MAX_COLUMN_NAMES,
         _cls_module,
@@ -36,7 +39,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     )
 
 
-def _sum_ndarray(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_ndarray(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     s["shape"] = [int(d) for d in obj.shape]
     s["dtype"] = str(obj.dtype)
     s["device"] = "cpu"
@@ -46,7 +49,7 @@ def _sum_ndarray(obj, s: ObjectWire, query: QueryWire, clock):
     _field(s, clock, "stats", _array_stats, obj, query, clock)
 
 
-def _sum_tensor(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_tensor(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     s["shape"] = [int(d) for d in obj.shape]
     s["dtype"] = str(obj.dtype).replace("torch.", "")
     s["device"] = str(obj.device)
@@ -68,7 +71,7 @@ def _sum_tensor(obj, s: ObjectWire, query: QueryWire, clock):
     _field(s, clock, "stats", stats)
 
 
-def _sum_tf_tensor(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_tf_tensor(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     shape = obj.shape
     s["shape"] = None if shape.rank is None else _shape_list(shape.as_list())
     s["dtype"] = obj.dtype.name
@@ -157,7 +160,7 @@ def _index_has(obj, labels, clock):
     return answers
 
 
-def _sum_series(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_series(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     s["shape"] = [len(obj)]
     s["length"] = len(obj)
     s["dtype"] = str(obj.dtype)
@@ -167,7 +170,7 @@ def _sum_series(obj, s: ObjectWire, query: QueryWire, clock):
     _field(s, clock, "stats", _series_stats, obj, query, clock)
 
 
-def _sum_index(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_index(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     s["shape"] = [len(obj)]
     s["length"] = len(obj)
     s["dtype"] = str(obj.dtype)
@@ -185,7 +188,7 @@ def _column_values(df, i):
     return pd.Series(values, copy=False)
 
 
-def _sum_dataframe(obj, s: ObjectWire, query: QueryWire, clock, wanted=()):
+def _sum_dataframe(obj, s: ObjectWire, query: QueryWire, clock: _Clock, wanted=()):
     n_rows, n_cols = obj.shape
     s["shape"] = [int(n_rows), int(n_cols)]
     s["n_columns"] = int(n_cols)

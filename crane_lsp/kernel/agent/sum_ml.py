@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.guard import (
+        _Clock,
         _Deadline,
         _guarded,
         _left_as_found,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     )
 
 
-def _sum_keras_iterator(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_keras_iterator(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     info: KerasIteratorWire = {}
     for name in ("samples", "num_classes", "batch_size", "class_mode", "color_mode"):
         v = _static(obj, name)
@@ -63,7 +64,7 @@ def _sum_keras_iterator(obj, s: ObjectWire, query: QueryWire, clock):
         s["length"] = info["samples"]
 
 
-def _sum_tf_dataset(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_tf_dataset(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     _field(s, clock, "element_spec", lambda: _trunc(repr(obj.element_spec), 400))
     _field(s, clock, "cardinality", lambda: int(obj.cardinality().numpy()))
 
@@ -90,7 +91,7 @@ def _describe_item(item, depth=0):
     return _cls_name(t), None
 
 
-def _sum_torch_dataset(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_torch_dataset(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     info: TorchDatasetWire = {}
     s["dataset"] = info
     with _left_as_found(obj):  # __len__/__getitem__ are user code: RNGs and __dict__ come back
@@ -144,11 +145,11 @@ def _sum_torch_dataset(obj, s: ObjectWire, query: QueryWire, clock):
                 info["collated"] = f"error: {_cls_name(type(exc))}: {_trunc(_exc_text(exc), 160)}"
 
 
-def _sum_iterable_dataset(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_iterable_dataset(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     s["dataset"] = {"dataset_type": _qualname(type(obj))}
 
 
-def _sum_dataloader(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_dataloader(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     info: TorchDatasetWire = {}
     bs = _static(obj, "batch_size")
     if type(bs) is int:
@@ -184,7 +185,7 @@ def _walk_torch(mod, out, depth=0):
                 _walk_torch(child, out, depth + 1)
 
 
-def _sum_torch_module(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_torch_module(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     mods: list = []
     _walk_torch(obj, mods)
     info: ModuleWire = {}
@@ -221,7 +222,7 @@ def _keras_shape(v):
     return None
 
 
-def _sum_keras_model(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_keras_model(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     info: ModuleWire = {}
     with contextlib.suppress(Exception):
         if (shape := _keras_shape(_lib_attr(obj, "input_shape"))) is not None:
@@ -249,7 +250,7 @@ def _sum_keras_model(obj, s: ObjectWire, query: QueryWire, clock):
     s["nn"] = info
 
 
-def _sum_history(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_history(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     h = _static(obj, "history")
     if type(h) is dict:
         s["nn"] = {"history_keys": [str(k) for k in list(h)[:50]]}
@@ -271,7 +272,7 @@ def _estimator_fitted(obj):
     return bool(fitted)
 
 
-def _sum_estimator(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_estimator(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     privacy = query.get("privacy")
     info: EstimatorWire = {}
     steps = _static(obj, "steps")

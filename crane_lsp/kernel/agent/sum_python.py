@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.guard import (
+        _Clock,
         _Deadline,
         _guarded,
     )
@@ -41,7 +42,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     )
 
 
-def _sum_mapping(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_mapping(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     n = dict.__len__(obj)
     s["length"] = n
     cap = query["max_list_items"]
@@ -58,7 +59,7 @@ def _sum_mapping(obj, s: ObjectWire, query: QueryWire, clock):
     s["element_types"] = vtypes
 
 
-def _sum_sequence(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_sequence(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     """list, tuple, set or frozenset (or a subclass), read through the builtin base's own methods."""
     mro = _mro(obj)
     base = next(b for b in (list, tuple, set, frozenset) if b in mro)
@@ -104,7 +105,7 @@ def _exact_values(items):
     return out
 
 
-def _sum_scalar(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_scalar(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     t = type(obj)
     if t is str or str in _mro(obj):
         s["length"] = str.__len__(obj)
@@ -156,7 +157,7 @@ def _function_module(obj):
     return None
 
 
-def _sum_callable(obj, s: ObjectWire, query: QueryWire, clock, drop_self=False):
+def _sum_callable(obj, s: ObjectWire, query: QueryWire, clock: _Clock, drop_self=False):
     s["callable"] = True
     mod = _static(obj, "__module__")
     if type(mod) is not str:
@@ -174,7 +175,7 @@ def _sum_callable(obj, s: ObjectWire, query: QueryWire, clock, drop_self=False):
     s["params"] = _params(sig)
 
 
-def _sum_class(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_class(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     s["module"] = _cls_module(obj)
     s["repr"] = "<class " + _qualname(obj) + ">"
     s["callable"] = True
@@ -186,14 +187,14 @@ def _sum_class(obj, s: ObjectWire, query: QueryWire, clock):
     s["params"] = _params(sig)
 
 
-def _sum_module(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_module(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     d = _instance_dict(obj) or {}
     name = d.get("__name__")
     s["module"] = name if type(name) is str else None
     s["repr"] = "<module " + repr(name) + ">"
 
 
-def _sum_other(obj, s: ObjectWire, query: QueryWire, clock):
+def _sum_other(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     if _has_base_prefix(obj, "History", _KERAS_TOPS):
         _sum_history(obj, s, query, clock)
         return
