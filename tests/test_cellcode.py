@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+
+import pytest
+
 from crane_lsp.cellcode import UNTRUSTED_ALL, UNTRUSTED_FILES, UNTRUSTED_MODULES, Span, analyze
 from crane_lsp.runtime import ProbeQuery
 
@@ -348,3 +352,28 @@ def test_refined_trusts_arguments_of_library_functions_only() -> None:
     assert "X" not in g.untrusted_from and g.untrusted_from["df"] == 1
     assert g.is_trusted("X", (2, 0)) and not f.is_trusted("X", (2, 0))
     assert UNTRUSTED_FILES in g.untrusted_from  # clean() may still write files
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        '    x = 1\n    y = frame["zz"]\n',  # IPython removes the common indentation before parsing
+        '%%time\nx = 1\ny = frame["zz"]\n',  # the body is parsed below a blank line
+        'x = 1  # é\ny = "é" + frame["zz"]\n',  # ast columns are UTF-8 bytes
+    ],
+)
+def test_the_walk_and_the_scan_share_one_coordinate_map(cell: str) -> None:
+    facts = analyze(cell)
+    tree = facts.tree()
+    assert tree is not None
+    sub = next(n for n in ast.walk(tree) if isinstance(n, ast.Subscript))
+    (scanned,) = facts.subscripts
+    assert facts.span(sub) == scanned.span
+    line = cell.split("\n")[scanned.span.line]
+    assert line[scanned.span.col : scanned.span.end_col] == 'frame["zz"]'
+
+
+def test_the_cell_is_parsed_once() -> None:
+    facts = analyze("x = 1\ny = x + 1\n")
+    assert facts.tree() is facts.tree() is not None
+    assert facts.refined(lambda name: True).tree() is facts.tree()

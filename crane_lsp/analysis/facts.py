@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from crane_lsp.analysis.positions import Span
+from crane_lsp.analysis.positions import PosMap, Span, span_of
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 #: Builtins the checks rely on (``open``) or prove safe (``analysis.reach``), queried when the cell
@@ -187,6 +187,14 @@ class CellFacts:
     # ``ast.parse(python)``, parsed once and shared by the scan, the value walk, the reach rule and the
     # dry-run screen; a one-item list so that ``replace`` (``refined``) shares it too
     parsed: list[ast.Module | None] = field(default_factory=list, repr=False, compare=False)
+    # maps positions in ``tree()`` back to the cell as the editor shows it (magics rewritten by IPython)
+    posmap: PosMap | None = field(default=None, repr=False, compare=False)
+
+    def span(self, node: ast.AST) -> Span:
+        """Where a node of ``tree()`` is in the cell the editor shows: the one coordinate map."""
+        if self.posmap is not None:
+            return self.posmap.span(node)
+        return span_of(node, self.python.split("\n"))
 
     def tree(self) -> ast.Module | None:
         """The parsed ``python`` (None when it does not parse); the same object on every call."""

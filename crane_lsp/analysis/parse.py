@@ -89,8 +89,11 @@ def _analyze(source: str) -> CellFacts:
         facts.syntax_error = f"{type(exc).__name__}: {exc}"
         facts.syntax_error_span = Span(0, 0, 0, len(original_lines[0]) if original_lines else 0)
         return facts
-    if python == parse_text:  # line numbers agree: the walk can use this very tree
+    if python == parse_text:  # line numbers agree: the walk can use this very tree, and this map
         facts.parsed.append(tree)
+        facts.posmap = pmap
+    else:  # the walk parses ``python`` (the body below blank lines where the magic was)
+        facts.posmap = PosMap(original_lines, python.split("\n"))
     analyzer = _Analyzer(facts, pmap, parse_text)
     analyzer.run(tree)
     return facts

@@ -24,6 +24,7 @@ from typing import Any
 from crane_lsp.analysis.effects import MUTATING_LIB_FUNCS, PURE_BUILTINS
 from crane_lsp.analysis.evaluate import Evaluator
 from crane_lsp.analysis.facts import UNTRUSTED_ALL, CellFacts
+from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.values import (
     _CHAIN_METHODS,
     _IMMUTABLE_KINDS,
@@ -455,6 +456,10 @@ class CellWalk(Evaluator):
                     )
                 return None
         return None
+
+    def span(self, node: ast.AST) -> Span:
+        """Where ``node`` is in the cell as the editor shows it (``CellFacts.span``)."""
+        return self.facts.span(node)
 
     # ---- expressions a statement certainly evaluates --------------------------------------------
     def nodes(self, stmt: ast.stmt) -> list[ast.AST]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.analysis.positions import span_of
 from crane_lsp.analysis.values import Val, first_layer_linear, kwarg, literal
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -429,7 +428,7 @@ def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                     Finding(
                         check_id="tensor.item",
                         exception="RuntimeError",
-                        span=span_of(node, w.lines),
+                        span=w.span(node),
                         message=f"{v.text} requires grad: .numpy() needs .detach() first",
                         evidence=((f"{v.text}.requires_grad", "True"),),
                         variables=v.variables,
@@ -461,7 +460,7 @@ def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 Finding(
                     check_id="torch.linear-input",
                     exception="RuntimeError",
-                    span=span_of(node, w.lines),
+                    span=w.span(node),
                     message=f"{mod.text} expects inputs whose last dimension is {info.in_features}; "
                     f"{x[0].text} has shape {x[1]}",
                     evidence=(
@@ -493,7 +492,7 @@ def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 Finding(
                     check_id="torch.device-mismatch",
                     exception="RuntimeError",
-                    span=span_of(node, w.lines),
+                    span=w.span(node),
                     message=f"{a[0].text} is on {da} but {b[0].text} is on {db}",
                     evidence=((f"{a[0].text}.device", da), (f"{b[0].text}.device", db)),
                     variables=tuple(dict.fromkeys((*a[0].variables, *b[0].variables))),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.analysis.positions import span_of
 from crane_lsp.analysis.values import Val, has_star, kwarg
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, step
@@ -74,7 +73,7 @@ def _array_targets(w: CellWalk, node: ast.AST) -> list[Finding]:
         Finding(
             check_id="keras.units-classes",
             exception="ValueError",
-            span=span_of(node, w.lines),
+            span=w.span(node),
             message=f"{model.text} outputs {width} values per sample but {y.text} holds one-hot targets of "
             f"{y.shape[1]} classes ({nn.loss})",
             evidence=(
@@ -110,7 +109,7 @@ def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 Finding(
                     check_id="keras.units-classes",
                     exception="ValueError",
-                    span=span_of(call, w.lines),
+                    span=w.span(call),
                     message=f"{model.text} outputs {width} values per sample but {it.text} yields "
                     f"one-hot labels of {info.num_classes} classes ({nn.loss})",
                     evidence=(
@@ -157,7 +156,7 @@ def _input_shape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 Finding(
                     check_id="keras.input-shape",
                     exception="ValueError",
-                    span=span_of(call, w.lines),
+                    span=w.span(call),
                     message=f"{model.text} expects inputs of shape {tuple(expected)} but {it.text} yields "
                     f"images of shape {tuple(found)}",
                     evidence=(
@@ -196,7 +195,7 @@ def _history(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 Finding(
                     check_id="keras.history-key",
                     exception="KeyError",
-                    span=span_of(node.slice, w.lines),
+                    span=w.span(node.slice),
                     message=f"{owner.text}.history has no {key!r}; training recorded {nn.history_keys}",
                     evidence=((f"{owner.text}.history keys", str(nn.history_keys)),),
                     variables=owner.variables,

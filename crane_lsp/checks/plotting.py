@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import inspect
 
-from crane_lsp.analysis.positions import span_of
 from crane_lsp.analysis.values import has_star
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, step
@@ -62,7 +61,7 @@ def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             Finding(
                 check_id="plot.imshow-shape",
                 exception="TypeError",
-                span=span_of(node.args[0], w.lines),
+                span=w.span(node.args[0]),
                 message=f"imshow needs an (M, N), (M, N, 3) or (M, N, 4) array; {img.text} has shape "
                 f"{shape}{hint}",
                 evidence=((f"{img.text}.shape", str(shape)),),
@@ -117,7 +116,7 @@ def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 Finding(
                     check_id="plot.call-signature",
                     exception="TypeError",
-                    span=span_of(node, w.lines),
+                    span=w.span(node),
                     message=f"{chain}(): {reason}",
                     evidence=((f"signature of {chain}", fn.signature or ""),),
                     variables=(),

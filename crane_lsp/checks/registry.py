@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crane_lsp.analysis.facts import CellFacts
-from crane_lsp.analysis.positions import Span, span_of
+from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.values import Val
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.runtime import Snapshot
@@ -146,7 +146,7 @@ def finding_at(
 
     ``replacement`` is (new source text for ``node``, description): a certain repair of that span."""
     variables = tuple(dict.fromkeys(n for v in vals for n in v.variables))
-    span = span_of(node, w.lines)
+    span = w.span(node)
     return [
         Finding(
             check_id=check_id,
