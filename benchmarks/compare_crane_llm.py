@@ -7,7 +7,7 @@ its JupyterLab button does (``load_crane_llm()`` when the kernel is idle, then
 second guard its LLM settings point at a closed port on 127.0.0.1 and no API key is set.
 
 1. Exact checks. For every case in ``junoreplay`` (buggy and fixed): a fresh kernel per tool with the
-   setup cells replayed; ours: ``Pipeline(Settings(dry_run="off")).predict(target, layers={"checks"})``;
+   setup cells replayed; ours: the checks of ``Pipeline.from_settings(Settings(dry_run="off"), link)``;
    crane-llm: its checks on the same target; then the target is RUN in our kernel for the truth (and in
    its kernel too, to confirm both kernels held the same state). Totals: buggy targets caught with the
    right exception class, fixed targets flagged (false alarms).
@@ -264,7 +264,7 @@ async def run_ours(nb: Notebook, target: int, row: Row, timeout: float) -> None:
         source = nb.code_cells[target].source
         t0 = time.perf_counter()
         pred = (
-            await Pipeline(Settings(dry_run="off"), link=link).predict(source, layers={"checks"})
+            await Pipeline.from_settings(Settings(dry_run="off"), link).predict(source, layers={"checks"})
         ).prediction
         seconds = time.perf_counter() - t0
         if pred.crash:

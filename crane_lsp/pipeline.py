@@ -189,6 +189,12 @@ def prepare(facts: CellFacts, settings: Settings) -> Prediction | ProbeQuery:
     return probe_query(facts, settings)
 
 
+def _read(target: str, settings: Settings) -> tuple[CellFacts, Prediction | ProbeQuery]:
+    """The cell's facts and ``prepare``'s answer, in one hop to the worker."""
+    facts = analyze_cached(target)
+    return facts, prepare(facts, settings)
+
+
 def checks_phase(
     facts: CellFacts, snapshot: Snapshot, executed: Sequence[str], target: str
 ) -> tuple[list[Finding], Prediction | None]:
@@ -270,8 +276,7 @@ class Pipeline:
         started = time.perf_counter()
         wanted = set(layers) if layers is not None else set(LAYERS)
         # the same text is predicted twice: checks, then dry run + LLM (CPU work off the server's loop)
-        facts = await self.offload(analyze_cached, target)
-        first = await self.offload(prepare, facts, self.settings)
+        facts, first = await self.offload(_read, target, self.settings)
         if isinstance(first, Prediction):
             return Run(first, facts, snapshot)
         notes: list[str] = []

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -183,7 +183,7 @@ class CraneServer(LanguageServer):
         for nb in self.notebooks.values():
             self.state_changed(nb, bump=False)
 
-    def _background(self, coro: Any) -> None:
+    def _background(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Fire and forget, keeping a reference so the task is not collected mid-way."""
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
