@@ -517,8 +517,7 @@ def _sb_wait(pid, read_fd, handover, budget_s, started, phases):
                     break
     _sb_mark(phases, "verdict_read", started)
     answered = bool(chunks) and chunks[-1].endswith(b"\n")
-    if verdict or not answered:
-        _sb_kill(pid)
+    _sb_kill(pid)  # also after an answer: the group goes now, whatever the child does next
     _sb_os.close(read_fd)
     handover.close()
     status = None
