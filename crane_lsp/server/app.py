@@ -147,7 +147,7 @@ class CraneServer(LanguageServer):
         import importlib
 
         def load() -> None:
-            for name in ("crane_lsp.settings", "crane_lsp.predict", "crane_lsp.checks.runner"):
+            for name in ("crane_lsp.settings", "crane_lsp.pipeline", "crane_lsp.checks.runner"):
                 try:
                     importlib.import_module(name)
                 except Exception as exc:  # the check that needs it will say what is wrong
@@ -329,6 +329,9 @@ class CraneServer(LanguageServer):
         now = [c for c in chosen if not self.cells.waiting(c.key)]  # a cell being typed in keeps its debounce
         limit = max(self.settings.max_pending_cells, 1)
         nb.backlog = [c.key for c in now[limit:]]
+        # a backlog cell whose check is still running started from the old state: its result will be
+        # dropped as outdated, and the backlog skips cells being checked, so it would never come back
+        self.cells.cancel_all(nb.backlog)
         self.publish(nb)  # outdated results are shown as stale from here on
         for cell in now[:limit]:
             self.cells.schedule(cell.key, 0)
