@@ -72,6 +72,7 @@ async def measure(link: KernelLink, runs: int) -> Measured:
         payload = {"source": FAILING, "budget_s": 3.0, "measure_memory": True}
         r = await link.call("dry_run", payload, timeout=15)
         out["dirty_mb"].append((r.get("child_private_dirty_kb") or 0) / 1024)
+    kernel_cpu = await kernel_cpu_s(link)
     for _ in range(runs):
         t0 = time.perf_counter()
         r = await link.call("dry_run", {"source": FAILING, "budget_s": 3.0}, timeout=15)
@@ -88,7 +89,14 @@ async def measure(link: KernelLink, runs: int) -> Measured:
         out["child_cpu"].append(r.get("child_cpu_s") or 0.0)
         for name, ms in (r.get("phases_ms") or {}).items():
             phases.setdefault(name, []).append(ms)
+    out["kernel_cpu"] = [(await kernel_cpu_s(link) - kernel_cpu) / runs]
     return out, phases
+
+
+async def kernel_cpu_s(link: KernelLink) -> float:
+    """The kernel process's CPU seconds so far (user + system: fork's own work is system time)."""
+    res = await link.execute("print(sum(__import__('os').times()[:2]))")
+    return float(res.stdout.strip())
 
 
 PHASES = (
@@ -145,7 +153,7 @@ async def replay_cost(path: Path) -> tuple[float, int]:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    console = Console(width=180)
+    console = Console(width=210)
     table = Table(title=f"dry run of a failing cell, {args.runs} runs each (ms; fork/child columns: medians)")
     columns = (
         "kernel state",
@@ -200,6 +208,12 @@ async def main_async(args: argparse.Namespace) -> None:
         median = statistics.median(m["fork_to_verdict"]) * 1000
         verdict = "met" if median <= goal else "NOT met"
         console.print(f"fork-to-verdict median, {name}: {median:.1f} ms (goal <= {goal:g} ms: {verdict})")
+        child_ms = statistics.median(m["child_cpu"]) * 1000
+        to_cell_ms = statistics.median(m["cpu"]) * 1000
+        console.print(
+            f"  CPU per dry run (load-independent): child {child_ms:.1f} ms (to the cell {to_cell_ms:.1f}),"
+            f" kernel {m['kernel_cpu'][0] * 1000:.1f} ms (incl. the request itself and fork)"
+        )
     console.print(f"building the {args.big_gib:g} GiB array in the kernel took {build_big:.2f} s")
     console.print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     if args.no_replay:
