@@ -91,6 +91,16 @@ async def test_both_server_paths_run_the_same_checks_phase(
     assert reader.queries[0] == reader.queries[1]  # one probe query, built by the same step
 
 
+def test_one_pipeline_for_every_door() -> None:
+    """``from_settings`` decides the dry run from the settings alone: on a kernel unless turned off."""
+    from crane_lsp.dryrun import DryRunner
+
+    reader = StateReader(_frame_state())
+    assert isinstance(Pipeline.from_settings(Settings(), reader).dryrun, DryRunner)
+    assert Pipeline.from_settings(Settings.model_validate({"dry_run": "off"}), reader).dryrun is None
+    assert Pipeline.from_settings(Settings(), None).dryrun is None  # nothing to fork without a kernel
+
+
 def test_command_arguments_in_both_forms() -> None:
     by_key = parse(CellArgs, ("file:///w/nb.ipynb", "cell-key", "prediction-id"))
     assert (by_key.uri, by_key.cell, by_key.line) == ("file:///w/nb.ipynb", "cell-key", 0)
