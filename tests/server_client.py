@@ -24,6 +24,8 @@ from crane_lsp.server.config import plain
 
 _RUNTIME = Path(tempfile.mkdtemp(prefix="crane-lsp-test-runtime-"))
 SERVER_COMMAND = [sys.executable, "-m", "crane_lsp.cli", "serve"]
+if os.environ.get("CRANE_TEST_SERVER_LOG"):  # debugging: every server's stderr appended to this file
+    SERVER_COMMAND = ["sh", "-c", 'exec "$@" 2>>"$CRANE_TEST_SERVER_LOG"', "sh", *SERVER_COMMAND]
 SERVER_ENV = {
     **os.environ,
     "JUPYTER_RUNTIME_DIR": str(_RUNTIME / "jupyter"),

@@ -4,6 +4,7 @@ and the user's RNG. A real pytest-lsp client, the server over stdio, real kernel
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import signal
@@ -52,6 +53,34 @@ async def test_every_crashing_cell_is_flagged_while_attach_races_open(
     kernel.run("\n".join(f"srv_race_{i} = {i}" for i in range(8)))  # another client runs a cell
     for uri in nb.cell_uris[1:]:
         await wait_for(client, uri, lambda ds: len(ds) == 0, timeout=60)
+
+
+async def test_cells_queued_behind_a_slow_attach_are_all_flagged(
+    client: LanguageClient, fresh_kernel: TestKernel
+) -> None:
+    """The race behind a flaky run: two re-check rounds (open, a settings push) while an attach is
+    in progress leave checks of backlog cells waiting for it with the old state; their results are
+    dropped as outdated once the attach lands, and the next round must check them again rather than
+    skip them as "already running". The kernel is stopped so the attach stays in progress."""
+    statuses = await start(client, {"debounce": 50, "maxPendingCells": 5})
+    fresh_kernel.run("srv_slow_ok = 1")
+    cells = [("srv_slow_ok = 1", 1)] + [(f"print(srv_slow_{i})", None) for i in range(8)]
+    nb = Notebook(client, cells)
+    pid = fresh_kernel.manager.provisioner.pid  # type: ignore[union-attr]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        nb.open()
+        attach(client, nb, fresh_kernel)
+        # the first round: 5 checks (and a backlog of 3) waiting for the attach
+        await wait_status(statuses, lambda s: s["checking"])
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"crane": {"debounce": 50, "maxPendingCells": 5}})
+        )
+        await asyncio.sleep(1.0)  # the second round: the backlog cells' checks started, waiting too
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    for uri in nb.cell_uris[1:]:
+        await wait_for(client, uri, has("NameError"), timeout=60)
 
 
 async def test_failed_attach_keeps_the_working_kernel_and_says_so(

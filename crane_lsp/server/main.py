@@ -30,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         stream=sys.stderr,
         level=getattr(args, "log_level", "WARNING"),
-        format="crane-lsp %(levelname)s %(message)s",
+        # at DEBUG each line says when (ms since start): what races with what
+        format=("crane-lsp %(relativeCreated)d ms " if args.log_level == "DEBUG" else "crane-lsp ")
+        + "%(levelname)s %(message)s",
     )
     if args.log_level != "DEBUG":  # pygls logs every message at INFO: only crane's own lines below DEBUG
         logging.getLogger("pygls").setLevel(logging.WARNING)
