@@ -1,6 +1,6 @@
 """The dry-run layer: observe the crash in a forked copy of the kernel instead of guessing it.
 
-The kernel side (``kernel/sandbox.py`` and the ``kernel/jail_*`` modules) forks, confines the child
+The kernel side (``kernel/agent/dryrun.py`` and the ``kernel/agent/jail_*`` modules) forks, confines the child
 with seccomp and Landlock, and runs the cell; this side picks the budget, in ``safe`` mode skips
 cells a static screen says the jail would only stop, and turns the outcome into a ``Prediction``:
 ``raised`` is an *observed* crash on its exact line, ``completed`` a final "ran clean"; a timeout,

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from crane_lsp.kernel import jail_fds, jail_landlock, jail_maps, jail_seccomp
+from crane_lsp.kernel.agent import jail_fds, jail_landlock, jail_maps, jail_seccomp
 from crane_lsp.kernel.probe_install import PROBE_SOURCE
 
 
@@ -246,7 +246,7 @@ def test_shared_mappings_asked_of_the_kernel_are_those_in_proc_maps(tmp_path: Pa
 
 def test_pool_libraries_from_the_loader_are_those_in_proc_maps() -> None:
     pytest.importorskip("numpy")
-    from crane_lsp.kernel import jail_threads
+    from crane_lsp.kernel.agent import jail_threads
 
     with open("/proc/self/maps", "rb") as maps:
         listed = jail_threads._jth_pool_libraries(maps.read())
@@ -259,7 +259,7 @@ def test_openblas_set_to_one_thread_starts_no_worker() -> None:
     """OpenBLAS's setter restarts its pool after a fork, and a fresh worker spins ~0.1 s on a CPU:
     the child's count is set in place instead, and a matrix product then runs on the one thread."""
     np = pytest.importorskip("numpy")
-    from crane_lsp.kernel import jail_threads
+    from crane_lsp.kernel.agent import jail_threads
 
     a = np.random.default_rng(0).random((300, 300))
     (a @ a).sum()  # the kernel has used its pool before the fork

@@ -15,7 +15,7 @@ _HERE = Path(__file__).parent
 #: The kernel agent, the jail and the dry-run sandbox travel as one private module (standard library
 #: only), joined as text in this order: a module uses names of the modules before it at call time,
 #: and a module-level table only those before it. ``tests/test_probe_install.py`` fails on a top-level
-#: name that two of them define. To move a module into ``agent/``, change its path here.
+#: name that two of them define. Every module lives in ``agent/``.
 SOURCES = (
     "agent/wire.py",
     "agent/guard.py",
@@ -29,12 +29,12 @@ SOURCES = (
     "agent/facts.py",
     "agent/refusal.py",
     "agent/probe.py",
-    "jail_seccomp.py",
-    "jail_fds.py",
-    "jail_maps.py",
-    "jail_landlock.py",
-    "jail_threads.py",
-    "sandbox.py",
+    "agent/jail_seccomp.py",
+    "agent/jail_fds.py",
+    "agent/jail_maps.py",
+    "agent/jail_landlock.py",
+    "agent/jail_threads.py",
+    "agent/dryrun.py",
 )
 PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in SOURCES)
 PROBE_VERSION = hashlib.sha1(PROBE_SOURCE.encode()).hexdigest()[:10]

@@ -1,6 +1,6 @@
 """Why a fork of this kernel cannot run a cell faithfully: live Spark, Dask distributed, Polars' pool.
 
-Read statically, nothing is called; the dry run (``sandbox.py``) asks ``_frm_refusal`` before it forks.
+Read statically, nothing is called; the dry run (``dryrun.py``) asks ``_frm_refusal`` before it forks.
 """
 
 import os as _os

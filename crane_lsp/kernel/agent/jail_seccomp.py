@@ -1,6 +1,6 @@
 """The dry run's first wall: a seccomp-BPF filter, assembled here. STANDARD LIBRARY ONLY (ctypes).
 
-Joined with the probe and the sandbox into one private module (see ``probe_install.py``), so every
+Joined with the probe and the dry run into one private module (see ``probe_install.py``), so every
 top-level name carries the ``_jsc_`` prefix.
 
 The filter lets through what computing needs (reading, memory, threads, pipes of the child's own)

@@ -19,11 +19,11 @@ import time as _sb_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
-    from crane_lsp.kernel.frames import _frm_refusal
-    from crane_lsp.kernel.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
-    from crane_lsp.kernel.jail_landlock import _jll_libc, _jll_restrict
-    from crane_lsp.kernel.jail_maps import _jmp_libc, _jmp_privatise, _JmpRefused
-    from crane_lsp.kernel.jail_seccomp import (
+    from crane_lsp.kernel.agent.refusal import _frm_refusal
+    from crane_lsp.kernel.agent.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
+    from crane_lsp.kernel.agent.jail_landlock import _jll_libc, _jll_restrict
+    from crane_lsp.kernel.agent.jail_maps import _jmp_libc, _jmp_privatise, _JmpRefused
+    from crane_lsp.kernel.agent.jail_seccomp import (
         _JSC_RET_KILL_PROCESS,
         _JSC_RET_USER_NOTIF,
         _jsc_build,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _jsc_receive,
         _JscUnavailable,
     )
-    from crane_lsp.kernel.jail_threads import _jth_pools, _jth_single_thread
+    from crane_lsp.kernel.agent.jail_threads import _jth_pools, _jth_single_thread
 
 _SB_FILENAME = "<crane-dryrun>"
 
