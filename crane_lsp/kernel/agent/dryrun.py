@@ -19,7 +19,6 @@ import time as _sb_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
-    from crane_lsp.kernel.agent.refusal import _frm_refusal
     from crane_lsp.kernel.agent.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
     from crane_lsp.kernel.agent.jail_landlock import _jll_libc, _jll_restrict
     from crane_lsp.kernel.agent.jail_maps import _jmp_libc, _jmp_privatise, _JmpRefused
@@ -38,6 +37,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _JscUnavailable,
     )
     from crane_lsp.kernel.agent.jail_threads import _jth_pools, _jth_single_thread
+    from crane_lsp.kernel.agent.refusal import _frm_refusal
 
 _SB_FILENAME = "<crane-dryrun>"
 
