@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -57,15 +58,32 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def time_to_initialize() -> float:
+def interpreter_start_ms() -> float:
+    """The floor: starting this Python and doing nothing (site, .pth files), median of three."""
     times = []
     for _ in range(3):
         started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def start_and_exit(starts: int = 3) -> tuple[float, float, int | None]:
+    """(process start -> ``initialize`` answered, ``exit`` sent -> process gone) medians in ms, and
+    the last exit status; each server is given a moment to finish importing before shutdown."""
+    inits, exits, status = [], [], None
+    for _ in range(starts):
+        started = time.perf_counter()
         server = RawServer()
         server.initialize()
-        times.append((time.perf_counter() - started) * 1000)
-        server.close()
-    return statistics.median(times)
+        inits.append((time.perf_counter() - started) * 1000)
+        time.sleep(1.5)
+        server.reply(server.request("shutdown", None))
+        sent = time.perf_counter()
+        server.notify("exit", None)
+        status = server.proc.wait(timeout=10)
+        exits.append((time.perf_counter() - sent) * 1000)
+    return statistics.median(inits), statistics.median(exits), status
 
 
 def rss_kb(pid: int) -> int:
@@ -111,7 +129,10 @@ async def _until(client: LanguageClient, uri: str, predicate: object) -> None:
 
 
 async def main(edits: int, soak: int, big: int) -> None:
-    print(f"time to initialize (median of 3 starts): {time_to_initialize():.0f} ms")
+    floor = interpreter_start_ms()
+    init_ms, exit_ms, status = start_and_exit()
+    print(f"time to initialize (median of 3 starts): {init_ms:.0f} ms (python -c pass: {floor:.0f} ms)")
+    print(f"exit after `exit` (median of 3): {exit_ms:.0f} ms, status {status}")
     kernel = start_test_kernel()
     client = make_test_lsp_client()
     try:

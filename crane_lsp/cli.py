@@ -22,7 +22,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """``only``: the subcommand being run; the others are listed without importing them (``serve``
+    must answer the editor's ``initialize`` fast)."""
     parser = argparse.ArgumentParser(
         prog="crane-lsp",
         description="Predict, before you run a notebook cell, whether it will crash, on which line, and why.",
@@ -30,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"crane-lsp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text)
+            continue
         module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
         module.add_arguments(p)
@@ -60,8 +65,9 @@ def join_dash_values(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     _quiet_library_warnings()
-    parser = build_parser()
-    args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else list(argv)))
+    words = join_dash_values(sys.argv[1:] if argv is None else list(argv))
+    parser = build_parser(words[0] if words and words[0] in SUBCOMMANDS else None)
+    args = parser.parse_args(words)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -36,13 +36,14 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.log_level != "DEBUG":  # pygls logs every message at INFO: only crane's own lines below DEBUG
         logging.getLogger("pygls").setLevel(logging.WARNING)
-    from crane_lsp.server.create import create_server
-    from crane_lsp.server.protocol import serve_stdio, serve_tcp
+    if not getattr(args, "tcp", None):
+        from crane_lsp.server.fastinit import serve_stdio_fast
 
-    server = create_server()
-    if getattr(args, "tcp", None):
-        host, port = _host_port(args.tcp)
-        serve_tcp(server, host, port)
-    else:
-        serve_stdio(server)
+        serve_stdio_fast()  # answers initialize while pygls is still importing
+        return 0
+    from crane_lsp.server.create import create_server
+    from crane_lsp.server.protocol import serve_tcp
+
+    host, port = _host_port(args.tcp)
+    serve_tcp(create_server(), host, port)
     return 0

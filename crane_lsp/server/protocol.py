@@ -21,7 +21,6 @@ import functools
 import json
 import logging
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable
@@ -32,7 +31,10 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from crane_lsp.server.framing import SETTLE_S, FrameReader
 from crane_lsp.server.textdoc import adopt
+
+__all__ = ["CraneProtocol", "FrameReader", "read_loop", "serve_stdio", "serve_tcp", "strict_converter"]
 
 log = logging.getLogger(__name__)
 
@@ -40,91 +42,6 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 SERVER_NOT_INITIALIZED = -32002
-
-_HEADER = re.compile(rb"(?:Content-Type:[^\r\n]*\r?\n)?Content-Length:[ \t]*", re.IGNORECASE)
-_LENGTH = re.compile(rb"^Content-Length:[ \t]*(\d+)[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
-_END_OF_HEADERS = re.compile(rb"\r?\n\r?\n")
-#: how long to wait for the rest of a frame whose body did not parse before trying what arrived
-SETTLE_S = 0.05
-
-
-def _decode(body: bytes) -> Any:
-    """JSON from bytes; lone surrogates (``\\udc80`` escapes, valid JSON) come through as they are."""
-    return json.loads(body.decode("utf-8", errors="surrogatepass"))
-
-
-def _loads(body: bytes) -> tuple[bool, Any]:
-    try:
-        return True, _decode(body)
-    except ValueError:
-        return False, None
-
-
-class FrameReader:
-    """Splits a byte stream into JSON bodies, resynchronising on the next header after a bad frame.
-
-    ``feed`` bytes as they arrive, then take complete messages with ``next_message``: ``(True,
-    value)`` for a JSON body, ``(False, raw)`` for a body that is not JSON, ``None`` when more bytes
-    are needed. ``flush`` (after a quiet moment) settles a frame that claimed more bytes than came.
-    """
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def feed(self, data: bytes) -> None:
-        self._buf += data
-
-    @property
-    def pending(self) -> bool:
-        return bool(self._buf.strip())
-
-    def next_message(self, *, settled: bool = False) -> tuple[bool, Any] | None:
-        """The next body, or None until more bytes came (``settled``: none came for a while)."""
-        buf = self._buf
-        while True:
-            start = _HEADER.search(buf)
-            if start is None:
-                if settled and buf.strip():
-                    junk = bytes(buf)
-                    buf.clear()
-                    return False, junk  # no header anywhere: junk
-                return None
-            if buf[: start.start()].strip():
-                junk = bytes(buf[: start.start()])
-                del buf[: start.start()]
-                return False, junk  # junk before the next header
-            del buf[: start.start()]  # a bare CRLF between frames is harmless
-            end = _END_OF_HEADERS.search(buf)
-            if end is None:
-                return None
-            length = _LENGTH.search(bytes(buf[: end.start() + 1]))
-            if length is None:  # a header block without a usable length: skip it
-                del buf[: end.end()]
-                continue
-            size, body = int(length.group(1)), end.end()
-            if len(buf) < body + size and not settled:
-                return None  # the body is still on its way (a big message comes in many chunks)
-            if len(buf) >= body + size:
-                ok, value = _loads(bytes(buf[body : body + size]))
-                if ok:
-                    del buf[: body + size]
-                    return True, value
-            # not (yet) a JSON body of the announced size: the message may end elsewhere
-            later = _HEADER.search(buf, body)
-            stop = later.start() if later is not None else len(buf)
-            raw = bytes(buf[body:stop])
-            ok, value = _loads(raw.strip())
-            if not ok and later is None and (not settled or len(buf) < body + size):
-                return None  # the rest is still on its way
-            del buf[:stop]
-            log.warning(
-                "a frame's Content-Length (%d) did not match its body (%d bytes): %s",
-                size,
-                len(raw.strip()),
-                "recovered the message" if ok else "skipped it",
-            )
-            return (True, value) if ok else (False, raw)
-
 
 def _forget(futures: dict[Any, Any], key: Any, _future: Any) -> None:
     futures.pop(key, None)
@@ -136,11 +53,24 @@ class CraneProtocol(LanguageServerProtocol):
     def __init__(self, server: Any, converter: Any) -> None:
         super().__init__(server, converter)
         self.initialize_seen = False
+        #: (id, result) of an ``initialize`` that ``fastinit`` answered before this server existed
+        self.answered_early: tuple[Any, dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ errors
 
     def send_error(self, msg_id: Any, code: int, message: str) -> None:
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+    def _send_data(self, data: Any) -> None:
+        """As pygls, but the answer to an ``initialize`` answered early is not sent twice."""
+        early = self.answered_early
+        if early is not None and getattr(data, "id", None) == early[0] and not hasattr(data, "method"):
+            self.answered_early = None
+            mine = json.loads(json.dumps(getattr(data, "result", None), default=self._serialize_message))
+            if mine != early[1]:
+                log.warning("the early initialize answer differs from the server's: %s vs %s", early[1], mine)
+            return
+        super()._send_data(data)
 
     def receive(self, ok: bool, data: Any) -> None:
         """One body from the reader: answer its faults, or hand the message to pygls."""
@@ -274,8 +204,9 @@ async def read_loop(
                 log.exception("handling a message failed")
 
 
-def serve_stdio(server: Any) -> None:
-    """Serve LSP on stdin/stdout until the editor sends ``exit`` or closes stdin."""
+def serve_stdio(server: Any, prefix: bytes = b"") -> None:
+    """Serve LSP on stdin/stdout until the editor sends ``exit`` or closes stdin; ``prefix``: bytes
+    already read from stdin (``fastinit``)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from pygls.io_ import StdoutWriter
@@ -287,9 +218,16 @@ def serve_stdio(server: Any) -> None:
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        await read_loop(
-            threading.Event(), lambda: loop.run_in_executor(pool, stdin.read1, 1 << 16), server.protocol
-        )
+        first = [prefix] if prefix else []
+
+        def read() -> Any:
+            if first:
+                done: asyncio.Future[bytes] = loop.create_future()
+                done.set_result(first.pop())
+                return done
+            return loop.run_in_executor(pool, stdin.read1, 1 << 16)
+
+        await read_loop(threading.Event(), read, server.protocol)
 
     with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
         asyncio.run(main())
