@@ -147,7 +147,9 @@ class CraneServer(LanguageServer):
         import importlib
 
         def load() -> None:
-            for name in ("crane_lsp.settings", "crane_lsp.pipeline", "crane_lsp.checks.runner"):
+            # the kernel link too: imported on the loop by the first attach, it stalled it 1-2 s
+            heavy = ("settings", "pipeline", "checks.runner", "kernel.link")
+            for name in (f"crane_lsp.{module}" for module in heavy):
                 try:
                     importlib.import_module(name)
                 except Exception as exc:  # the check that needs it will say what is wrong
