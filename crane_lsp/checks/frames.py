@@ -273,19 +273,27 @@ class _Reader:
         value = node.args[0].value
         return value if isinstance(value, str) and _plain_name("polars", value) else None
 
+    def _call_operands(self, lib: str, node: ast.Call) -> list[ast.AST] | None:
+        """The receiver and arguments a method on a column expression, or a library function, reads;
+        None when the call is neither."""
+        inner: list[ast.AST] = []
+        if isinstance(node.func, ast.Attribute) and self._is_expr(lib, node.func.value):
+            inner.append(node.func.value)
+        elif not self._is_lib_call(lib, node.func):
+            return None
+        inner.extend(node.args)
+        inner.extend(k.value for k in node.keywords)
+        return inner
+
     def _tree(self, lib: str, node: ast.AST) -> list[ast.AST]:
         """The nodes of an expression tree that certainly reach the plan (as ``_col_refs`` walks it)."""
         out: list[ast.AST] = [node]
         if isinstance(node, ast.Call):
             if self._is_col(lib, node.func):
                 return out
-            inner: list[ast.AST] = []
-            if isinstance(node.func, ast.Attribute) and self._is_expr(lib, node.func.value):
-                inner.append(node.func.value)
-            elif not self._is_lib_call(lib, node.func):
+            inner = self._call_operands(lib, node)
+            if inner is None:
                 return []
-            inner.extend(node.args)
-            inner.extend(k.value for k in node.keywords)
             return out + [n for i in inner for n in self._tree(lib, i)]
         if isinstance(node, ast.BinOp):
             return out + self._tree(lib, node.left) + self._tree(lib, node.right)
@@ -323,13 +331,9 @@ class _Reader:
                 if has_star(node) or node.keywords:
                     return []
                 return [m for a in node.args for m in self._literal_names(lib, a)]
-            inner: list[ast.AST] = []
-            if isinstance(node.func, ast.Attribute) and self._is_expr(lib, node.func.value):
-                inner.append(node.func.value)
-            elif not self._is_lib_call(lib, node.func):
+            inner = self._call_operands(lib, node)
+            if inner is None:
                 return []
-            inner.extend(node.args)
-            inner.extend(k.value for k in node.keywords)
             return [m for n in inner for m in self._col_refs(lib, n)]
         if isinstance(node, ast.BinOp):
             return self._col_refs(lib, node.left) + self._col_refs(lib, node.right)
