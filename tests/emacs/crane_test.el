@@ -1,0 +1,78 @@
+;;; crane_test.el --- drive crane-lsp from headless Emacs + eglot, as the README configures it -*- lexical-binding: t -*-
+;; Run: emacs --batch -l crane_test.el (not -Q: Debian loads elpa-eglot from site-start) ; reads CRANE_EMACS_FILE, CRANE_EMACS_CMD (a JSON list),
+;; CRANE_KERNEL, and writes what the editor saw to CRANE_EMACS_OUT as JSON.
+(require 'json)
+(require 'python)
+(require 'eglot)
+(require 'flymake)
+
+;; --- the README's configuration (the command is this test's Python running crane-lsp) ---
+(with-eval-after-load 'eglot
+  (add-to-list 'eglot-server-programs
+               `(python-mode . (,@(append (json-read-from-string (getenv "CRANE_EMACS_CMD")) nil)
+                                :initializationOptions (:debounce 200)))))
+;; --- end of the README's configuration ---
+
+(defvar crane-result (make-hash-table :test 'equal))
+(defun crane-put (key value) (puthash key value crane-result))
+
+(defun crane-wait (predicate timeout)
+  "Let Emacs run (process output, timers) until PREDICATE holds or TIMEOUT seconds pass."
+  (let ((deadline (+ (float-time) timeout)))
+    (while (and (not (funcall predicate)) (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    (funcall predicate)))
+
+(defun crane-diags () (flymake-diagnostics))
+
+(defun crane-run ()
+  (find-file (getenv "CRANE_EMACS_FILE"))
+  (call-interactively #'eglot)           ; M-x eglot
+  (unless (crane-wait (lambda () (eglot-current-server)) 60) (error "eglot did not connect"))
+  (let ((server (eglot-current-server)))
+    ;; settings pushed later, as the README says
+    (setq-default eglot-workspace-configuration '(:crane (:debounce 50)))
+    (eglot-signal-didChangeConfiguration server)
+    ;; attach the kernel with crane.attachKernel (the reply says whether it worked)
+    (crane-put "attached"
+               (jsonrpc-request server :workspace/executeCommand
+                                (list :command "crane.attachKernel"
+                                      :arguments (vector (eglot--path-to-uri (buffer-file-name))
+                                                         (getenv "CRANE_KERNEL")))
+                                :timeout 30))
+    (unless (crane-wait (lambda () (crane-diags)) 90) (error "no diagnostic arrived"))
+    (let* ((d (car (crane-diags)))
+           (beg (flymake-diagnostic-beg d)))
+      (crane-put "line" (1- (line-number-at-pos beg)))  ; 0-based, as LSP counts
+      (crane-put "column" (save-excursion (goto-char beg) (- beg (line-beginning-position)))) ; characters
+      (crane-put "message" (flymake-diagnostic-text d))
+      (goto-char beg)
+      (let ((hover (jsonrpc-request server :textDocument/hover (eglot--TextDocumentPositionParams)
+                                    :timeout 20)))
+        (crane-put "hover" (and hover (plist-get (plist-get hover :contents) :value))))
+      (let* ((pos (eglot--pos-to-lsp-position beg))
+             (actions (jsonrpc-request
+                       server :textDocument/codeAction
+                       (list :textDocument (eglot--TextDocumentIdentifier)
+                             :range (list :start pos :end pos)
+                             :context (list :diagnostics
+                                            (vector (cdr (assoc 'eglot-lsp-diag (flymake-diagnostic-data d))))))
+                       :timeout 20))
+             (fix (seq-find (lambda (a) (plist-get a :edit)) actions)))
+        (crane-put "actions" (vconcat (mapcar (lambda (a) (plist-get a :title)) actions)))
+        (when fix (eglot--apply-workspace-edit (plist-get fix :edit)))
+        ;; eglot sends the change from an idle timer, and batch Emacs is never idle: send it now
+        (eglot--signal-textDocument/didChange)
+        (flymake-start)
+        (crane-wait (lambda () (null (crane-diags))) 90)
+        (crane-put "after" (length (crane-diags)))
+        (crane-put "fixed_line" (buffer-substring-no-properties (line-beginning-position)
+                                                                (line-end-position)))))
+    (eglot-shutdown server)))
+
+(condition-case err
+    (crane-run)
+  (error (crane-put "error" (error-message-string err))))
+(with-temp-file (getenv "CRANE_EMACS_OUT")
+  (insert (json-encode crane-result)))
+(kill-emacs 0)
