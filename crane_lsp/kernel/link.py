@@ -23,12 +23,11 @@ import json
 import logging
 import os
 import queue
-import re
 import subprocess
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,10 +35,26 @@ import zmq
 from pydantic import ValidationError
 
 from crane_lsp.kernel import probe_install
+from crane_lsp.kernel.cellrun import ExecutionResult, execution_result, failing_line, strip_ansi
 from crane_lsp.kernel.connection import ConnectionNotFound, kernel_alive, read_connection_info
 from crane_lsp.runtime import ProbeQuery, Snapshot
 
 log = logging.getLogger(__name__)
+
+__all__ = [  # ExecutionResult, failing_line and strip_ansi live in cellrun; imported from here too
+    "ExecutedCell",
+    "ExecutionResult",
+    "KernelBusy",
+    "KernelDead",
+    "KernelEvent",
+    "KernelLink",
+    "KernelLinkError",
+    "KernelTimeout",
+    "ProbeAnswer",
+    "ProbeError",
+    "failing_line",
+    "strip_ansi",
+]
 
 
 class KernelLinkError(RuntimeError):
@@ -70,25 +85,6 @@ class ExecutedCell:
     source: str
 
 
-@dataclass
-class ExecutionResult:
-    """The outcome of ``KernelLink.execute``: a normal, recorded user execution."""
-
-    status: Literal["ok", "error", "aborted", "timeout"]
-    execution_count: int | None = None
-    ename: str | None = None
-    evalue: str | None = None
-    traceback: list[str] = field(default_factory=list)  # ANSI colour codes removed
-    line: int | None = None  # 0-based line in the cell where it failed, when the traceback says
-    stdout: str = ""
-    stderr: str = ""
-    elapsed_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
 @dataclass(frozen=True)
 class ProbeAnswer:
     """A probe entry point's JSON answer and how it was obtained."""
@@ -109,10 +105,6 @@ class KernelEvent:
 
 Listener = Callable[[KernelEvent], None]
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_CELL_FRAME = re.compile(r"(?:Cell In\s*\[(\d+)\], line (\d+))|(?:Input In \[(\d+)\].*?<cell line: (\d+)>)")
-#: a ``%%time``/``%%timeit`` cell's body, compiled by the magic (IPython 9 also shows the magic's call)
-_TIMED_FRAME = re.compile(r"File <timed (?:exec|eval)>:(\d+)")
 _SUBSHELL_FEATURE = "kernel subshells"
 #: probe entry points that only read: safe on a subshell beside a running cell
 READ_ONLY_ENTRY_POINTS = frozenset({"snapshot"})
@@ -128,28 +120,6 @@ def _read_and_check(path: Path) -> tuple[dict[str, Any], bool | None]:
     """The connection info and whether its kernel is alive (blocking: run in a thread)."""
     info = read_connection_info(path)
     return info, kernel_alive(info)
-
-
-def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
-
-
-def failing_line(traceback: list[str], execution_count: int | None) -> int | None:
-    """0-based line of the cell (``In[execution_count]``) from which the exception came, if shown.
-
-    Under a cell magic the cell's frame is the magic's call on line 1; the body's own frame
-    (``<timed exec>:K``, the body starting on the cell's second line) says the line: 0-based K.
-    """
-    text = "\n".join(strip_ansi(entry) for entry in traceback)
-    for m in _CELL_FRAME.finditer(text):
-        count = int(m.group(1) or m.group(3))
-        line = int(m.group(2) or m.group(4))
-        if execution_count is None or count == execution_count:
-            timed = _TIMED_FRAME.search(text, m.end())
-            if timed is not None and "run_cell_magic(" in text[m.end() : timed.start()]:
-                return int(timed.group(1))
-            return max(line - 1, 0)
-    return None
 
 
 class KernelLink:
@@ -759,7 +729,6 @@ class KernelLink:
         # a real cell: its busy/idle counts like anyone's (probes meanwhile go to a subshell)
         msg_id, fut = self._send("shell", "execute_request", content, user_cell=True)
         self._collect[msg_id] = []
-        status: str
         try:
             try:
                 reply = await self._await_reply(fut, timeout, what="the cell")
@@ -781,47 +750,10 @@ class KernelLink:
                 await asyncio.sleep(0.005)
         finally:
             self._forget(msg_id)
-        status = body.get("status", "error")
-        count = body.get("execution_count")
-        stdout = "".join(
-            m["content"].get("text", "")
-            for m in messages
-            if m.get("msg_type") == "stream" and m["content"].get("name") == "stdout"
-        )
-        stderr = "".join(
-            m["content"].get("text", "")
-            for m in messages
-            if m.get("msg_type") == "stream" and m["content"].get("name") == "stderr"
-        )
-        if count is None:
-            count = next(
-                (
-                    m["content"].get("execution_count")
-                    for m in messages
-                    if m.get("msg_type") == "execute_input"
-                ),
-                None,
-            )
-        if isinstance(count, int):
-            self.generation = count
-        tb = [strip_ansi(t) for t in body.get("traceback") or []]
-        if not tb:
-            err = next((m["content"] for m in messages if m.get("msg_type") == "error"), None)
-            if err:
-                tb = [strip_ansi(t) for t in err.get("traceback") or []]
-                body.setdefault("ename", err.get("ename"))
-                body.setdefault("evalue", err.get("evalue"))
-        return ExecutionResult(
-            status=status if status in ("ok", "error", "aborted", "timeout") else "error",  # type: ignore[arg-type]
-            execution_count=count if isinstance(count, int) else None,
-            ename=body.get("ename"),
-            evalue=body.get("evalue"),
-            traceback=tb,
-            line=failing_line(tb, count if isinstance(count, int) else None) if status != "ok" else None,
-            stdout=stdout,
-            stderr=stderr,
-            elapsed_s=time.monotonic() - t0,
-        )
+        result = execution_result(body, messages, time.monotonic() - t0)
+        if result.execution_count is not None:
+            self.generation = result.execution_count
+        return result
 
     async def interrupt(self) -> None:
         """Interrupt the running cell (signal for an own kernel, ``interrupt_request`` otherwise)."""
