@@ -141,6 +141,10 @@ class Notebook:
             )
         )
 
+    def attach(self, connection_file: str) -> None:
+        """Attach a kernel as the VS Code client does (the ``crane/attachKernel`` notification)."""
+        attach_kernel(self.client, self.uri, connection_file)
+
     def close(self) -> None:
         self.client.notebook_document_did_close(
             types.DidCloseNotebookDocumentParams(
@@ -148,6 +152,22 @@ class Notebook:
                 cell_text_documents=[types.TextDocumentIdentifier(uri=u) for u in self.cell_uris],
             )
         )
+
+
+def attach_kernel(client: LanguageClient, uri: str, connection_file: str) -> None:
+    """``crane/attachKernel`` for the notebook or ``# %%`` script at ``uri``, as VS Code sends it."""
+    client.protocol.notify("crane/attachKernel", {"notebookUri": uri, "connectionFile": connection_file})
+
+
+def open_script(client: LanguageClient, uri: str, text: str, connection_file: str | None = None) -> None:
+    """Open a ``# %%`` script as an editor does; attach the kernel at ``connection_file`` if given."""
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
+    )
+    if connection_file is not None:
+        attach_kernel(client, uri, connection_file)
 
 
 Diags = Sequence[types.Diagnostic]

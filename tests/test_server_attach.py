@@ -27,12 +27,6 @@ async def client(lsp_client: LanguageClient) -> Any:
     await lsp_client.shutdown_session()
 
 
-def attach(client: LanguageClient, nb: Notebook, kernel: TestKernel) -> None:
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": nb.uri, "connectionFile": kernel.connection_file}
-    )
-
-
 def said(client: LanguageClient, text: str) -> list[str]:
     return [m.message for m in client.messages if text in m.message]
 
@@ -47,7 +41,7 @@ async def test_every_crashing_cell_is_flagged_while_attach_races_open(
     cells = [("srv_race_ok = 1", 1)] + [(f"print(srv_race_{i})", None) for i in range(8)]
     nb = Notebook(client, cells)
     nb.open()
-    attach(client, nb, kernel)
+    nb.attach(kernel.connection_file)
     for uri in nb.cell_uris[1:]:
         await wait_for(client, uri, has("NameError"), timeout=60)
     kernel.run("\n".join(f"srv_race_{i} = {i}" for i in range(8)))  # another client runs a cell
@@ -70,7 +64,7 @@ async def test_cells_queued_behind_a_slow_attach_are_all_flagged(
     os.kill(pid, signal.SIGSTOP)
     try:
         nb.open()
-        attach(client, nb, fresh_kernel)
+        nb.attach(fresh_kernel.connection_file)
         # the first round: 5 checks (and a backlog of 3) waiting for the attach
         await wait_status(statuses, lambda s: s["checking"])
         client.workspace_did_change_configuration(
@@ -90,7 +84,7 @@ async def test_failed_attach_keeps_the_working_kernel_and_says_so(
     statuses = await start(client, {"debounce": 50})
     nb = Notebook(client, [("a = 1", 1), ("", None)])
     nb.open()
-    attach(client, nb, kernel)
+    nb.attach(kernel.connection_file)
     await wait_status(statuses, lambda s: s["kernel"] in ("attached", "busy"))
     reply = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(
@@ -145,7 +139,7 @@ async def test_attach_leaves_the_rng_as_it_was(client: LanguageClient, fresh_ker
     statuses = await start(client, {"debounce": 50})
     nb = Notebook(client, [("import random", 1), ("", None)])
     nb.open()
-    attach(client, nb, fresh_kernel)
+    nb.attach(fresh_kernel.connection_file)
     await wait_status(statuses, lambda s: s["kernel"] == "attached")
     nb.edit(1, "print(srv_rng_missing)\n")  # a check: installs the probe and takes a snapshot
     await wait_for(client, nb.cell_uris[1], has("NameError"))

@@ -38,9 +38,7 @@ async def test_requests_are_answered_while_a_big_cell_is_checked(
     kernel.run("import math")
     nb = Notebook(client, [("import math", 1), ("", None), ("x = (", None)])
     nb.open()
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": nb.uri, "connectionFile": kernel.connection_file}
-    )
+    nb.attach(kernel.connection_file)
     await wait_for(client, nb.cell_uris[2], lambda ds: len(ds) == 1)  # the small cell: a SyntaxError
     await wait_status(statuses, lambda s: s["kernel"] == "attached" and not s["checking"])
     for i in range(4):  # a newer text supersedes the pass in flight: no queue of full passes

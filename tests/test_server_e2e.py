@@ -25,6 +25,7 @@ from tests.server_client import (
     Notebook,
     action_command,
     has,
+    open_script,
     start,
     wait_for,
     wait_status,
@@ -38,13 +39,6 @@ async def client(lsp_client: LanguageClient) -> Any:
     lsp_client.statuses = await start(lsp_client, {"debounce": 150})  # type: ignore[attr-defined]
     yield
     await lsp_client.shutdown_session()
-
-
-def attach(client: LanguageClient, nb: Notebook, kernel: TestKernel) -> None:
-    """Exactly what the VS Code extension sends when a notebook's kernel starts."""
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": nb.uri, "connectionFile": kernel.connection_file}
-    )
 
 
 async def test_syntax_error_lands_on_its_cell_and_line(client: LanguageClient) -> None:
@@ -64,7 +58,7 @@ async def test_attach_notification_then_crash_diagnostic_hover_actions(
     kernel.run("import pandas as pd\nsrv_df = pd.DataFrame({'a': [1, 2]})")
     nb = Notebook(client, [("import pandas as pd\nsrv_df = pd.DataFrame({'a': [1, 2]})", 1), ("", None)])
     nb.open()
-    attach(client, nb, kernel)
+    nb.attach(kernel.connection_file)
     statuses = client.statuses  # type: ignore[attr-defined]
     await wait_status(statuses, lambda s: s.get("kernel") in ("attached", "busy"))
     nb.edit(1, "total = 0\nprint(srv_never_defined)\n")
@@ -130,7 +124,7 @@ async def test_attach_notification_then_crash_diagnostic_hover_actions(
 async def test_execution_refreshes_predictions(client: LanguageClient, kernel: TestKernel) -> None:
     nb = Notebook(client, [("srv_late = 5", None), ("print(srv_late + 1)", None)])
     nb.open()
-    attach(client, nb, kernel)
+    nb.attach(kernel.connection_file)
     await wait_for(client, nb.cell_uris[1], has("NameError"))
     # the user runs the first cell: the kernel state changes, the editor sends a new execution summary
     kernel.run("srv_late = 5")
@@ -143,7 +137,7 @@ async def test_twenty_rapid_edits_make_one_probe_and_one_prediction(
 ) -> None:
     nb = Notebook(client, [("x = 1", 1), ("", None)])
     nb.open()
-    attach(client, nb, kernel)
+    nb.attach(kernel.connection_file)
     statuses = client.statuses  # type: ignore[attr-defined]
     await wait_status(statuses, lambda s: s.get("kernel") == "attached" and not s["checking"])
     before = statuses[-1]
@@ -163,14 +157,7 @@ async def test_percent_script(client: LanguageClient, kernel: TestKernel) -> Non
     kernel.run("srv_pct = 3")
     uri = "file:///tmp/crane-tests/script.py"
     text = "# %%\nsrv_pct = 3\n\n# %%\ny = srv_pct + 1\nz = srv_pct_missing * 2\n"
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-        )
-    )
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": uri, "connectionFile": kernel.connection_file}
-    )
+    open_script(client, uri, text, kernel.connection_file)
     diags = await wait_for(client, uri, has("NameError"))
     assert [d.range.start.line for d in diags] == [5]
     assert text.split("\n")[5][diags[0].range.start.character :].startswith("srv_pct_missing")

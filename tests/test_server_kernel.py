@@ -59,9 +59,7 @@ async def test_dead_kernel_is_survived(client: LanguageClient, fresh_kernel: Tes
     statuses = await start(client, {"debounce": 100})
     nb = Notebook(client, [("x = 1", 1), ("", None)])
     nb.open()
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": nb.uri, "connectionFile": fresh_kernel.connection_file}
-    )
+    nb.attach(fresh_kernel.connection_file)
     await wait_status(statuses, lambda s: s["kernel"] == "attached")
     fresh_kernel.manager.shutdown_kernel(now=True)
     nb.edit(1, "print(srv_after_death)\n")

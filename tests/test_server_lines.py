@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient
 
 from crane_lsp.notebook import split_lines
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, has, start, wait_for
+from tests.server_client import CONFIG, has, open_script, start, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -22,17 +22,6 @@ pytestmark = pytest.mark.timeout(120)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
     await lsp_client.shutdown_session()
-
-
-def _open(client: LanguageClient, uri: str, text: str, kernel: TestKernel) -> None:
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-        )
-    )
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": uri, "connectionFile": kernel.connection_file}
-    )
 
 
 @pytest.mark.parametrize("odd", ["\f", "\v", "\x85", "\u2028", "\r"])
@@ -45,7 +34,7 @@ async def test_squiggle_line_after_odd_characters(
     kernel.run("srv_lines_ok = 1")
     uri = f"file:///tmp/crane-tests/odd{ord(odd)}.py"
     text = f"# %%\nsrv_lines_ok = 1\n\n# %%\n# page{odd}break\nz = srv_lines_missing * 2\n"
-    _open(client, uri, text, kernel)
+    open_script(client, uri, text, kernel.connection_file)
     line = next(i for i, t in enumerate(split_lines(text)) if "srv_lines_missing" in t)
     assert line == (6 if odd == "\r" else 5)
     diags = await wait_for(client, uri, has("NameError"))
@@ -58,7 +47,7 @@ async def test_incremental_edits_after_a_form_feed(client: LanguageClient, kerne
     await start(client, {"debounce": 50})
     uri = "file:///tmp/crane-tests/formfeed-edits.py"
     text = "# %%\n\f\nx = 1\f # page\ny = srv_ff_first\n"
-    _open(client, uri, text, kernel)
+    open_script(client, uri, text, kernel.connection_file)
     await wait_for(
         client, uri, lambda ds: [d.range.start.line for d in ds] == [3] and "srv_ff_first" in ds[0].message
     )
@@ -88,7 +77,7 @@ async def test_hover_and_origin_name_the_files_lines(client: LanguageClient, ker
     kernel.run(setup)
     uri = "file:///tmp/crane-tests/origin-lines.py"
     text = f"# %%\n{setup}\n\n# %%\nx = 1\nv = srv_lines_df['nope']\n"
-    _open(client, uri, text, kernel)
+    open_script(client, uri, text, kernel.connection_file)
     diags = await wait_for(client, uri, has("KeyError"))
     assert diags[0].range.start.line == 6
     hover = await client.text_document_hover_async(

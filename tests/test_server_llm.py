@@ -57,9 +57,7 @@ async def test_llm_prediction_is_a_warning_with_progress_and_prompt(
     fake_llm.push(Answer(crash_answer(line=2, exception="ValueError", reasoning="The shapes differ.")))
     nb = Notebook(client, [("llm_df = pd.DataFrame({'a': [1.0, 2.0]})", 1), ("", None)])
     nb.open()
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": nb.uri, "connectionFile": kernel.connection_file}
-    )
+    nb.attach(kernel.connection_file)
     await asyncio.sleep(0.3)
     nb.edit(1, "x = llm_df['a']\ny = x * 2\nz = y.sum()\n")
     diags = await wait_for(client, nb.cell_uris[1], has("ValueError", line=1))
@@ -93,9 +91,7 @@ async def test_slow_answer_for_an_outdated_cell_is_never_shown(
     before = len(fake_llm.requests)
     nb = Notebook(client, [("llm_df2 = pd.DataFrame({'a': [1.0, 2.0]})", 1), ("", None)])
     nb.open()
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": nb.uri, "connectionFile": kernel.connection_file}
-    )
+    nb.attach(kernel.connection_file)
     await asyncio.sleep(0.3)
     nb.edit(1, "v = float(llm_df2['a'].mean()) + 1\n")
     while len(fake_llm.requests) == before:  # the slow request is in flight

@@ -12,7 +12,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, has, start, wait_for
+from tests.server_client import CONFIG, has, open_script, start, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,14 +31,7 @@ async def test_if_reached_warning_survives_a_dry_run_without_verdict(
     await start(client, {"debounce": 100, "dryRun": "on", "dryRunBudget": BUDGET_S})
     uri = "file:///tmp/crane-tests/reach.py"
     text = "# %%\nimport time\ntime.sleep(30)\nsrv_reach_undefined + 1\n"
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-        )
-    )
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": uri, "connectionFile": kernel.connection_file}
-    )
+    open_script(client, uri, text, kernel.connection_file)
     diags = await wait_for(client, uri, has("NameError", line=3))
     (found,) = [d for d in diags if d.code == "NameError"]
     assert found.severity == types.DiagnosticSeverity.Warning and "if reached" in found.message

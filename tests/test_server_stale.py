@@ -14,7 +14,7 @@ from pytest_lsp import LanguageClient
 
 from crane_lsp.server.presentation import STALE_PREFIX
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, has, start, wait_for
+from tests.server_client import CONFIG, has, open_script, start, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,14 +31,7 @@ async def test_edit_keeps_the_squiggle_until_the_new_result(
     await start(client, {"debounce": 300})
     uri = "file:///tmp/crane-tests/stale.py"
     text = "# %%\nx = 1\n\n# %%\ny = srv_stale_first + 1\n"
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-        )
-    )
-    client.protocol.notify(
-        "crane/attachKernel", {"notebookUri": uri, "connectionFile": kernel.connection_file}
-    )
+    open_script(client, uri, text, kernel.connection_file)
     await wait_for(client, uri, has("NameError", line=4))
     published: list[list[types.Diagnostic]] = []
 
