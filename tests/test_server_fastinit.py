@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from crane_lsp.server import fastinit
 from crane_lsp.server.create import create_server
-from tests.raw_client import RawServer
+from tests.raw_client import RawServer, frame
 
 
 def pygls_answer(capabilities: dict[str, Any]) -> dict[str, Any]:
@@ -65,6 +65,8 @@ def test_odd_params_are_left_to_pygls() -> None:
         {**ok, "id": True},
         {**ok, "method": "shutdown"},
         {**ok, "params": None},
+        {**ok, "params": {"capabilities": {}, "processId": "12"}},
+        {**ok, "params": {"capabilities": {}, "rootUri": 7}},
     ):
         assert fastinit.early_answer(odd) is None
 
@@ -88,3 +90,23 @@ def test_initialize_is_answered_once_and_the_server_works() -> None:
     finally:
         assert server.close() == 0
     assert b"early initialize answer differs" not in server.stderr
+
+
+def test_a_mis_sized_initialize_frame_is_left_to_the_server_reader() -> None:
+    """A first frame whose Content-Length is too large never completes: the early path must not wait
+    for it forever, and the server's reader recovers the message after its quiet period."""
+    server = RawServer()
+    try:
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "capabilities": {}},
+            }
+        )
+        server.send(frame(body, length=len(body) + 7))
+        assert server.reply(1)["result"]["capabilities"]["hoverProvider"] is True
+    finally:
+        server.proc.kill()
+        server.proc.wait(timeout=10)

@@ -15,12 +15,13 @@ client capabilities: a new handler or command must be added here too.
 from __future__ import annotations
 
 import json
+import select
 import sys
 import threading
 from typing import Any, BinaryIO
 
 from crane_lsp import __version__
-from crane_lsp.server.framing import FrameReader
+from crane_lsp.server.framing import SETTLE_S, FrameReader
 
 #: the commands ``handlers.register`` and ``jupyter_commands.register`` add, in that order
 COMMANDS = [
@@ -91,6 +92,14 @@ def early_answer(message: Any) -> tuple[Any, dict[str, Any]] | None:
     caps = params.get("capabilities")
     if not isinstance(caps, dict) or not all(isinstance(v, dict) or v is None for v in caps.values()):
         return None  # let pygls judge (and answer -32602 for) anything unusual
+    process = params.get("processId")
+    if process is not None and (not isinstance(process, int) or isinstance(process, bool)):
+        return None
+    for name in ("rootUri", "rootPath", "locale", "trace"):
+        if params.get(name) is not None and not isinstance(params[name], str):
+            return None
+    if params.get("workspaceFolders") is not None and not isinstance(params["workspaceFolders"], list):
+        return None
     return msg_id, initialize_result(params)
 
 
@@ -100,7 +109,10 @@ def frame(body: dict[str, Any]) -> bytes:
 
 
 def read_first_message(stdin: BinaryIO) -> tuple[bytes, Any]:
-    """Everything read until the first complete message (or EOF), and that message (None if none)."""
+    """Everything read until the first complete message (or EOF), and that message (None if none).
+
+    A frame still incomplete after ``SETTLE_S`` of quiet (a mis-sized one) is left to the server's
+    reader, which knows how to resynchronise."""
     seen = bytearray()
     reader = FrameReader()
     while True:
@@ -112,6 +124,8 @@ def read_first_message(stdin: BinaryIO) -> tuple[bytes, Any]:
         item = reader.next_message()
         if item is not None:
             return bytes(seen), item[1] if item[0] else None
+        if reader.pending and not select.select([stdin], [], [], SETTLE_S)[0]:
+            return bytes(seen), None
 
 
 def serve_stdio_fast() -> None:

@@ -64,9 +64,13 @@ class CraneProtocol(LanguageServerProtocol):
     def _send_data(self, data: Any) -> None:
         """As pygls, but the answer to an ``initialize`` answered early is not sent twice."""
         early = self.answered_early
-        if early is not None and getattr(data, "id", None) == early[0] and not hasattr(data, "method"):
+        plain = data if isinstance(data, dict) else None  # ``send_error`` sends dicts
+        msg_id = plain.get("id") if plain is not None else getattr(data, "id", None)
+        is_answer = "method" not in plain if plain is not None else not hasattr(data, "method")
+        if early is not None and msg_id == early[0] and is_answer:
             self.answered_early = None
-            mine = json.loads(json.dumps(getattr(data, "result", None), default=self._serialize_message))
+            result = plain.get("result") if plain is not None else getattr(data, "result", None)
+            mine = json.loads(json.dumps(result, default=self._serialize_message))
             if mine != early[1]:
                 log.warning("the early initialize answer differs from the server's: %s vs %s", early[1], mine)
             return
