@@ -22,14 +22,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from crane_lsp.cellcode import analyze
+from crane_lsp.analysis.parse import analyze
 from crane_lsp.checks.runner import run_checks
 from crane_lsp.kernel.replay import start_and_replay
 from crane_lsp.llm.prompt import build_messages, prompt_tokens
 from crane_lsp.notebook import read_notebook
 from crane_lsp.pipeline import finding_to_prediction, probe_query
-from crane_lsp.runtime import ObjectSummary, Snapshot, render_snapshot
+from crane_lsp.render import render_snapshot
 from crane_lsp.settings import Settings
+from crane_lsp.snapshot import ObjectSummary, Snapshot
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -49,8 +49,8 @@ from crane_lsp.kernel.link import KernelLink  # noqa: E402
 from crane_lsp.kernel.replay import sanitize, start_and_replay  # noqa: E402
 from crane_lsp.notebook import Notebook, read_ipynb  # noqa: E402
 from crane_lsp.pipeline import Pipeline  # noqa: E402
-from crane_lsp.runtime import ProbeQuery  # noqa: E402
 from crane_lsp.settings import Settings  # noqa: E402
+from crane_lsp.snapshot import ProbeQuery  # noqa: E402
 
 DEFAULT_ROOT = REPO / "crane_lsp" / "data" / "junoreplay"  # shipped with the package
 VENV_HELP = """crane-llm must live in its own virtualenv (never in this environment). Create it with:

@@ -28,11 +28,11 @@ from jupyter_client.manager import KernelManager
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from crane_lsp.analysis.parse import analyze  # noqa: E402
 from crane_lsp.analysis.reach import first_risky_line  # noqa: E402
-from crane_lsp.cellcode import analyze  # noqa: E402
 from crane_lsp.checks.runner import run_checks  # noqa: E402
 from crane_lsp.kernel.probe_install import call_expression, install_code, installed_expression  # noqa: E402
-from crane_lsp.runtime import ProbeQuery, Snapshot  # noqa: E402
+from crane_lsp.snapshot import ProbeQuery, Snapshot  # noqa: E402
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from crane_lsp.cellcode import analyze
+from crane_lsp.analysis.parse import analyze
 from crane_lsp.dryrun import DryRunner, DryRunOutcome, screen
 from crane_lsp.kernel.replay import start_and_replay
 from crane_lsp.notebook import read_notebook

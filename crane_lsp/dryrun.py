@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
-from crane_lsp.cellcode import CellFacts, analyze
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.parse import analyze
 from crane_lsp.layers import Ask, KernelReader, LayerName
 from crane_lsp.prediction import Prediction, Source
 from crane_lsp.settings import Settings

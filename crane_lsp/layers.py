@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from crane_lsp.cellcode import CellFacts
-    from crane_lsp.checks.base import Finding
+    from crane_lsp.analysis.facts import CellFacts
+    from crane_lsp.checks.registry import Finding
     from crane_lsp.prediction import Prediction
     from crane_lsp.snapshot import ProbeQuery, Snapshot
 

@@ -23,9 +23,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.parse import analyze
+from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.reach import first_risky_line
-from crane_lsp.cellcode import CellFacts, Span, analyze
-from crane_lsp.checks.base import Finding
+from crane_lsp.checks.registry import Finding
 from crane_lsp.layers import LAYERS, Ask, KernelReader, Layer, LayerName
 from crane_lsp.prediction import Evidence, Fix, Origin, Prediction, Source
 from crane_lsp.settings import Settings

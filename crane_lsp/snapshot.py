@@ -203,7 +203,7 @@ class Snapshot(_Model):
 
 
 class ProbeQuery(_Model):
-    """What the target cell needs to know about the kernel; built from ``cellcode`` facts."""
+    """What the target cell needs to know about the kernel; built from the scan's ``CellFacts``."""
 
     names: list[str] = Field(default_factory=list)  # variables to summarise
     chains: list[str] = Field(default_factory=list)  # attribute chains to test and summarise

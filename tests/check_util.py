@@ -15,10 +15,11 @@ from typing import Any
 
 from probe_util import snapshot
 
-from crane_lsp.cellcode import CellFacts, analyze
-from crane_lsp.checks.base import Finding
+from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.parse import analyze
+from crane_lsp.checks.registry import Finding
 from crane_lsp.checks.runner import run_checks
-from crane_lsp.runtime import ProbeQuery, Snapshot
+from crane_lsp.snapshot import ProbeQuery, Snapshot
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _CELL_LINE = re.compile(r"Cell In\[\d+\], line (\d+)")

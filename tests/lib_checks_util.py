@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from crane_lsp.cellcode import analyze
-from crane_lsp.checks.base import REGISTRY, Finding
-from crane_lsp.runtime import ProbeQuery
+from crane_lsp.analysis.parse import analyze
+from crane_lsp.checks.registry import REGISTRY, Finding
+from crane_lsp.snapshot import ProbeQuery
 from tests.check_util import crash_line
 from tests.probe_util import snapshot
 

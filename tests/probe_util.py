@@ -12,7 +12,7 @@ import queue
 from typing import Any
 
 from crane_lsp.kernel.probe_install import call_expression, install_code, installed_expression
-from crane_lsp.runtime import ProbeQuery, Snapshot
+from crane_lsp.snapshot import ProbeQuery, Snapshot
 
 
 def _user_expressions(kernel: Any, code: str, expressions: dict[str, str], timeout: float) -> dict[str, Any]:

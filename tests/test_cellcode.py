@@ -1,4 +1,4 @@
-"""Cell analysis: pure unit tests of ``cellcode.analyze`` (no kernel)."""
+"""Cell analysis: pure unit tests of ``analysis.parse.analyze`` (no kernel)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import ast
 
 import pytest
 
-from crane_lsp.cellcode import UNTRUSTED_ALL, UNTRUSTED_FILES, UNTRUSTED_MODULES, Span, analyze
-from crane_lsp.runtime import ProbeQuery
+from crane_lsp.analysis.facts import UNTRUSTED_ALL, UNTRUSTED_FILES, UNTRUSTED_MODULES
+from crane_lsp.analysis.parse import analyze
+from crane_lsp.analysis.positions import Span
+from crane_lsp.snapshot import ProbeQuery
 
 
 def names(facts, *, guarded: bool | None = None) -> list[str]:

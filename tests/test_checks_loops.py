@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 import crane_lsp.checks.pandas  # noqa: F401  (registers the checks)
-from crane_lsp.cellcode import analyze
-from crane_lsp.checks.base import REGISTRY
-from crane_lsp.runtime import ProbeQuery
+from crane_lsp.analysis.parse import analyze
+from crane_lsp.checks.registry import REGISTRY
+from crane_lsp.snapshot import ProbeQuery
 from tests.lib_checks_util import Case, predict, verify
 from tests.probe_util import snapshot
 

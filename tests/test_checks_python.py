@@ -7,10 +7,11 @@ from typing import NamedTuple
 import pytest
 from check_util import assert_predicts, assert_silent_and_runs
 
-from crane_lsp.cellcode import Span, analyze
-from crane_lsp.checks.base import REGISTRY, Finding
+from crane_lsp.analysis.parse import analyze
+from crane_lsp.analysis.positions import Span
+from crane_lsp.checks.registry import REGISTRY, Finding
 from crane_lsp.checks.runner import load_checks, run_checks
-from crane_lsp.runtime import AttributeFact, Snapshot
+from crane_lsp.snapshot import AttributeFact, Snapshot
 
 
 class Case(NamedTuple):

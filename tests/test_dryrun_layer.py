@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from crane_lsp import cli
-from crane_lsp.cellcode import analyze
+from crane_lsp.analysis.parse import analyze
 from crane_lsp.dryrun import DryRunner
 from crane_lsp.kernel.link import KernelLink
 from crane_lsp.pipeline import Pipeline

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from crane_lsp.cellcode import analyze
+from crane_lsp.analysis.parse import analyze
 from crane_lsp.dryrun import screen
 
 SCREENED = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from crane_lsp.cellcode import Span
-from crane_lsp.checks.base import Finding
+from crane_lsp.analysis.positions import Span
 from crane_lsp.checks.pandas import _did_you_mean
+from crane_lsp.checks.registry import Finding
 from crane_lsp.pipeline import finding_to_prediction
 
 

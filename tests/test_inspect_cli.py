@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from crane_lsp import cli
-from crane_lsp.runtime import Snapshot
+from crane_lsp.snapshot import Snapshot
 from tests.conftest import TestKernel
 
 CELLS = [
@@ -114,7 +114,7 @@ async def test_replay_follows_execution_counts(tmp_path: Path) -> None:
     from crane_lsp.kernel.link import KernelLink
     from crane_lsp.kernel.replay import ReplayProgress, replay, start_and_replay
     from crane_lsp.notebook import Cell, Notebook
-    from crane_lsp.runtime import ProbeQuery
+    from crane_lsp.snapshot import ProbeQuery
 
     cells = [
         Cell("a = 1", execution_count=1),

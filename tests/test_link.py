@@ -19,7 +19,7 @@ from crane_lsp.kernel.link import (
     ProbeError,
     failing_line,
 )
-from crane_lsp.runtime import ProbeQuery
+from crane_lsp.snapshot import ProbeQuery
 from tests.conftest import TestKernel
 
 

@@ -8,9 +8,9 @@ import statistics
 
 import pytest
 
+from crane_lsp.analysis.positions import Span
 from crane_lsp.bench.data import shipped
-from crane_lsp.cellcode import Span
-from crane_lsp.checks.base import Finding
+from crane_lsp.checks.registry import Finding
 from crane_lsp.llm.prompt import (
     ANSWER_SCHEMA,
     LLMAnswer,

@@ -14,8 +14,8 @@ from crane_lsp.layers import Ask
 from crane_lsp.llm.errors import MissingKeyError, ProviderError
 from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.llm.prompt import ANSWER_SCHEMA
-from crane_lsp.runtime import ColumnSummary, ObjectSummary, Snapshot, ValueStats
 from crane_lsp.settings import Settings
+from crane_lsp.snapshot import ColumnSummary, ObjectSummary, Snapshot, ValueStats
 
 KEY = "sk-test-" + "Zq8Xw7Vu6Ts5Rq4Po3Nm"
 GKEY = "AIza" + "SyTestKey0123456789abcdefghijklmnopq"

@@ -1,9 +1,9 @@
 """The one table of what calls do to the state: pure, mutating, or running code the analysis cannot see.
 
-The cell analysis (``cellcode``), the library checks' walk (``checks.libcommon``), the check runner
+The cell scan (``analysis.scan``), the checks' walk (``analysis.walk``), the check runner
 and the dry-run screen all decide "may this call change a value (or run hidden code)?" from these
 sets, so that they cannot disagree. Writing/network calls (files, shell, sockets) stay with the dry
-run's screen and ``cellcode``'s file tracking, which act on them differently.
+run's screen and the scan's file tracking, which act on them differently.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ PURE_BUILTINS = _words(
     property staticmethod classmethod
     """
 )
-#: Builtins that call code handed to them (``map(f, xs)``): pure for the cell's names in ``cellcode``'s
+#: Builtins that call code handed to them (``map(f, xs)``): pure for the cell's names in the scan's
 #: reading, but not proof for the checks' walk, which cannot see what the callee does.
 HIGHER_ORDER_BUILTINS = _words("map filter iter getattr help super")
 #: Calls that run code given as data: nothing after them can be vouched for.

@@ -25,7 +25,7 @@ from crane_lsp.analysis.values import (
     root_name,
     val_from_summary,
 )
-from crane_lsp.runtime import Snapshot
+from crane_lsp.snapshot import Snapshot
 
 
 class Evaluator:

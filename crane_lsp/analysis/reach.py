@@ -21,7 +21,7 @@ import builtins
 from dataclasses import dataclass, field
 
 from crane_lsp.analysis.facts import CellFacts
-from crane_lsp.runtime import Snapshot
+from crane_lsp.snapshot import Snapshot
 
 _BUILTINS = frozenset(dir(builtins))
 _NUMBER = frozenset({"int", "float", "bool"})

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crane_lsp.analysis.effects import PURE_LIBRARIES
-from crane_lsp.runtime import ObjectSummary, ValueStats
+from crane_lsp.snapshot import ObjectSummary, ValueStats
 
 #: What calls do (pure libraries and builtins, in-place library functions): the one effects table.
 PURE_LIBS = PURE_LIBRARIES

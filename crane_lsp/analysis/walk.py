@@ -37,7 +37,7 @@ from crane_lsp.analysis.values import (
     has_star,
     root_name,
 )
-from crane_lsp.runtime import Snapshot
+from crane_lsp.snapshot import Snapshot
 
 #: Passes of one ``for`` loop the walk follows, and loop-body statements it visits in all.
 MAX_LOOP_PASSES = 50

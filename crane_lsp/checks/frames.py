@@ -36,7 +36,7 @@ from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.values import exact_labels, has_star, kwarg, literal
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import CheckHook, Finding, HookFactory, finding_at, step_factory
-from crane_lsp.runtime import Snapshot
+from crane_lsp.snapshot import Snapshot
 
 CHECK_ID = "frames.missing-column"
 DTYPE_ID = "frames.dtype"

@@ -10,7 +10,7 @@ import inspect
 from crane_lsp.analysis.values import has_star
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, step
-from crane_lsp.runtime import ParamInfo
+from crane_lsp.snapshot import ParamInfo
 
 PLOT_LIBS = ("matplotlib", "seaborn")
 

@@ -24,7 +24,7 @@ from crane_lsp.analysis.facts import (
 )
 from crane_lsp.analysis.positions import Span
 from crane_lsp.checks.registry import Finding, check
-from crane_lsp.runtime import ObjectSummary, Snapshot
+from crane_lsp.snapshot import ObjectSummary, Snapshot
 
 _BUILTINS = frozenset(dir(builtins))
 

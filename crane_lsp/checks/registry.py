@@ -24,7 +24,7 @@ from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.values import Val
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.runtime import Snapshot
+from crane_lsp.snapshot import Snapshot
 
 _log = logging.getLogger(__name__)
 

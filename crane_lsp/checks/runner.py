@@ -17,7 +17,7 @@ from crane_lsp.analysis.effects import PURE_LIBRARIES
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.gcpause import gc_paused
 from crane_lsp.checks.registry import REGISTRY, CheckFn, CheckHook, Finding, walk_hooks
-from crane_lsp.runtime import Snapshot
+from crane_lsp.snapshot import Snapshot
 
 _log = logging.getLogger(__name__)
 

@@ -65,7 +65,7 @@ class _UsageError(Exception):
 
 
 async def _inspect(args: argparse.Namespace, err: Console) -> int:
-    from crane_lsp.cellcode import analyze
+    from crane_lsp.analysis.parse import analyze
     from crane_lsp.commands.common import read_user_notebook
     from crane_lsp.kernel.connection import ConnectionNotFound, discover
     from crane_lsp.kernel.link import KernelLink, KernelLinkError

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from crane_lsp.kernel import probe_install
 from crane_lsp.kernel.cellrun import ExecutionResult, execution_result, failing_line, strip_ansi
 from crane_lsp.kernel.connection import ConnectionNotFound, kernel_alive, read_connection_info
-from crane_lsp.runtime import ProbeQuery, Snapshot
+from crane_lsp.snapshot import ProbeQuery, Snapshot
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
-    from crane_lsp.checks.base import Finding
+    from crane_lsp.checks.registry import Finding
 
 
 #: Bump when the prompt or schema changes: it is part of every cache key.

@@ -15,8 +15,8 @@ from lsprotocol import types
 
 from crane_lsp.notebook import is_percent_script, parse_percent, split_lines
 
-if TYPE_CHECKING:  # cellcode is slow to import: not before ``initialize`` is answered
-    from crane_lsp.cellcode import Span
+if TYPE_CHECKING:  # the analysis is slow to import: not before ``initialize`` is answered
+    from crane_lsp.analysis.positions import Span
 
 #: Notebook types whose Python cells the server follows (VS Code's Jupyter and interactive window).
 NOTEBOOK_TYPES = ("jupyter-notebook", "interactive")
@@ -180,7 +180,7 @@ def span_of(
         if end_line == line and end_col <= col:
             end_col = len(end_text)
     end_col = max(0, min(end_col, len(end_text)))
-    from crane_lsp.cellcode import Span
+    from crane_lsp.analysis.positions import Span
 
     return Span(line, col, end_line, end_col)
 

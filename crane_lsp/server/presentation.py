@@ -196,7 +196,7 @@ def hover_markdown(
 
 def fix_edit(prediction: Prediction, cell: CellView, encoding: str) -> types.WorkspaceEdit | None:
     """The suggested fix as an edit of whole lines of the cell (end exclusive), when it is one."""
-    from crane_lsp.cellcode import Span
+    from crane_lsp.analysis.positions import Span
 
     fix = prediction.fix
     if fix is None or fix.new_text is None:
