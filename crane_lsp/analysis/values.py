@@ -14,30 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crane_lsp.analysis.effects import PURE_LIBRARIES
+from crane_lsp.kernel.agent.wire import Kind
 from crane_lsp.snapshot import ObjectSummary, ValueStats
 
 #: What calls do (pure libraries and builtins, in-place library functions): the one effects table.
 PURE_LIBS = PURE_LIBRARIES
 #: Kinds of value whose methods only ever change the value itself, never their arguments.
 LIB_KINDS = frozenset(
-    {
-        "ndarray",
-        "tensor",
-        "tf_tensor",
-        "series",
-        "dataframe",
-        "index",
-        "estimator",
-        "keras_model",
-        "torch_module",
-        "list",
-        "dict",
-        "str",
-        "set",
-        "tuple",
-        "categorical",
-        "list_literal",
-    }
+    {Kind.NDARRAY, Kind.TENSOR, Kind.TF_TENSOR, Kind.SERIES, Kind.DATAFRAME, Kind.INDEX, Kind.ESTIMATOR}
+    | {Kind.KERAS_MODEL, Kind.TORCH_MODULE, Kind.LIST, Kind.DICT, Kind.STR, Kind.SET, Kind.TUPLE}
+    | {"categorical", "list_literal"}  # the walk's own kinds for values the cell builds
 )
 _FRAME_METHODS = frozenset(
     {
@@ -126,14 +112,12 @@ _FRAME_METHODS = frozenset(
         "keys",
     }
 )
-_ARRAY_METHODS = frozenset(
+#: Reductions and scans that arrays, tensors and the array checks know by name.
+ARRAY_REDUCTIONS = frozenset(
+    {"sum", "mean", "max", "min", "std", "var", "prod", "argmax", "argmin", "cumsum", "any", "all"}
+)
+_ARRAY_METHODS = ARRAY_REDUCTIONS | frozenset(
     {
-        "sum",
-        "mean",
-        "max",
-        "min",
-        "std",
-        "var",
         "reshape",
         "astype",
         "copy",
@@ -141,17 +125,11 @@ _ARRAY_METHODS = frozenset(
         "ravel",
         "transpose",
         "dot",
-        "argmax",
-        "argmin",
         "tolist",
         "item",
-        "any",
-        "all",
         "round",
         "clip",
         "squeeze",
-        "cumsum",
-        "prod",
         "nonzero",
     }
 )
@@ -186,7 +164,7 @@ _NEW_OBJECT_METHODS = frozenset(
     {
         "sum", "mean", "median", "min", "max", "count", "std", "var", "nunique", "value_counts",
         "describe", "agg", "aggregate", "size", "copy", "corr", "cov", "quantile", "prod", "cumsum",
-        "round", "abs", "idxmax", "idxmin", "unique", "to_list", "tolist", "mode", "first", "last",
+        "round", "abs", "idxmax", "idxmin", "unique", "to_list", "tolist", "mode", "first", "last"
     }
 )  # fmt: skip
 #: Methods that leave their receiver unchanged (pandas ones only without ``inplace=True``).

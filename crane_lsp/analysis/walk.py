@@ -486,6 +486,15 @@ class CellWalk(Evaluator):
             got = self._of_type[key] = [n for n in self.evaluated(stmt) if isinstance(n, types)]
         return got
 
+    def method_calls(self, stmt: ast.stmt, *names: str) -> list[tuple[ast.Call, ast.Attribute]]:
+        """Calls ``x.name(...)`` that ``stmt`` certainly evaluates, with their ``x.name`` (any method
+        name when none is given): the head most call hooks start with."""
+        return [
+            (n, n.func)
+            for n in self.evaluated_of(stmt, ast.Call)
+            if isinstance(n.func, ast.Attribute) and (not names or n.func.attr in names)
+        ]
+
     def _evaluated_nodes(self, stmt: ast.stmt) -> list[ast.AST]:
         roots: list[ast.AST]
         if isinstance(stmt, (ast.If, ast.While)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.analysis.values import Val, first_layer_linear, kwarg, literal
+from crane_lsp.analysis.values import ARRAY_REDUCTIONS, Val, first_layer_linear, kwarg, literal
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
 
@@ -19,28 +19,8 @@ Shape = tuple[int, ...]
 
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _COMPARE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-_REDUCTIONS = frozenset(
-    {
-        "sum",
-        "mean",
-        "max",
-        "min",
-        "std",
-        "var",
-        "prod",
-        "argmax",
-        "argmin",
-        "cumsum",
-        "cumprod",
-        "any",
-        "all",
-        "median",
-        "nansum",
-        "nanmean",
-        "nanmax",
-        "nanmin",
-        "ptp",
-    }
+_REDUCTIONS = ARRAY_REDUCTIONS | frozenset(
+    {"cumprod", "median", "nansum", "nanmean", "nanmax", "nanmin", "ptp"}
 )
 
 
@@ -366,14 +346,8 @@ def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 @step("numpy.savetxt-ndim")
 def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``np.savetxt`` of an array that is not 1-D or 2-D."""
-    for node in w.evaluated_of(stmt, ast.Call):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "savetxt"
-            and len(node.args) >= 2
-            and w.module_of(node.func.value) == "numpy"
-        ):
+    for node, method in w.method_calls(stmt, "savetxt"):
+        if len(node.args) >= 2 and w.module_of(method.value) == "numpy":
             arr = _array(w, node.args[1])
             if arr is not None and arr[0].kind == "ndarray" and len(arr[1]) not in (1, 2):
                 return _finding(
@@ -393,17 +367,12 @@ def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 @step("tensor.item")
 def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``.item()`` on a multi-element array/tensor; ``.numpy()`` on a tensor that requires grad."""
-    for node in w.evaluated_of(stmt, ast.Call):
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and not node.args
-            and not node.keywords
-        ):
+    for node, method in w.method_calls(stmt, "item", "numpy"):
+        if node.args or node.keywords:
             continue
-        fn = node.func.attr
+        fn = method.attr
         if fn == "item":
-            arr = _array(w, node.func.value)
+            arr = _array(w, method.value)
             if arr is not None and math.prod(arr[1]) != 1:
                 exc = "RuntimeError" if arr[0].kind == "tensor" else "ValueError"
                 return _finding(
@@ -415,7 +384,7 @@ def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                     [arr[0]],
                 )
         elif fn == "numpy":
-            v = w.ev(node.func.value)
+            v = w.ev(method.value)
             s = v.summary if v is not None else None
             if (
                 v is not None

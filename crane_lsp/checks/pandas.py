@@ -681,16 +681,10 @@ def _truth(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 @step("pandas.join-overlap")
 def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``a.join(b)`` where both frames share a column and neither ``lsuffix`` nor ``rsuffix`` is given."""
-    for node in w.evaluated_of(stmt, ast.Call):
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "join"
-            and len(node.args) == 1
-            and not node.keywords
-        ):
+    for node, method in w.method_calls(stmt, "join"):
+        if len(node.args) != 1 or node.keywords:
             continue
-        left, right = w.ev(node.func.value), w.ev(node.args[0])
+        left, right = w.ev(method.value), w.ev(node.args[0])
         if left is None or right is None or left.kind != "dataframe" or right.kind != "dataframe":
             continue
         if left.labels is None or right.labels is None:

@@ -22,17 +22,12 @@ def _is_image_shape(shape: tuple[int, ...]) -> bool:
 @step("plot.imshow-shape")
 def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``imshow`` of an array that is not a 2-D image or an RGB(A) stack with channels last."""
-    for node in w.evaluated_of(stmt, ast.Call):
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "imshow"
-            and node.args
-        ):
+    for node, method in w.method_calls(stmt, "imshow"):
+        if not node.args:
             continue
-        mod = w.module_of(node.func.value)
+        mod = w.module_of(method.value)
         if mod is None:
-            owner = w.ev(node.func.value)
+            owner = w.ev(method.value)
             axes = (
                 owner is not None
                 and owner.summary is not None

@@ -19,6 +19,7 @@ import time as _sb_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
+    from crane_lsp.kernel.agent.guard import _JSONResult
     from crane_lsp.kernel.agent.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
     from crane_lsp.kernel.agent.jail_landlock import _jll_libc, _jll_restrict
     from crane_lsp.kernel.agent.jail_maps import _jmp_libc, _jmp_privatise, _JmpRefused
@@ -68,12 +69,8 @@ class _SbStdin:
         return 0
 
 
-class _DryRunResult:
-    def __init__(self, data):
-        self._data = data
-
-    def _repr_json_(self):
-        return self._data
+class _DryRunResult(_JSONResult):
+    """The verdict as ``application/json``; its text form is the JSON too (a fallback for the client)."""
 
     def __repr__(self):
         return _sb_json.dumps(self._data)
