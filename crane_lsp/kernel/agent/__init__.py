@@ -4,5 +4,5 @@ Its modules are joined, in ``probe_install.SOURCES`` order, into one private mod
 ``sys.modules`` (never ``user_ns``). Nothing here imports a sibling at run time: a sibling's name is
 simply there once joined (``if TYPE_CHECKING:`` imports tell mypy where it comes from), so most of
 these modules run only joined. The client imports ``wire`` (kinds, keys, default budgets), which
-needs nothing else; ``refusal`` is importable alone too (``kernel/frames.py`` re-exports it).
+needs nothing else; ``refusal`` is importable alone too.
 """
