@@ -8,45 +8,25 @@ The editor side is ``tests/emacs/crane_test.el``, which starts with the README's
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import TestKernel
-from tests.server_client import SERVER_ENV
+from tests.editor_case import editor_case, editor_env, editor_marks
 
-pytestmark = [
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(
-        shutil.which("emacs") is None, reason="Emacs is not installed (Debian packages emacs-nox elpa-eglot)"
-    ),
-]
+pytestmark = editor_marks("emacs", "packages emacs-nox elpa-eglot")
 
 EL = Path(__file__).parent / "emacs" / "crane_test.el"
-SETUP = "import pandas as pd\nem_sales = pd.DataFrame({'amount': [1.5, 2.5], 'store': [1, 2]})"
 
 
 @pytest.mark.parametrize("odd", [False, True], ids=["plain", "formfeed-emoji"])
 def test_emacs_eglot_diagnostic_hover_action_fix(kernel: TestKernel, tmp_path: Path, odd: bool) -> None:
-    kernel.run(SETUP)
-    page = "# %%\n\f\n" if odd else "# %%\n"
-    lead = 's = "😀"; ' if odd else ""
-    target = f"{lead}total = em_sales['amout'].sum()"
-    script = tmp_path / "analysis.py"
-    script.write_text(f"# %%\n{SETUP}\n\n{page}x = 1\n{target}\nprint(total)\n", encoding="utf-8")
-    line = script.read_text(encoding="utf-8").split("\n").index(target)
+    case = editor_case(kernel, tmp_path, "em_sales", odd)
+    target, line = case.target, case.line
     out = tmp_path / "emacs.json"
-    env = {
-        **SERVER_ENV,
-        "HOME": str(tmp_path),  # no user init, no ~/.emacs.d of the machine
-        "CRANE_EMACS_FILE": str(script),
-        "CRANE_EMACS_OUT": str(out),
-        "CRANE_EMACS_CMD": json.dumps([sys.executable, "-m", "crane_lsp.cli", "serve"]),
-        "CRANE_KERNEL": kernel.connection_file,
-    }
+    env = {**editor_env(kernel, "EMACS", case, out), "HOME": str(tmp_path)}  # no ~/.emacs.d of the machine
     run = subprocess.run(
         ["emacs", "--batch", "-l", str(EL)],  # batch: no user init; site-start loads elpa-eglot
         env=env,

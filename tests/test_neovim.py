@@ -8,44 +8,26 @@ The editor side is ``tests/neovim/crane_test.lua``: the same configuration the R
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import TestKernel
-from tests.server_client import SERVER_ENV
+from tests.editor_case import editor_case, editor_env, editor_marks
 
-pytestmark = [
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(
-        shutil.which("nvim") is None, reason="Neovim is not installed (Debian package neovim)"
-    ),
-]
+pytestmark = editor_marks("nvim", "package neovim")
 
 LUA = Path(__file__).parent / "neovim" / "crane_test.lua"
-SETUP = "import pandas as pd\nnv_sales = pd.DataFrame({'amount': [1.5, 2.5], 'store': [1, 2]})"
 
 
 @pytest.mark.parametrize("odd", [False, True], ids=["plain", "formfeed-emoji"])
 def test_neovim_squiggle_hover_action_fix(kernel: TestKernel, tmp_path: Path, odd: bool) -> None:
-    kernel.run(SETUP)
-    page = "# %%\n\f\n" if odd else "# %%\n"
-    lead = 's = "😀"; ' if odd else ""
-    target = f"{lead}total = nv_sales['amout'].sum()"
-    script = tmp_path / "analysis.py"
-    script.write_text(f"# %%\n{SETUP}\n\n{page}x = 1\n{target}\nprint(total)\n", encoding="utf-8")
-    lines = script.read_text(encoding="utf-8").split("\n")
-    line = lines.index(target)
+    case = editor_case(kernel, tmp_path, "nv_sales", odd)
+    target, line = case.target, case.line
     out = tmp_path / "nvim.json"
     env = {
-        **SERVER_ENV,
-        "CRANE_NVIM_FILE": str(script),
-        "CRANE_NVIM_OUT": str(out),
-        "CRANE_NVIM_CMD": json.dumps([sys.executable, "-m", "crane_lsp.cli", "serve"]),
-        "CRANE_KERNEL": kernel.connection_file,
+        **editor_env(kernel, "NVIM", case, out),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
