@@ -393,16 +393,15 @@ def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 and s.requires_grad
                 and (s.device or "cpu") == "cpu"
             ):
-                return [
-                    Finding(
-                        check_id="tensor.item",
-                        exception="RuntimeError",
-                        span=w.span(node),
-                        message=f"{v.text} requires grad: .numpy() needs .detach() first",
-                        evidence=((f"{v.text}.requires_grad", "True"),),
-                        variables=v.variables,
-                    )
-                ]
+                return finding_at(
+                    w,
+                    "tensor.item",
+                    "RuntimeError",
+                    node,
+                    f"{v.text} requires grad: .numpy() needs .detach() first",
+                    [(f"{v.text}.requires_grad", "True")],
+                    [v],
+                )
     return []
 
 
@@ -425,20 +424,19 @@ def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if x is None or x[0].kind != "tensor" or not x[1]:
             continue
         if x[1][-1] != info.in_features:
-            return [
-                Finding(
-                    check_id="torch.linear-input",
-                    exception="RuntimeError",
-                    span=w.span(node),
-                    message=f"{mod.text} expects inputs whose last dimension is {info.in_features}; "
-                    f"{x[0].text} has shape {x[1]}",
-                    evidence=(
-                        (f"{mod.text} first Linear in_features", str(info.in_features)),
-                        (f"{x[0].text}.shape", str(x[1])),
-                    ),
-                    variables=tuple(dict.fromkeys((*mod.variables, *x[0].variables))),
-                )
-            ]
+            return finding_at(
+                w,
+                "torch.linear-input",
+                "RuntimeError",
+                node,
+                f"{mod.text} expects inputs whose last dimension is {info.in_features}; "
+                f"{x[0].text} has shape {x[1]}",
+                [
+                    (f"{mod.text} first Linear in_features", str(info.in_features)),
+                    (f"{x[0].text}.shape", str(x[1])),
+                ],
+                [mod, x[0]],
+            )
     return []
 
 
@@ -457,16 +455,15 @@ def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         da = a[0].summary.device if a[0].summary else None
         db = b[0].summary.device if b[0].summary else None
         if da and db and da != db and a[1] and b[1]:  # a 0-d CPU tensor may join any device
-            return [
-                Finding(
-                    check_id="torch.device-mismatch",
-                    exception="RuntimeError",
-                    span=w.span(node),
-                    message=f"{a[0].text} is on {da} but {b[0].text} is on {db}",
-                    evidence=((f"{a[0].text}.device", da), (f"{b[0].text}.device", db)),
-                    variables=tuple(dict.fromkeys((*a[0].variables, *b[0].variables))),
-                )
-            ]
+            return finding_at(
+                w,
+                "torch.device-mismatch",
+                "RuntimeError",
+                node,
+                f"{a[0].text} is on {da} but {b[0].text} is on {db}",
+                [(f"{a[0].text}.device", da), (f"{b[0].text}.device", db)],
+                [a[0], b[0]],
+            )
     return []
 
 

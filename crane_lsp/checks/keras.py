@@ -12,7 +12,7 @@ import math
 
 from crane_lsp.analysis.values import Val, has_star, kwarg
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.checks.registry import Finding, step
+from crane_lsp.checks.registry import Finding, finding_at, step
 
 #: Losses that compare one-hot targets with the model output element-wise (shapes must match).
 ONE_HOT_LOSSES = frozenset(
@@ -69,21 +69,20 @@ def _array_targets(w: CellWalk, node: ast.AST) -> list[Finding]:
         return []
     if width == y.shape[1]:
         return []
-    return [
-        Finding(
-            check_id="keras.units-classes",
-            exception="ValueError",
-            span=w.span(node),
-            message=f"{model.text} outputs {width} values per sample but {y.text} holds one-hot targets of "
-            f"{y.shape[1]} classes ({nn.loss})",
-            evidence=(
-                (f"{model.text} output width", str(width)),
-                (f"{y.text}.shape", str(tuple(y.shape))),
-                (f"{model.text}.loss", str(nn.loss)),
-            ),
-            variables=tuple(dict.fromkeys((*model.variables, *y.variables))),
-        )
-    ]
+    return finding_at(
+        w,
+        "keras.units-classes",
+        "ValueError",
+        node,
+        f"{model.text} outputs {width} values per sample but {y.text} holds one-hot targets of "
+        f"{y.shape[1]} classes ({nn.loss})",
+        [
+            (f"{model.text} output width", str(width)),
+            (f"{y.text}.shape", str(tuple(y.shape))),
+            (f"{model.text}.loss", str(nn.loss)),
+        ],
+        [model, y],
+    )
 
 
 @step("keras.units-classes")
@@ -105,21 +104,20 @@ def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             continue
         width = _output_width(model)
         if width is not None and width != info.num_classes:
-            return [
-                Finding(
-                    check_id="keras.units-classes",
-                    exception="ValueError",
-                    span=w.span(call),
-                    message=f"{model.text} outputs {width} values per sample but {it.text} yields "
-                    f"one-hot labels of {info.num_classes} classes ({nn.loss})",
-                    evidence=(
-                        (f"{model.text} output width", str(width)),
-                        (f"{it.text}.num_classes", str(info.num_classes)),
-                        (f"{model.text}.loss", str(nn.loss)),
-                    ),
-                    variables=tuple(dict.fromkeys((*model.variables, *it.variables))),
-                )
-            ]
+            return finding_at(
+                w,
+                "keras.units-classes",
+                "ValueError",
+                call,
+                f"{model.text} outputs {width} values per sample but {it.text} yields "
+                f"one-hot labels of {info.num_classes} classes ({nn.loss})",
+                [
+                    (f"{model.text} output width", str(width)),
+                    (f"{it.text}.num_classes", str(info.num_classes)),
+                    (f"{model.text}.loss", str(nn.loss)),
+                ],
+                [model, it],
+            )
     return []
 
 
@@ -152,20 +150,19 @@ def _input_shape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             != math.prod(f for f in found if f is not None)
         )
         if strict or flat_dense:
-            return [
-                Finding(
-                    check_id="keras.input-shape",
-                    exception="ValueError",
-                    span=w.span(call),
-                    message=f"{model.text} expects inputs of shape {tuple(expected)} but {it.text} yields "
-                    f"images of shape {tuple(found)}",
-                    evidence=(
-                        (f"{model.text}.input_shape", str(tuple(nn.input_shape))),
-                        (f"{it.text}.image_shape", str(tuple(found))),
-                    ),
-                    variables=tuple(dict.fromkeys((*model.variables, *it.variables))),
-                )
-            ]
+            return finding_at(
+                w,
+                "keras.input-shape",
+                "ValueError",
+                call,
+                f"{model.text} expects inputs of shape {tuple(expected)} but {it.text} yields "
+                f"images of shape {tuple(found)}",
+                [
+                    (f"{model.text}.input_shape", str(tuple(nn.input_shape))),
+                    (f"{it.text}.image_shape", str(tuple(found))),
+                ],
+                [model, it],
+            )
     return []
 
 
@@ -191,14 +188,13 @@ def _history(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             continue
         ok, key = w.const(node.slice)
         if ok and isinstance(key, str) and key not in nn.history_keys:
-            return [
-                Finding(
-                    check_id="keras.history-key",
-                    exception="KeyError",
-                    span=w.span(node.slice),
-                    message=f"{owner.text}.history has no {key!r}; training recorded {nn.history_keys}",
-                    evidence=((f"{owner.text}.history keys", str(nn.history_keys)),),
-                    variables=owner.variables,
-                )
-            ]
+            return finding_at(
+                w,
+                "keras.history-key",
+                "KeyError",
+                node.slice,
+                f"{owner.text}.history has no {key!r}; training recorded {nn.history_keys}",
+                [(f"{owner.text}.history keys", str(nn.history_keys))],
+                [owner],
+            )
     return []

@@ -9,7 +9,7 @@ import inspect
 
 from crane_lsp.analysis.values import has_star
 from crane_lsp.analysis.walk import CellWalk
-from crane_lsp.checks.registry import Finding, step
+from crane_lsp.checks.registry import Finding, finding_at, step
 from crane_lsp.snapshot import ParamInfo
 
 PLOT_LIBS = ("matplotlib", "seaborn")
@@ -52,17 +52,15 @@ def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             if len(shape) == 3 and shape[0] in (1, 3, 4)
             else ""
         )
-        return [
-            Finding(
-                check_id="plot.imshow-shape",
-                exception="TypeError",
-                span=w.span(node.args[0]),
-                message=f"imshow needs an (M, N), (M, N, 3) or (M, N, 4) array; {img.text} has shape "
-                f"{shape}{hint}",
-                evidence=((f"{img.text}.shape", str(shape)),),
-                variables=img.variables,
-            )
-        ]
+        return finding_at(
+            w,
+            "plot.imshow-shape",
+            "TypeError",
+            node.args[0],
+            f"imshow needs an (M, N), (M, N, 3) or (M, N, 4) array; {img.text} has shape {shape}{hint}",
+            [(f"{img.text}.shape", str(shape))],
+            [img],
+        )
     return []
 
 
@@ -107,14 +105,13 @@ def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             sig.bind(*range(len(node.args)), **{kw.arg: 0 for kw in node.keywords if kw.arg})
         except TypeError as exc:
             reason = str(exc)
-            return [
-                Finding(
-                    check_id="plot.call-signature",
-                    exception="TypeError",
-                    span=w.span(node),
-                    message=f"{chain}(): {reason}",
-                    evidence=((f"signature of {chain}", fn.signature or ""),),
-                    variables=(),
-                )
-            ]
+            return finding_at(
+                w,
+                "plot.call-signature",
+                "TypeError",
+                node,
+                f"{chain}(): {reason}",
+                [(f"signature of {chain}", fn.signature or "")],
+                [],
+            )
     return []
