@@ -155,6 +155,12 @@ class ObjectSummary(_Model):
     params: list[ParamInfo] | None = None
     callable: bool | None = None
     module: str | None = None  # defining module of a function/class, or the module's own name
+    # a plain function defined in a notebook cell: its source (from linecache, bounded), the cell line its
+    # ``def`` is on (1-based), why the source is left out, and the global names its code reads
+    source: str | None = None
+    source_line: int | None = None
+    source_note: str | None = None
+    free_globals: list[str] | None = None
     # ML objects
     iterator: KerasIteratorInfo | None = None
     dataset: TorchDatasetInfo | None = None

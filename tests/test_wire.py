@@ -161,3 +161,33 @@ def test_real_probe_output_has_only_wire_keys_and_validates_strictly(kernel: Tes
     assert set(kinds.values()) <= set(typing.get_args(wire.ObjectKind))
     assert "undefined_name" in snap.undefined
     assert snap.attributes["np.float"].exists is False
+
+
+CELL_FUNCTIONS = """import pandas as pd
+frame = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})
+COLS = ['a', 'b']
+def prep(d, k=1):
+    out = d[COLS]
+    return out.head(k)
+def outer():
+    x = 1
+    def inner():
+        return x
+    return inner
+inner = outer()
+"""
+
+
+def test_a_cell_function_carries_its_source_and_its_globals_are_summarised(kernel: TestKernel) -> None:
+    kernel.run(CELL_FUNCTIONS)
+    raw = snapshot_json(kernel, {"names": ["prep", "inner", "len"]})
+    unknown = [u for name, s in raw["variables"].items() for u in _unknown_keys(s, wire.ObjectWire, name)]
+    assert unknown == []
+    snap = snapshot.Snapshot.model_validate(raw)
+    prep = snap.variables["prep"]
+    assert prep.source is not None and prep.source.startswith("def prep(d, k=1):")
+    assert prep.source.rstrip().endswith("return out.head(k)") and prep.source_line == 4
+    assert "COLS" in (prep.free_globals or [])
+    # the names it reads came along, though the query never named them
+    assert snap.variables["COLS"].values == ["a", "b"]
+    assert snap.variables["inner"].source is None and snap.variables["inner"].source_note == "closure"

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _index_has,
     )
     from crane_lsp.kernel.agent.sum_python import (
+        _free_globals_wanted,
         _sum_callable,
     )
     from crane_lsp.kernel.agent.summaries import (
@@ -183,6 +184,10 @@ def _snapshot(query: QueryWire) -> SnapshotWire:
             variables[name] = _summarise(ns[name], query, clock, wanted.get(name, ()))
         elif not hasattr(_builtins, name):
             out["undefined"].append(name)
+    done: set = set()
+    for _depth in range(3):  # what cell functions read (and the functions those call), two levels deep
+        for name in _free_globals_wanted(variables, ns, done):
+            variables[name] = _summarise(dict.__getitem__(ns, name), query, clock)
 
     for chain in query.get("chains", []):
         parts = chain.split(".")

@@ -5,6 +5,7 @@ never the object's overrides; a ``repr`` runs only for trusted library objects, 
 """
 
 import inspect as _inspect
+import sys as _sys
 import threading as _threading
 import types as _types
 from typing import TYPE_CHECKING
@@ -157,8 +158,93 @@ def _function_module(obj):
     return None
 
 
+#: Bounds on the source text a summary carries for a function defined in a notebook cell.
+_SOURCE_MAX_LINES = 200
+_SOURCE_MAX_CHARS = 20_000
+_MAX_FREE_GLOBALS = 30
+
+
+def _cell_filename(name):
+    """Whether a code object's file name is an IPython cell (ipykernel's ``.../ipykernel_<pid>/<hash>.py``
+    or IPython's ``<ipython-input-N-...>``): the only files whose text is read, and only from linecache."""
+    if type(name) is not str:
+        return False
+    if name.startswith("<ipython-input-"):
+        return True
+    parts = name.replace("\\", "/").split("/")
+    return len(parts) >= 2 and parts[-2].startswith("ipykernel_") and parts[-1].endswith(".py")
+
+
+def _code_names(code, out, depth=0):
+    """Global (and attribute) names a code object and its nested code objects read, bounded."""
+    for n in code.co_names:
+        if type(n) is str and not n.startswith("__") and n not in out and len(out) < _MAX_FREE_GLOBALS:
+            out.append(n)
+    if depth < 3:
+        for c in code.co_consts:
+            if type(c) is _types.CodeType:
+                _code_names(c, out, depth + 1)
+
+
+def _cell_source(obj, s: ObjectWire):
+    """The source of a plain function defined in a notebook cell, read from ``linecache.cache`` entries
+    only (never the disk, never ``updatecache``), bounded; or ``source_note`` saying why not.
+
+    Only an exact ``types.FunctionType`` is read (it cannot be subclassed: its slots run no user code);
+    its ``__code__`` is a plain code object whose fields are data."""
+    if type(obj) is not _types.FunctionType:
+        return
+    code = obj.__code__
+    if type(code) is not _types.CodeType or not _cell_filename(code.co_filename):
+        return
+    if obj.__closure__ is not None:
+        s["source_note"] = "closure"
+        return
+    lc = _sys.modules.get("linecache")
+    cache = getattr(lc, "cache", None) if type(lc) is _types.ModuleType else None
+    entry = dict.get(cache, code.co_filename) if type(cache) is dict else None
+    lines = entry[2] if type(entry) is tuple and len(entry) >= 3 else None
+    first = code.co_firstlineno
+    if type(lines) is not list or type(first) is not int or not 0 < first <= len(lines):
+        s["source_note"] = "source not in linecache"
+        return
+    head = lines[first - 1 : first - 1 + _SOURCE_MAX_LINES + 1]
+    if not all(type(x) is str for x in head):
+        return
+    try:
+        block = _inspect.getblock(head)
+    except Exception:
+        s["source_note"] = "source not readable"
+        return
+    text = "".join(block)
+    if len(block) > _SOURCE_MAX_LINES or len(text) > _SOURCE_MAX_CHARS:
+        s["source_note"] = f"source omitted: over {_SOURCE_MAX_LINES} lines or {_SOURCE_MAX_CHARS} characters"
+        return
+    s["source"] = text
+    s["source_line"] = first
+    names: list = []
+    _code_names(code, names)
+    s["free_globals"] = names
+
+
+def _free_globals_wanted(variables, ns, done):
+    """Names the summarised cell functions read that the kernel holds and nobody summarised yet (so their
+    values reach the walk that follows a call into the function); ``done`` is updated."""
+    out = []
+    for key, summ in list(variables.items()):
+        if key in done or "source" not in summ:
+            continue
+        done.add(key)
+        for n in summ.get("free_globals") or ():
+            if n not in variables and n not in out and type(ns) is dict and dict.__contains__(ns, n):
+                out.append(n)
+    return out
+
+
 def _sum_callable(obj, s: ObjectWire, query: QueryWire, clock: _Clock, drop_self=False):
     s["callable"] = True
+    if not drop_self:
+        _cell_source(obj, s)
     mod = _static(obj, "__module__")
     if type(mod) is not str:
         mod = _function_module(obj)

@@ -287,6 +287,10 @@ class ObjectWire(TypedDict, total=False):
     params: list[ParamWire]
     callable: bool
     module: str | None
+    source: str
+    source_line: int
+    source_note: str
+    free_globals: list[str]
     iterator: KerasIteratorWire
     dataset: TorchDatasetWire
     element_spec: str
