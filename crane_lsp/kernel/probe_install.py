@@ -35,6 +35,7 @@ SOURCES = (
     "agent/jail_landlock.py",
     "agent/jail_threads.py",
     "agent/dryrun.py",
+    "agent/dryrun_warm.py",
 )
 PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in SOURCES)
 PROBE_VERSION = hashlib.sha1(PROBE_SOURCE.encode()).hexdigest()[:10]

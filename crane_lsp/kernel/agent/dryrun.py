@@ -343,37 +343,53 @@ def _sb_mark(phases, name, begun):
     phases[name] = round((_sb_time.monotonic() - begun) * 1000, 2)
 
 
-def _sb_child(payload, write_fd, handover_fd):
+def _sb_setup(payload, write_fd, handover_fd, keep=()):
+    """The child's first steps, before any user code: limits, muted kernel sockets, the jail (the
+    descriptors in ``keep`` stay, pinned). Answers ``unavailable`` and exits when it cannot be
+    confined; else returns ``(started, result, state, shell)`` for ``_sb_run``."""
     started = _sb_time.perf_counter()
     begun = payload["_begun"]
-    source = payload["source"]
     result: dict[str, Any] = {"outcome": "completed", "exception": None, "message": None, "line": None}
     phases: dict[str, float] = {}
     result["phases_ms"] = phases
     _sb_mark(phases, "child_start", begun)
     result["_measure_memory"] = bool(payload.get("measure_memory"))
     state: dict[str, Any] = {}
+    shell = None
     try:
         notes = _sb_limits(payload)
         _sb_mark(phases, "limits", begun)
         _sb_python_streams()
         _sb_mute_kernel(state)
         _sb_mark(phases, "muted", begun)
-        code, namespace = payload["_compiled"]
         ipython = _sb_sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
         result["jail_ms"] = timings = {"before": round(_sb_time.process_time() * 1000, 2)}
-        notes.extend(_sb_confine(handover_fd, {write_fd}, timings, payload.get("_filter")))
+        notes.extend(_sb_confine(handover_fd, {write_fd, *keep}, timings, payload.get("_filter")))
         result["notes"] = notes
         result["setup_s"] = round(_sb_time.perf_counter() - started, 4)
         result["setup_cpu_s"] = round(_sb_time.process_time(), 4)  # the child's CPU clock starts at the fork
         _sb_mark(phases, "confined", begun)
     except (_JscUnavailable, _JmpRefused) as exc:
         result.update(outcome="unavailable", message=str(exc))
-        return _sb_answer(write_fd, result, started, begun)
+        _sb_answer(write_fd, result, started, begun)
     except BaseException as exc:  # a failure of the sandbox itself, not of the cell: nothing ran
         result.update(outcome="unavailable", message=f"the jail failed: {type(exc).__name__}: {exc}")
-        return _sb_answer(write_fd, result, started, begun)
+        _sb_answer(write_fd, result, started, begun)
+    return started, result, state, shell
+
+
+def _sb_child(payload, write_fd, handover_fd):
+    started, result, state, shell = _sb_setup(payload, write_fd, handover_fd)
+    code, namespace = payload["_compiled"]
+    _sb_run(code, namespace, payload, (result, state, shell), write_fd, started)
+
+
+def _sb_run(code, namespace, payload, setup, write_fd, started):
+    """Run the cell (the child is confined) and answer its verdict; never returns."""
+    result, state, shell = setup
+    begun = payload["_begun"]
+    cell_magic = bool(payload.get("_cell_magic"))
     try:
         _sb_execute(code, namespace, payload.get("async_mode", False))
     except _SandboxBlocked:
@@ -385,7 +401,7 @@ def _sb_child(payload, write_fd, handover_fd):
             outcome="raised",
             exception=type(exc).__name__,
             message=str(exc)[:500],
-            line=_sb_cell_line(exc.__traceback__, source.lstrip().startswith("%%")),
+            line=_sb_cell_line(exc.__traceback__, cell_magic),
         )
     if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
         shown, line = state["shown"]
@@ -393,15 +409,15 @@ def _sb_child(payload, write_fd, handover_fd):
             outcome="raised",
             exception=type(shown).__name__,
             message=str(shown)[:500],
-            line=_sb_cell_line(shown.__traceback__, source.lstrip().startswith("%%")) or line,
+            line=_sb_cell_line(shown.__traceback__, cell_magic) or line,
         )
         result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
     if result["outcome"] == "completed":
         result.update(_sb_exit_outcome(shell) or {})
     if state.get("blocked"):
         result.update(outcome="blocked", exception=None, message=state["blocked"], line=None)
-    _sb_mark(phases, "cell_end", begun)
-    return _sb_answer(write_fd, result, started, begun)
+    _sb_mark(result["phases_ms"], "cell_end", begun)
+    _sb_answer(write_fd, result, started, begun)
 
 
 def _sb_answer(write_fd, result, started, begun):
@@ -429,6 +445,25 @@ def _sb_kill(pid):
     for kill in (_sb_os.killpg, _sb_os.kill):
         with _sb_contextlib.suppress(ProcessLookupError, PermissionError):
             kill(pid, 9)
+
+
+class _SbProc:
+    """A child forked for one dry run: killed with its process group, reaped by pid (nothing else
+    reaps it, so its pid cannot be reused before the kill)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def kill(self):
+        _sb_kill(self.pid)
+
+    def reap(self):
+        return _sb_reap(self.pid)
+
+    def reap_later(self):
+        import _thread  # a bare thread, as Thread.start() waits until it runs
+
+        _thread.start_new_thread(_sb_reap, (self.pid,))
 
 
 def _sb_blocked_by_listener(listener, pid):
@@ -470,17 +505,20 @@ def _sb_died(status, kill_mode):
     return {"outcome": "exits", "message": f"the cell ends the kernel process (os._exit({code}))"}
 
 
-def _sb_wait(pid, read_fd, handover, budget_s, started, phases):
+def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None):
     """Poll the child's answer, its handover socket and then its seccomp listener until the budget.
 
     The answer ends with a newline, so it is read as soon as it is written (waiting for EOF would
     wait for the kernel to tear down the child's address space). Whatever happens the child's whole
     process group is killed and the child reaped (after an answer by a short-lived thread).
+    ``started`` is the clock of ``phases``; the budget runs from ``deadline - budget_s`` (default:
+    ``started``).
     """
     import select
     import socket
 
-    deadline = started + budget_s
+    if deadline is None:
+        deadline = started + budget_s
     poller = select.poll()
     poller.register(read_fd, select.POLLIN)
     poller.register(handover.fileno(), select.POLLIN)
@@ -495,7 +533,7 @@ def _sb_wait(pid, read_fd, handover, budget_s, started, phases):
             break
         for fd, events in poller.poll(max(1, int(left * 1000))):
             if fd == listener and events & select.POLLIN:
-                verdict = {"outcome": "blocked", "message": _sb_blocked_by_listener(listener, pid)}
+                verdict = {"outcome": "blocked", "message": _sb_blocked_by_listener(listener, proc.pid)}
                 break
             if fd == handover.fileno():
                 poller.unregister(fd)
@@ -514,16 +552,14 @@ def _sb_wait(pid, read_fd, handover, budget_s, started, phases):
                     break
     _sb_mark(phases, "verdict_read", started)
     answered = bool(chunks) and chunks[-1].endswith(b"\n")
-    _sb_kill(pid)  # also after an answer: the group goes now, whatever the child does next
+    proc.kill()  # also after an answer: the group goes now, whatever the child does next
     _sb_os.close(read_fd)
     handover.close()
     status = None
     if verdict or not answered:
-        status = _sb_reap(pid)  # no zombies, no survivors
-    else:  # reaped off the answer's path; a bare thread, as Thread.start() waits until it runs
-        import _thread
-
-        _thread.start_new_thread(_sb_reap, (pid,))
+        status = proc.reap()  # no zombies, no survivors
+    else:  # reaped off the answer's path
+        proc.reap_later()
     if listener >= 0:
         _sb_os.close(listener)
     _sb_mark(phases, "reaped", started)
@@ -559,44 +595,60 @@ def _sb_async_mode():
         return False
 
 
-def dry_run(payload_json):
-    """Run ``payload['source']`` in a jailed fork of this kernel for at most ``budget_s`` seconds."""
-    payload = _sb_json.loads(payload_json)
-    budget = float(payload.get("budget_s", 3.0))
-    started = _sb_time.perf_counter()
+def _sb_refusal(source=""):
+    """Why no fork of this kernel may run ``source`` here (the same reasons for a prepared child)."""
     if not hasattr(_sb_os, "fork"):
-        return _DryRunResult({"outcome": "unavailable", "message": "this platform has no fork()"})
-    reason = _sb_cuda_reason() or _frm_refusal(payload.get("source", "")) or _jsc_check_platform()
-    if reason:
-        return _DryRunResult({"outcome": "unavailable", "message": reason})
-    payload["async_mode"] = _sb_async_mode()
-    payload["_parent"] = _sb_os.getpid()
-    # transformed (magics, ``!cmd``) and compiled before the fork: pure work, and the child starts
-    # with less to do on its copy-on-write heap
+        return "this platform has no fork()"
+    return _sb_cuda_reason() or _frm_refusal(source) or _jsc_check_platform()
+
+
+def _sb_compile(payload):
+    """The cell transformed (magics, ``!cmd``) and compiled in the kernel: ``(code, namespace)``,
+    or the verdict when it cannot even start (a SyntaxError, as the real run)."""
     try:
         code_text, namespace = _sb_transform(payload["source"])
         code = compile(code_text, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
     except SyntaxError as exc:  # as the real run: the cell does not even start
         raised = {"outcome": "raised", "exception": type(exc).__name__, "message": str(exc)[:500]}
-        return _DryRunResult({**raised, "line": exc.lineno})
+        return {**raised, "line": exc.lineno}
     except Exception as exc:
-        return _DryRunResult({"outcome": "unavailable", "message": f"cannot transform the cell: {exc}"})
-    payload["_compiled"] = (code, namespace)
-    import socket
-    import warnings
+        return {"outcome": "unavailable", "message": f"cannot transform the cell: {exc}"}
+    payload["async_mode"] = _sb_async_mode()
+    payload["_cell_magic"] = payload["source"].lstrip().startswith("%%")
+    return code, namespace
 
-    read_fd, write_fd = _sb_os.pipe()
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    payload["_filter"] = _sb_forecast_filter({write_fd}, theirs.fileno(), {read_fd})
+
+def _sb_fork_setup(keep_in_child, closed_in_child, handover_fd):
+    """Before a fork: the filter forecast, thread pools and libc handles resolved once here."""
+    forecast = _sb_forecast_filter(keep_in_child, handover_fd, closed_in_child)
     with _sb_contextlib.suppress(Exception):
         _jth_pools()  # the loaded thread pools, resolved here once: the child only checks the list
         _jsc_libc(), _jmp_libc(), _jll_libc()  # made once here, not in every child
+    return forecast
+
+
+def _sb_fork():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "fork() in a multi-threaded process" is expected here
+        return _sb_os.fork()
+
+
+def _sb_cold(payload, started, compiled):
+    """A fresh fork for this one dry run (no prepared child could serve it)."""
+    import socket
+
+    budget = float(payload.get("budget_s", 3.0))
+    payload["_parent"] = _sb_os.getpid()
+    payload["_compiled"] = compiled
+    read_fd, write_fd = _sb_os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    payload["_filter"] = _sb_fork_setup({write_fd}, {read_fd}, theirs.fileno())
     forking = _sb_time.perf_counter()
     begun = payload["_begun"] = _sb_time.monotonic()
     prepared_ms = round((forking - started) * 1000, 2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "fork() in a multi-threaded process" is expected here
-        pid = _sb_os.fork()
+    pid = _sb_fork()
     if pid == 0:
         _sb_os.close(read_fd)
         ours.detach()
@@ -608,16 +660,23 @@ def dry_run(payload_json):
         _sb_os.setpgid(pid, pid)  # also here: killpg must work even before the child ran
     _sb_os.close(write_fd)
     theirs.close()
+    proc = _SbProc(pid)
     try:
-        result = _sb_wait(pid, read_fd, ours, budget, begun, parent_phases)
+        result = _sb_wait(proc, read_fd, ours, budget, begun, parent_phases)
     except BaseException:  # an interrupt of the kernel while waiting: the child must not outlive it
-        _sb_kill(pid)
-        _sb_reap(pid)
+        proc.kill()
+        proc.reap()
         raise
     result["fork_s"] = round(forked - forking, 4)
+    return _sb_finish(result, started, begun, parent_phases, pid, budget, prepared=False)
+
+
+def _sb_finish(result, started, begun, parent_phases, pid, budget, prepared):
+    """The verdict with the parent's phases (one clock: ms since the child's fork) and the path."""
     result["round_trip_s"] = round(_sb_time.perf_counter() - started, 4)
     _sb_mark(parent_phases, "returned", begun)
     result["phases_ms"] = {**result.get("phases_ms", {}), **parent_phases}
     result["child_pid"] = pid
     result["budget_s"] = budget
+    result["prepared"] = prepared
     return _DryRunResult(result)
