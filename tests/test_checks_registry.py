@@ -24,6 +24,7 @@ CASE_MODULES = (
     "tests.test_checks_loops",
     "tests.test_checks_order",
     "tests.test_frames_checks",
+    "tests.test_user_functions",
 )
 
 #: ``test_checks_python.CASES`` name -> the check that case is about.

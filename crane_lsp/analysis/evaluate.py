@@ -429,6 +429,10 @@ class Evaluator:
                             stats=None,
                             length=min(n, rows),
                         )
+        if isinstance(func, ast.Name):  # a function the user defined: what its body returns (userfuncs)
+            back = _user_function_value(self, node)
+            if back is not None:
+                return back
         target = self.ev(func)
         if target is not None and target.kind in ("class", "module_attr") and target.qualname:
             module, _, cls = target.qualname.rpartition(".")
@@ -447,6 +451,12 @@ class Evaluator:
             if target.qualname.endswith("Categorical") and module.startswith("pandas"):
                 return Val(kind="categorical", text=self.text(node))
         return None
+
+
+def _user_function_value(w: Any, call: ast.Call) -> Val | None:
+    from crane_lsp.analysis.userfuncs import returned  # userfuncs runs a CellWalk: imported late
+
+    return returned(w, call)
 
 
 def _plain_constant(value: object) -> str | None:

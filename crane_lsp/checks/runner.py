@@ -31,6 +31,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "crane_lsp.checks.keras",
     "crane_lsp.checks.frames",
     "crane_lsp.checks.frame_ops",
+    "crane_lsp.checks.user_functions",
 )
 
 

@@ -1,0 +1,145 @@
+"""Calls into functions the user defined, in the same cell or an earlier one, followed from their source.
+
+Each case runs its earlier cell in a real kernel (so an earlier-cell function's source comes from the
+kernel's linecache through the real probe), predicts the target cell, and then really runs it: a crash
+must be predicted on the calling line with the exception the kernel raises; a near miss must run clean
+with nothing found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from check_util import assert_predicts, assert_silent_and_runs, predict, prepare
+
+from crane_lsp.checks.registry import Finding
+from tests.lib_checks_util import Case
+
+FRAME = "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'c': [4.0, 5.0, 6.0]})\n"
+PREP = "def prep(d):\n    out = d[['a', 'b']]\n    return out\n"
+PREP_OK = "def prep(d):\n    out = d[['a', 'c']]\n    return out\n"
+UF = "user-function"
+
+#: Crash cases and near misses for the registry's meta-test (``tests/test_checks_registry.py``).
+CASES = [
+    Case("earlier-cell-prep", UF, FRAME + PREP, "X = prep(df)\nprint(X.shape)\n", "KeyError", 0),
+    Case("earlier-cell-prep-fine", UF, FRAME + PREP_OK, "X = prep(df)\nprint(X.shape)\n", None),
+]
+
+
+def _first(kernel: Any, setup: str, cell: str) -> Finding:
+    prepare(kernel, setup)
+    found = predict(kernel, cell)
+    assert found, f"nothing found for:\n{cell}"
+    return found[0]
+
+
+def test_a_crash_inside_an_earlier_cell_function_is_shown_on_the_call(kernel: Any) -> None:
+    f = assert_predicts(kernel, FRAME + PREP, "n = 1\nX = prep(df)\n", "KeyError", 1, check_id=UF)
+    assert "raises in prep() (its line 2)" in f.message and "'b'" in f.message
+    assert "df" in f.variables
+
+
+def test_the_near_miss_of_an_earlier_cell_function_runs_clean(kernel: Any) -> None:
+    assert_silent_and_runs(kernel, FRAME + PREP_OK, "n = 1\nX = prep(df)\n")
+
+
+def test_a_crash_inside_a_same_cell_function(kernel: Any) -> None:
+    cell = "def pick(frame, col='b'):\n    return frame[col]\n\ns = pick(df)\n"
+    f = assert_predicts(kernel, FRAME, cell, "KeyError", 3, check_id=UF)
+    assert "raises in pick() (its line 2)" in f.message
+
+
+def test_the_near_miss_of_a_same_cell_function_runs_clean(kernel: Any) -> None:
+    assert_silent_and_runs(
+        kernel, FRAME, "def pick(frame, col='b'):\n    return frame[col]\n\ns = pick(df, 'c')\n"
+    )
+
+
+def test_a_keyword_argument_and_a_global_the_function_reads(kernel: Any) -> None:
+    setup = FRAME + "def sel(k=0, *, col='a'):\n    return df[col]\n"
+    f = assert_predicts(kernel, setup, "X = sel(1, col='zz')\n", "KeyError", 0, check_id=UF)
+    assert "sel()" in f.message and "'zz'" in f.message
+    assert_silent_and_runs(kernel, setup, "X = sel(1, col='c')\n")
+
+
+def test_a_global_the_cell_rebinds_before_the_call_is_the_one_used(kernel: Any) -> None:
+    setup = FRAME + "def sel(col):\n    return df[col]\n"
+    # the call reads the cell's df (which has 'zz'), not the kernel's
+    assert_silent_and_runs(kernel, setup, "df = df.assign(zz=1)\nX = sel('zz')\n")
+
+
+def test_the_returned_value_flows_back_to_the_caller(kernel: Any) -> None:
+    setup = (
+        "import numpy as np\nfrom sklearn.linear_model import LogisticRegression\n"
+        + FRAME
+        + "m = LogisticRegression().fit(np.zeros((4, 3)) + np.arange(4)[:, None], [0, 1, 0, 1])\n"
+        + "def feats(d):\n    return d[['a', 'c']]\n"
+    )
+    f = _first(kernel, setup, "p = m.predict(feats(df))\n")
+    assert f.exception == "ValueError" and f.span.line == 0, f
+    assert kernel.run("p = m.predict(feats(df))\n", allow_error=True).get("ename") == "ValueError"
+
+
+def test_an_earlier_line_of_the_body_that_may_raise_makes_it_uncertain(kernel: Any) -> None:
+    setup = (
+        FRAME + "import numpy as np\ndef prep(d):\n    np.linalg.inv(np.zeros((2, 2)))\n    return d[['b']]\n"
+    )
+    prepare(kernel, setup)
+    assert [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF] == []
+    assert kernel.run("X = prep(df)\n", allow_error=True).get("ename") == "LinAlgError"
+
+
+def test_a_function_with_side_effects_is_not_certain(kernel: Any) -> None:
+    setup = FRAME + "seen = []\ndef prep(d):\n    seen.append(1)\n    d['a'] = 0\n    return d[['b']]\n"
+    prepare(kernel, setup)
+    assert [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF] == []
+    assert kernel.run("X = prep(df)\n", allow_error=True).get("ename") == "KeyError"
+    assert kernel.eval("seen") == "[1]"
+
+
+def test_a_global_write_is_not_followed(kernel: Any) -> None:
+    setup = FRAME + "n = 0\ndef prep(d):\n    global n\n    n += 1\n    return d[['b']]\n"
+    prepare(kernel, setup)
+    assert [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF] == []
+
+
+@pytest.mark.timeout(60)
+def test_recursion_and_depth_are_bounded(kernel: Any) -> None:
+    setup = (
+        FRAME
+        + "def rec(d, k):\n    return rec(d, k - 1) if k else d[['b']]\n"
+        + "def f1(d):\n    return f2(d)\ndef f2(d):\n    return f3(d)\ndef f3(d):\n    return d[['b']]\n"
+    )
+    prepare(kernel, setup)
+    assert [f for f in predict(kernel, "X = rec(df, 3)\n") if f.check_id == UF] == []
+    assert [f for f in predict(kernel, "X = f1(df)\n") if f.check_id == UF] == []  # three calls deep
+    f = _first(kernel, setup, "X = f2(df)\n")  # two calls deep: followed
+    assert f.check_id == UF and "raises in f2() (its line 2)" in f.message, f
+    assert kernel.run("X = f2(df)\n", allow_error=True).get("ename") == "KeyError"
+
+
+HOSTILE = """
+import pandas as pd
+df = pd.DataFrame({'a': [1]})
+touched = []
+class Sly:
+    def __getattribute__(self, name):
+        touched.append(name)
+        return object.__getattribute__(self, name)
+    def __getattr__(self, name):
+        touched.append(name)
+        raise AttributeError(name)
+    def __call__(self, d):
+        touched.append('call')
+        return d[['b']]
+prep = Sly()
+"""
+
+
+def test_a_function_like_object_is_never_touched_by_the_probe(kernel: Any) -> None:
+    prepare(kernel, HOSTILE)
+    found = [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF]
+    assert found == []
+    assert kernel.eval("touched") == "[]"
