@@ -12,7 +12,10 @@ about 1 GiB (goals: median fork-to-verdict at most 40 ms and 60 ms). Per run it 
   filter forecast), fork returned, child started, limits, kernel muted, jail done (the cell starts),
   cell ended, answer written, answer read by the kernel, reaped/returned;
 - the child's private dirty memory (what copy-on-write really copied), in 3 extra runs that ask for
-  it (reading ``smaps_rollup`` costs 10-25 ms, so the timed runs do not).
+  it (reading ``smaps_rollup`` costs 10-25 ms, so the timed runs do not);
+- the prepared path (``dry_run_prepare`` while the user types, then the dry run): request-to-verdict,
+  from ``dry_run()`` entered to the verdict read (goals: median at most 40 ms and 60 ms), and the
+  prepare call's own time in the kernel (the fork; the child jails itself after it returns).
 Beside it, the cost the dry run saves: re-running a notebook from the top in a fresh kernel after a crash
 (kernel start + replay of the bundled example ``examples/sklearn_housing``, and of one JunoBench replay
 case from the shipped ``crane_lsp/data/junoreplay``), and rebuilding the 1 GiB state itself.
@@ -93,6 +96,31 @@ async def measure(link: KernelLink, runs: int) -> Measured:
     return out, phases
 
 
+async def measure_prepared(link: KernelLink, runs: int, gap_s: float) -> dict[str, list[float]]:
+    """The prepared path: prepare, ``gap_s`` of typing (the child jails itself meanwhile), dry run."""
+    out: dict[str, list[float]] = {"request_to_verdict": [], "round_trip": [], "host": [], "prepare": []}
+    out["prepare_host"] = []
+    for i in range(runs + 1):
+        t0 = time.perf_counter()
+        answer = await link.call("dry_run_prepare", {}, timeout=15)
+        prepare_host = time.perf_counter() - t0
+        assert answer["outcome"] == "prepared" and answer["fresh"], answer
+        await asyncio.sleep(gap_s)
+        t0 = time.perf_counter()
+        r = await link.call("dry_run", {"source": FAILING, "budget_s": 3.0}, timeout=15)
+        host = time.perf_counter() - t0
+        assert r["outcome"] == "raised" and r["exception"] == "KeyError" and r["prepared"], r
+        if i == 0:
+            continue  # warm-up
+        phases = r["phases_ms"]
+        out["request_to_verdict"].append((phases["verdict_read"] - phases["called"]) / 1000)
+        out["round_trip"].append(r["round_trip_s"])
+        out["host"].append(host)
+        out["prepare"].append(answer["prepare_ms"] / 1000)
+        out["prepare_host"].append(prepare_host)
+    return out
+
+
 async def kernel_cpu_s(link: KernelLink) -> float:
     """The kernel process's CPU seconds so far (user + system: fork's own work is system time)."""
     res = await link.execute("print(sum(__import__('os').times()[:2]))")
@@ -116,6 +144,32 @@ PHASES = (
 
 
 Measured = tuple[dict[str, list[float]], dict[str, list[float]]]
+
+
+def prepared_table(states: list[tuple[str, float, Measured]], warm: list[dict[str, list[float]]],
+                   args: argparse.Namespace) -> Table:  # fmt: skip
+    """The prepared path beside the cold one, per kernel state (ms)."""
+    table = Table(
+        title=f"prepared child vs cold fork, {args.runs} runs each ({args.gap:g} s from prepare to dry run)"
+    )
+    for col in ("kernel state", "cold fork-to-verdict median", "cold p95",
+                "prepared request-to-verdict median", "prepared p95",
+                "prepared dry_run() round trip median", "prepared host round trip median",
+                "prepare in the kernel median", "prepare host round trip median"):  # fmt: skip
+        table.add_column(col, justify="right")
+    for (name, _rss, (m, _)), w in zip(states, warm, strict=True):
+        table.add_row(
+            name,
+            f"{statistics.median(m['fork_to_verdict']) * 1000:.1f}",
+            f"{p95(m['fork_to_verdict']) * 1000:.1f}",
+            f"{statistics.median(w['request_to_verdict']) * 1000:.1f}",
+            f"{p95(w['request_to_verdict']) * 1000:.1f}",
+            f"{statistics.median(w['round_trip']) * 1000:.1f}",
+            f"{statistics.median(w['host']) * 1000:.1f}",
+            f"{statistics.median(w['prepare']) * 1000:.1f}",
+            f"{statistics.median(w['prepare_host']) * 1000:.1f}",
+        )
+    return table
 
 
 def phase_table(states: list[tuple[str, float, Measured]]) -> Table:
@@ -177,12 +231,14 @@ async def main_async(args: argparse.Namespace) -> None:
         res = await link.execute(SMALL_STATE)
         assert res.ok, res.evalue
         states = [("~10 MB", await rss_mb(link), await measure(link, args.runs))]
+        warm = [await measure_prepared(link, args.runs, args.gap)]
         t0 = time.perf_counter()
         n = int(args.big_gib * 2**30 / 8)
         res = await link.execute(f"big = np.ones({n})  # {args.big_gib:g} GiB of float64, pages touched")
         build_big = time.perf_counter() - t0
         assert res.ok, res.evalue
         states.append((f"+{args.big_gib:g} GiB", await rss_mb(link), await measure(link, args.runs)))
+        warm.append(await measure_prepared(link, args.runs, args.gap))
     finally:
         await link.close()
     for name, rss, (m, _) in states:
@@ -203,6 +259,7 @@ async def main_async(args: argparse.Namespace) -> None:
         )
     console.print(table)
     console.print(phase_table(states))
+    console.print(prepared_table(states, warm, args))
     goals = (40.0, 60.0)
     for (name, _rss, (m, _)), goal in zip(states, goals, strict=False):
         median = statistics.median(m["fork_to_verdict"]) * 1000
@@ -213,6 +270,12 @@ async def main_async(args: argparse.Namespace) -> None:
         console.print(
             f"  CPU per dry run (load-independent): child {child_ms:.1f} ms (to the cell {to_cell_ms:.1f}),"
             f" kernel {m['kernel_cpu'][0] * 1000:.1f} ms (incl. the request itself and fork)"
+        )
+    for (name, _rss, _m), w, goal in zip(states, warm, goals, strict=False):
+        median = statistics.median(w["request_to_verdict"]) * 1000
+        verdict = "met" if median <= goal else "NOT met"
+        console.print(
+            f"prepared request-to-verdict median, {name}: {median:.1f} ms (goal <= {goal:g} ms: {verdict})"
         )
     console.print(f"building the {args.big_gib:g} GiB array in the kernel took {build_big:.2f} s")
     console.print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
@@ -242,6 +305,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--big-gib", type=float, default=1.0)
     parser.add_argument("--no-replay", action="store_true", help="skip the re-run-from-the-top costs")
+    parser.add_argument("--gap", type=float, default=0.3, help="seconds between prepare and the dry run")
     asyncio.run(main_async(parser.parse_args(argv)))
 
 

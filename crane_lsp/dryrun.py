@@ -5,6 +5,8 @@ with seccomp and Landlock, and runs the cell; this side picks the budget, in ``s
 cells a static screen says the jail would only stop, and turns the outcome into a ``Prediction``:
 ``raised`` is an *observed* crash on its exact line, ``completed`` a final "ran clean"; a timeout,
 a blocked operation or a cell that ends the kernel falls through with a headline saying so.
+``prepare`` asks the kernel for a child forked and jailed ahead (the server asks when the user
+starts editing), so the dry run that follows skips the fork and the jail.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import ast
 import logging
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +28,10 @@ from crane_lsp.prediction import Prediction, Source
 from crane_lsp.settings import Settings
 
 log = logging.getLogger(__name__)
+
+#: how long a prepared child may serve a dry run (the kernel's window, from its fork); the server
+#: asks for one at most once per kernel generation in this time
+PREPARE_WINDOW_S = 5.0
 
 
 def _words(text: str) -> frozenset[str]:
@@ -279,6 +286,17 @@ class DryRunOutcome(BaseModel):
     child_private_dirty_kb: int | None = None
     child_pid: int | None = None
     notes: list[str] | None = None
+    prepared: bool | None = None  # run in a child prepared ahead (no fork, no jail on its way)
+
+
+class DryRunPrepared(BaseModel):
+    """What ``dry_run_prepare`` answers: prepared (``fresh``: forked now) | unavailable | skipped."""
+
+    outcome: str
+    message: str | None = None
+    fresh: bool | None = None
+    child_pid: int | None = None
+    prepare_ms: float | None = None
 
 
 class DryRunner:
@@ -290,6 +308,29 @@ class DryRunner:
     def __init__(self, link: KernelReader, settings: Settings) -> None:
         self.link = link
         self.settings = settings
+        self._prepared: tuple[object, float] | None = None  # (generation, when) of the last prepare
+
+    def wants_prepare(self, generation: object) -> bool:
+        """Whether to prepare now: at most once per kernel ``generation`` per window, and again
+        once a dry run has used (or discarded) the prepared child."""
+        if self.settings.dry_run == "off":
+            return False
+        last = self._prepared
+        return last is None or last[0] != generation or time.monotonic() - last[1] >= PREPARE_WINDOW_S
+
+    async def prepare(self, generation: object = None) -> DryRunPrepared | None:
+        """Have the kernel fork and jail the next dry run's child now; never raises (debug log)."""
+        self._prepared = (generation, time.monotonic())
+        payload = {"memory_mb": self.settings.dry_run_memory_mb, "window_s": PREPARE_WINDOW_S}
+        try:
+            answer = DryRunPrepared.model_validate(
+                await self.link.call("dry_run_prepare", payload, timeout=5)
+            )
+        except Exception as exc:  # a busy or gone kernel: the dry run forks cold
+            log.debug("dry-run prepare failed: %s", exc)
+            return None
+        log.debug("dry-run prepare: %s", answer)
+        return answer
 
     async def predict(self, ask: Ask) -> Prediction | None:
         """The ``Layer`` call: ``dry_run`` of the asked cell (an explicit Re-check waits longer)."""
@@ -305,8 +346,13 @@ class DryRunner:
     async def run_outcome(self, source: str, explicit: bool = False) -> DryRunOutcome:
         budget = self.budget(explicit)
         payload = {"source": source, "budget_s": budget, "memory_mb": self.settings.dry_run_memory_mb}
+        self._prepared = None  # a prepared child is used (or discarded) now: the next edit prepares again
         raw = await self.link.call("dry_run", payload, timeout=budget + 10)
-        return DryRunOutcome.model_validate(raw)
+        outcome = DryRunOutcome.model_validate(raw)
+        log.debug(
+            "dry run: %s in %s s, prepared child: %s", outcome.outcome, outcome.round_trip_s, outcome.prepared
+        )
+        return outcome
 
     async def dry_run(self, target: str, facts: CellFacts, explicit: bool = False) -> Prediction | None:
         if self.settings.dry_run == "off":
@@ -344,7 +390,9 @@ def _note(text: str, headline: str | None = None) -> Prediction:
 
 
 def outcome_to_prediction(outcome: DryRunOutcome, target: str) -> Prediction:
-    took = f"{outcome.round_trip_s or 0:.2f} s"
+    took = f"{outcome.round_trip_s or 0:.2f} s" + (
+        " (a copy prepared while you typed)" if outcome.prepared else ""
+    )
     if outcome.outcome == "raised":
         line = (outcome.line - 1) if outcome.line else None
         lines = target.splitlines()

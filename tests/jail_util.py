@@ -55,17 +55,33 @@ class JailKernel:
     def eval(self, expr: str) -> Any:
         return self.kernel.eval(expr)
 
-    def dry_run(self, source: str, budget_s: float = 3.0, **extra: Any) -> dict[str, Any]:
-        """The probe's dry_run through the raw protocol (no static screen: the jail alone)."""
+    def call(self, function: str, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        """A probe entry point through the raw protocol (a silent execute: the generation stays)."""
         client = self.kernel.client
         while client.iopub_channel.msg_ready():
             client.get_iopub_msg(timeout=1)
-        expr = call_expression("dry_run", {"source": source, "budget_s": budget_s, **extra})
+        expr = call_expression(function, payload)
         msg_id = client.execute("", silent=True, store_history=False, user_expressions={"r": expr})
-        reply = self.kernel._reply(msg_id, budget_s + 30)
+        reply = self.kernel._reply(msg_id, timeout)
         value = reply["content"]["user_expressions"]["r"]
         assert value["status"] == "ok", value
         result: dict[str, Any] = value["data"]["application/json"]
+        return result
+
+    def prepare(self, **extra: Any) -> dict[str, Any]:
+        """``dry_run_prepare``: a jailed child forked ahead, waiting for the next dry run."""
+        return self.call("dry_run_prepare", extra)
+
+    def dry_run(
+        self, source: str, budget_s: float = 3.0, prepared: bool = False, **extra: Any
+    ) -> dict[str, Any]:
+        """The probe's dry_run through the raw protocol (no static screen: the jail alone); with
+        ``prepared``, through a child prepared just before (and the result must say it was)."""
+        if prepared:
+            answer = self.prepare(**{k: v for k, v in extra.items() if k == "memory_mb"})
+            assert answer["outcome"] == "prepared", answer
+        result = self.call("dry_run", {"source": source, "budget_s": budget_s, **extra}, budget_s + 30)
+        assert result.get("prepared", False) is prepared, result
         return result
 
     def iopub_messages(self, seconds: float = 0.3) -> list[dict[str, Any]]:
@@ -192,3 +208,27 @@ def no_process_in_group(pgid: int) -> bool:
         if int(fields[2]) == pgid:
             return False
     return True
+
+
+def children_of(pid: int) -> list[tuple[int, str]]:
+    """``(pid, state)`` of every process whose parent is ``pid`` (a zombie shows as ``Z``)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append((int(entry), fields[0]))
+    return out
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -3,7 +3,9 @@
 Every test states the outside world before the dry run (files, database rows, a socket's peer,
 the kernel's file offsets and arrays, other processes), runs the cell through the kernel-side
 ``dry_run`` only (no static screen: the jail alone), and asserts the verdict and that nothing
-outside the forked child changed.
+outside the forked child changed. A representative set (shared mappings, sqlite and the read
+offset of an inherited file, a swallowed block, signals, grandchildren) runs twice: through a
+fresh fork, and through a child prepared (forked and jailed) before the cell was known.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ def jk(request: pytest.FixtureRequest) -> Iterator[JailKernel]:
     yield from jail_kernels(request.param)
 
 
+#: the two ways a dry run reaches its child: a fresh fork, or a child prepared ahead (dry_run_prepare)
+PATHS = pytest.mark.parametrize("prepared", [False, True], ids=["cold", "prepared"])
+
+
 def _blocked(result: dict, *words: str) -> None:
     assert result["outcome"] == "blocked", (result["outcome"], result.get("message"), result.get("exception"))
     for word in words:
@@ -34,7 +40,8 @@ def _blocked(result: dict, *words: str) -> None:
 # 1. shared mappings -------------------------------------------------------------------------------
 
 
-def test_shared_mappings_are_private_in_the_child(jk: JailKernel) -> None:
+@PATHS
+def test_shared_mappings_are_private_in_the_child(jk: JailKernel, prepared: bool) -> None:
     data = jk.workdir / "mm.bin"
     data.write_bytes(bytes(4096))
     jk.own(data)
@@ -47,7 +54,8 @@ def test_shared_mappings_are_private_in_the_child(jk: JailKernel) -> None:
     try:
         result = jk.dry_run(
             "mm[:] = 7\nmm.flush()\nshm.buf[:4] = b'XXXX'\nanon[:2] = b'no'\nfinal = int(mm.sum())\n"
-            "assert final == 7 * 4096\n1 / 0"
+            "assert final == 7 * 4096\n1 / 0",
+            prepared=prepared,
         )
         # the child wrote its private copies (and saw them), then crashed as the real run would
         assert result["outcome"] == "raised" and result["exception"] == "ZeroDivisionError", result
@@ -70,9 +78,10 @@ def test_torch_shared_tensor_stays_unchanged(jk: JailKernel) -> None:
 # 2. inherited handles -----------------------------------------------------------------------------
 
 
-def test_inherited_handles_act_for_nothing(jk: JailKernel) -> None:
-    log = jk.own(jk.workdir / "app.log")
-    db = jk.workdir / "runs.db"
+@PATHS
+def test_inherited_handles_act_for_nothing(jk: JailKernel, prepared: bool) -> None:
+    log = jk.own(jk.workdir / f"app{int(prepared)}.log")
+    db = jk.workdir / f"runs{int(prepared)}.db"
     book = jk.workdir / "book.txt"
     book.write_text("".join(f"line {i}\n" for i in range(5000)))
     jk.own(book)
@@ -93,9 +102,10 @@ def test_inherited_handles_act_for_nothing(jk: JailKernel) -> None:
         ("with db:\n    db.execute('DELETE FROM runs WHERE score < 0.5')", ()),
         ("db.execute('DROP TABLE runs')\ndb.commit()", ()),
     ):
-        _blocked(jk.dry_run(cell), *words)
+        _blocked(jk.dry_run(cell, prepared=prepared), *words)
     # reading works on an independent copy of the descriptor: the kernel's offset does not move
-    result = jk.dry_run("rest = reader.read()\nassert rest.count('\\n') == 4999\nreader.seek(0)\n1 / 0")
+    cell = "rest = reader.read()\nassert rest.count('\\n') == 4999\nreader.seek(0)\n1 / 0"
+    result = jk.dry_run(cell, prepared=prepared)
     assert result["outcome"] == "raised" and result["exception"] == "ZeroDivisionError", result
     assert jk.eval("reader.tell()") == offset
     assert jk.eval("reader.readline()") == "'line 1\\n'"
@@ -137,8 +147,9 @@ def test_connected_socket_and_kernel_sockets_send_nothing(jk: JailKernel) -> Non
 # 3. a swallowed block does not switch the jail off ------------------------------------------------
 
 
-def test_swallowed_block_still_ends_the_run(jk: JailKernel) -> None:
-    folder = jk.workdir / "keep"
+@PATHS
+def test_swallowed_block_still_ends_the_run(jk: JailKernel, prepared: bool) -> None:
+    folder = jk.workdir / f"keep{int(prepared)}"
     folder.mkdir()
     jk.own(folder)
     (folder / "a.txt").write_text("keep me")
@@ -147,7 +158,7 @@ def test_swallowed_block_still_ends_the_run(jk: JailKernel) -> None:
         f"    open({str(folder / 'b.txt')!r}, 'w')\nexcept BaseException:\n    pass\n"
         f"shutil.rmtree({str(folder)!r})"
     )
-    result = jk.dry_run(cell)
+    result = jk.dry_run(cell, prepared=prepared)
     _blocked(result, "writes a file", "b.txt")
     assert (folder / "a.txt").read_text() == "keep me"
     assert not (folder / "b.txt").exists()
@@ -188,19 +199,25 @@ def test_native_writers_are_stopped(jk: JailKernel) -> None:
 # 5. signals ---------------------------------------------------------------------------------------
 
 
-def test_signals_reach_no_one_outside(jk: JailKernel) -> None:
+@PATHS
+def test_signals_reach_no_one_outside(jk: JailKernel, prepared: bool) -> None:
     other = subprocess.Popen(["sleep", "60"])
     if jk.user == "nobody":
         os.chown(jk.workdir, 65534, 65534)
     try:
-        _blocked(jk.dry_run("import os\nos.kill(os.getppid(), 9)"), "signals another process")
-        _blocked(jk.dry_run("import ctypes, os\nctypes.CDLL(None).kill(os.getppid(), 9)"), "signals")
-        _blocked(jk.dry_run(f"import os\nos.kill({other.pid}, 15)"), f"pid {other.pid}")
-        _blocked(jk.dry_run("import os\nos.kill(1, 15)"), "pid 1")
+        _blocked(
+            jk.dry_run("import os\nos.kill(os.getppid(), 9)", prepared=prepared), "signals another process"
+        )
+        _blocked(
+            jk.dry_run("import ctypes, os\nctypes.CDLL(None).kill(os.getppid(), 9)", prepared=prepared),
+            "signals",
+        )
+        _blocked(jk.dry_run(f"import os\nos.kill({other.pid}, 15)", prepared=prepared), f"pid {other.pid}")
+        _blocked(jk.dry_run("import os\nos.kill(1, 15)", prepared=prepared), "pid 1")
         cell = "import fcntl, os\nr, w = os.pipe()\nfcntl.fcntl(r, fcntl.F_SETOWN, os.getppid())"
-        _blocked(jk.dry_run(cell), "fcntl")  # SIGIO routed to the kernel would kill it
+        _blocked(jk.dry_run(cell, prepared=prepared), "fcntl")  # SIGIO routed to the kernel would kill it
         # the child's own process group is the child alone: the kernel's group is out of reach
-        result = jk.dry_run("import os\nos.killpg(os.getpgid(0), 9)")
+        result = jk.dry_run("import os\nos.killpg(os.getpgid(0), 9)", prepared=prepared)
         assert result["outcome"] == "exits" and "SIGKILL" in result["message"], result
         assert other.poll() is None, "the other process must still run"
         assert jk.alive()
@@ -212,18 +229,19 @@ def test_signals_reach_no_one_outside(jk: JailKernel) -> None:
 # 6. escape ----------------------------------------------------------------------------------------
 
 
-def test_no_grandchild_outlives_the_run(jk: JailKernel) -> None:
-    marker = jk.workdir / "late.txt"
+@PATHS
+def test_no_grandchild_outlives_the_run(jk: JailKernel, prepared: bool) -> None:
+    marker = jk.workdir / f"late{int(prepared)}.txt"
     for cell in (
         "import ctypes\nctypes.CDLL(None).fork()",
         f"import os\nos.system('sleep 1; touch {marker}')",
         "import subprocess\nsubprocess.Popen(['sleep', '30'])",
         "import multiprocessing\nmultiprocessing.Process(target=print).start()",
     ):
-        result = jk.dry_run(cell)
+        result = jk.dry_run(cell, prepared=prepared)
         _blocked(result, "process")
         assert no_process_in_group(result["child_pid"])
-    result = jk.dry_run("import time\nwhile True:\n    time.sleep(0.01)", budget_s=0.5)
+    result = jk.dry_run("import time\nwhile True:\n    time.sleep(0.01)", budget_s=0.5, prepared=prepared)
     assert result["outcome"] == "timeout"
     assert not os.path.exists(f"/proc/{result['child_pid']}")
     assert no_process_in_group(result["child_pid"])

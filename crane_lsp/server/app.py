@@ -282,6 +282,7 @@ class CraneServer(LanguageServer):
     # ------------------------------------------------------------------ scheduling
 
     def edited(self, nb: NotebookState, keys: Sequence[str]) -> None:
+        code = False
         for key in keys:
             cell = nb.view.cell(key)
             if cell is None or cell.kind != "code":
@@ -289,6 +290,27 @@ class CraneServer(LanguageServer):
             nb.pending.add(key)
             nb.anchor = cell.index
             self.cells.schedule(key, self.settings.debounce_ms / 1000)
+            code = True
+        if code:
+            self._prepare_dry_run(nb)
+
+    def _prepare_dry_run(self, nb: NotebookState) -> None:
+        """The user started editing: the kernel forks and jails the next dry run's child now, in the
+        background (never awaited by a prediction), when its kernel is attached and idle and no check
+        is in flight; at most once per kernel generation per window (``DryRunner.wants_prepare``)."""
+        bound = self._pipelines.get(nb.uri)
+        if bound is None or bound.settings_rev != self.settings_rev or bound.raw is None:
+            return
+        if self.stats.checking or self.kernels.state(nb.uri) != "attached":
+            return
+        if self.kernels.attachment(nb.uri).link is not bound.raw:
+            return
+        from crane_lsp.dryrun import DryRunner
+
+        runner = bound.pipeline.dryrun
+        generation = (nb.generation, nb.kernel_generation)
+        if isinstance(runner, DryRunner) and runner.wants_prepare(generation):
+            self._background(runner.prepare(generation))
 
     def state_changed(self, nb: NotebookState, *, bump: bool = True, anchor: int | None = None) -> None:
         """The kernel state (or the settings) changed: re-check pending cells, withdraw the rest."""

@@ -1,0 +1,138 @@
+"""The prepared dry-run child in a REAL kernel: used when valid, discarded when stale, never left behind.
+
+``dry_run_prepare`` forks and jails a child that waits for the next dry run. It must serve only the
+kernel state it was forked from: a real execute (the generation moves), its window running out, or a
+different memory cap discard it, and the dry run then forks cold and sees the new state. No child of
+the kernel is left once a prepared one expired, nor after the kernel shut down; where the dry run is
+refused, prepare says the same.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import start_test_kernel
+from jail_util import JailKernel, alive, children_of, jail_kernels
+
+from crane_lsp.kernel.probe_install import install_code
+
+
+@pytest.fixture(scope="module")
+def jk() -> Iterator[JailKernel]:
+    yield from jail_kernels("root")
+
+
+def _gone(pid: int, within_s: float = 3.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_prepared_child_serves_the_next_dry_run(jk: JailKernel) -> None:
+    jk.run("prep_items = [1, 2, 3]")
+    first = jk.prepare()
+    assert first["outcome"] == "prepared" and first["fresh"] is True, first
+    again = jk.prepare()  # idempotent: the same child
+    assert (
+        again["outcome"] == "prepared"
+        and again["fresh"] is False
+        and again["child_pid"] == first["child_pid"]
+    )
+    result = jk.dry_run("total = sum(prep_items)\nprep_items.append(4)\nprep_items[9]", prepared=True)
+    assert result["outcome"] == "raised" and result["exception"] == "IndexError" and result["line"] == 3
+    assert result["child_pid"] == first["child_pid"]
+    phases = result["phases_ms"]  # one clock: ms since the prepared child's fork
+    assert phases["confined"] <= phases["received"] and phases["called"] <= phases["requested"]
+    assert phases["requested"] <= phases["verdict_read"] and phases["received"] <= phases["cell_end"]
+    assert jk.eval("prep_items") == "[1, 2, 3]"
+    assert _gone(first["child_pid"])
+    # consumed by that one use: the next dry run forks cold
+    assert jk.dry_run("prep_items[9]")["prepared"] is False
+
+
+def test_a_syntax_error_does_not_consume_the_prepared_child(jk: JailKernel) -> None:
+    child = jk.prepare()["child_pid"]
+    result = jk.call("dry_run", {"source": "def broken(:\n    pass"})
+    assert result["outcome"] == "raised" and result["exception"] == "SyntaxError"
+    assert alive(child)
+    assert jk.dry_run("1 / 0", prepared=True)["child_pid"] == child
+
+
+def test_a_real_execute_discards_it_and_the_dry_run_sees_the_new_state(jk: JailKernel) -> None:
+    child = jk.prepare()["child_pid"]
+    jk.run("late_value = 41")  # after the fork: the prepared child does not know it
+    result = jk.dry_run("answer = late_value + 1\nanswer.missing")
+    assert result["outcome"] == "raised" and result["exception"] == "AttributeError", result
+    assert result["child_pid"] != child
+    assert _gone(child)
+
+
+def test_an_expired_window_discards_it_and_it_leaves_no_process(jk: JailKernel) -> None:
+    child = jk.prepare(window_s=0.3)["child_pid"]
+    time.sleep(0.5)
+    result = jk.dry_run("1 / 0")  # prepared=False is asserted: the window had passed
+    assert result["outcome"] == "raised" and result["child_pid"] != child
+    assert _gone(child)
+    # an expired child that nobody discards exits by itself (its window + 1 s) and is reaped
+    child = jk.prepare(window_s=0.3)["child_pid"]
+    time.sleep(0.3 + 1.0)
+    assert _gone(child, within_s=2.0)
+    assert children_of(jk.pid) == []
+
+
+def test_a_different_memory_cap_discards_it(jk: JailKernel) -> None:
+    child = jk.prepare(memory_mb=256)["child_pid"]
+    result = jk.dry_run("1 / 0")  # the default cap (4096 MiB): not what the child was limited to
+    assert result["outcome"] == "raised" and result["child_pid"] != child
+    assert _gone(child)
+    # the same cap: served, and the cap holds in the prepared child
+    result = jk.dry_run(
+        "import numpy as np\nbig = np.ones(2 * 1024**3 // 8)\n1 / 0", memory_mb=256, prepared=True
+    )
+    assert result["outcome"] == "blocked" and "memory" in result["message"], result
+
+
+def test_prepare_refuses_as_the_dry_run_does(jk: JailKernel) -> None:
+    jk.run(
+        "import torch\n_saved_is_init = torch.cuda.is_initialized\ntorch.cuda.is_initialized = lambda: True"
+    )
+    try:
+        refused = jk.prepare()
+        dry = jk.call("dry_run", {"source": "x = 1"})
+    finally:
+        jk.run("torch.cuda.is_initialized = _saved_is_init\ndel _saved_is_init")
+    assert refused["outcome"] == dry["outcome"] == "unavailable"
+    assert refused["message"] == dry["message"] and "CUDA" in refused["message"]
+    probe = "__import__('sys').modules['_crane_probe']"
+    jk.run(f"_saved_refusal = {probe}._frm_refusal\n{probe}._frm_refusal = lambda source='': 'refused here'")
+    try:
+        refused, dry = jk.prepare(), jk.call("dry_run", {"source": "x = 1"})
+    finally:
+        jk.run(f"{probe}._frm_refusal = _saved_refusal\ndel _saved_refusal")
+    assert refused == {**refused, "outcome": "unavailable", "message": "refused here"}
+    assert dry["outcome"] == "unavailable" and dry["message"] == "refused here"
+    assert children_of(jk.pid) == []
+
+
+@pytest.mark.parametrize("now", [False, True], ids=["shutdown", "killed"])
+def test_no_prepared_child_outlives_its_kernel(tmp_path: Path, now: bool) -> None:
+    kernel = start_test_kernel(tmp_path)
+    try:
+        msg_id = kernel.client.execute(install_code(), silent=True, store_history=False)
+        assert kernel._reply(msg_id, 60)["content"]["status"] == "ok"
+        pid = int(kernel.eval("__import__('os').getpid()"))
+        kernel_jk = JailKernel(kernel, tmp_path, "root", pid)
+        child = kernel_jk.prepare(window_s=60)["child_pid"]
+        time.sleep(0.2)
+        assert alive(child) and [c for c, _ in children_of(pid)] == [child]
+    finally:
+        kernel.client.stop_channels()
+        kernel.manager.shutdown_kernel(now=now)
+    assert _gone(pid, within_s=10)
+    assert _gone(child), "the prepared child must die with its kernel"
