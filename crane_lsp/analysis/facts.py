@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -189,6 +190,8 @@ class CellFacts:
     parsed: list[ast.Module | None] = field(default_factory=list, repr=False, compare=False)
     # maps positions in ``tree()`` back to the cell as the editor shows it (magics rewritten by IPython)
     posmap: PosMap | None = field(default=None, repr=False, compare=False)
+    # ``python`` as identifiers read it (NFKC), computed once for ``mentions``; shared like ``parsed``
+    _ident_text: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def span(self, node: ast.AST) -> Span:
         """Where a node of ``tree()`` is in the cell the editor shows: the one coordinate map."""
@@ -204,6 +207,14 @@ class CellFacts:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self.parsed.append(None)
         return self.parsed[0]
+
+    def mentions(self, word: str) -> bool:
+        """Whether ``word`` occurs anywhere in the cell's Python (an identifier the cell may use: Python
+        reads identifiers NFKC-normalised, so the text is too). False proves the cell never names it."""
+        if not self._ident_text:
+            text = self.python
+            self._ident_text.append(text if text.isascii() else unicodedata.normalize("NFKC", text))
+        return word in self._ident_text[0]
 
     def untrust_from_start(self, key: str) -> None:
         self.trust_events.append(TrustEvent(key, (0, 0)))

@@ -25,6 +25,7 @@ from crane_lsp.analysis.effects import MUTATING_LIB_FUNCS, PURE_BUILTINS
 from crane_lsp.analysis.evaluate import Evaluator
 from crane_lsp.analysis.facts import UNTRUSTED_ALL, CellFacts
 from crane_lsp.analysis.positions import Span
+from crane_lsp.analysis.userfuncs import pure_user_call
 from crane_lsp.analysis.values import (
     _CHAIN_METHODS,
     _IMMUTABLE_KINDS,
@@ -78,7 +79,9 @@ class CellWalk(Evaluator):
         self._texts: dict[int, str] = {}
         self._evaluated: dict[int, list[ast.AST]] = {}
         self._nodes: dict[int, list[ast.AST]] = {}
-        self._of_type: dict[tuple[int, tuple[type[ast.AST], ...]], list[Any]] = {}
+        self._of_stmt: ast.stmt | None = None  # the statement ``_of_type`` is about
+        self._of_type: dict[tuple[type[ast.AST], ...], list[Any]] = {}
+        self._kinds: dict[int, frozenset[type[ast.AST]]] = {}
         # set once the cell changed an object that other kernel names may share (``d['x'] = 1`` for a ``d``
         # from a kernel list, a user function call): from then on no kernel value is trusted
         self.opaque = False
@@ -270,7 +273,7 @@ class CellWalk(Evaluator):
     def _mutates(self, stmt: ast.stmt) -> bool:
         """Could ``stmt`` change an object that is not the cell's own fresh value? (Rebinding names is not a
         change of objects; calls into the libraries, pure methods and fresh objects are safe.)"""
-        for node in _walk_executable(stmt):
+        for node in self.nodes(stmt) if isinstance(stmt, _FLAT) else _walk_executable(stmt):
             if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(
                 node.ctx, (ast.Store, ast.Del)
             ):
@@ -305,6 +308,8 @@ class CellWalk(Evaluator):
 
     def _safe_call(self, call: ast.Call) -> bool:
         func = call.func
+        if isinstance(func, ast.Name) and pure_user_call(self, call):
+            return True  # a user function the walk followed, which changes nothing shared (userfuncs)
         if isinstance(func, ast.Attribute):
             if self.module_of(func.value) is not None:
                 lib = self.lib_func(func)
@@ -407,7 +412,7 @@ class CellWalk(Evaluator):
         )
         if not pure:
             for a in [*call.args, *(kw.value for kw in call.keywords)]:
-                for sub in ast.walk(a):
+                for sub in _walk_list(a):
                     if isinstance(sub, ast.Name):
                         out.add(sub.id)
         return out
@@ -480,10 +485,19 @@ class CellWalk(Evaluator):
     def evaluated_of(self, stmt: ast.stmt, *types: type[ast.AST]) -> list[Any]:
         """The nodes of ``evaluated(stmt)`` that are instances of ``types`` (the step hooks' usual first
         filter, done once per statement for all of them)."""
-        key = (id(stmt), types)
-        got = self._of_type.get(key)
+        if stmt is not self._of_stmt:  # hooks ask about the statement being walked: one table at a time
+            self._of_stmt, self._of_type = stmt, {}
+        got = self._of_type.get(types)
         if got is None:
-            got = self._of_type[key] = [n for n in self.evaluated(stmt) if isinstance(n, types)]
+            got = self._of_type[types] = [n for n in self.evaluated(stmt) if isinstance(n, types)]
+        return got
+
+    def kinds(self, stmt: ast.stmt) -> frozenset[type[ast.AST]]:
+        """The node types among ``evaluated(stmt)``: a hook that only looks at calls skips a statement
+        without any (``checks.registry``)."""
+        got = self._kinds.get(id(stmt))
+        if got is None:
+            got = self._kinds[id(stmt)] = frozenset(n.__class__ for n in self.evaluated(stmt))
         return got
 
     def method_calls(self, stmt: ast.stmt, *names: str) -> list[tuple[ast.Call, ast.Attribute]]:
@@ -513,6 +527,27 @@ class CellWalk(Evaluator):
         for r in roots:
             _certain_nodes(r, out)
         return out
+
+
+#: Statements with no statements inside (so no function or class body): ``_walk_executable`` of one is
+#: all of its nodes.
+_FLAT = (
+    ast.Expr,
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.Return,
+    ast.Delete,
+    ast.Raise,
+    ast.Assert,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+)
 
 
 def _walk_executable(stmt: ast.stmt) -> Iterator[ast.AST]:
@@ -574,15 +609,39 @@ def _certain_nodes(root: ast.AST, out: list[ast.AST]) -> None:
 _DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+#: Fields that never hold a node (names, flags, the shared ``Load``/``Store`` context objects): skipped.
+_NOT_NODES = frozenset(
+    {"ctx", "id", "attr", "arg", "name", "asname", "module", "level", "kind", "conversion", "is_async"}
+    | {"simple", "type_comment", "tag", "kwd_attrs", "lineno", "col_offset", "end_lineno", "end_col_offset"}
+)
+_FIELDS: dict[type, tuple[str, ...]] = {
+    ast.Constant: (),
+    ast.Global: (),
+    ast.Nonlocal: (),
+    ast.MatchSingleton: (),
+}
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    got = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _NOT_NODES)  # type: ignore[attr-defined]
+    return got
+
+
 def _children(node: ast.AST) -> list[ast.AST]:
-    """``list(ast.iter_child_nodes(node))``, without the generator machinery."""
+    """The child nodes ``ast.iter_child_nodes`` gives, without the expression contexts (``Load()``...,
+    which no check looks at) and without the generator machinery: one table of fields per node type."""
+    fields = _FIELDS.get(node.__class__)
+    if fields is None:
+        fields = _node_fields(node.__class__)
     out: list[ast.AST] = []
-    for name in node._fields:
+    for name in fields:
         value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
+        if value is None:
+            continue
+        if value.__class__ is list:
+            out += [v for v in value if v is not None]  # ``{**d}``: a None key in ``Dict.keys``
+        elif isinstance(value, ast.AST):
             out.append(value)
-        elif isinstance(value, list):
-            out.extend(item for item in value if isinstance(item, ast.AST))
     return out
 
 

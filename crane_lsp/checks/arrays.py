@@ -61,7 +61,7 @@ def _mixed(a: Val, b: Val) -> bool:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("array.broadcast")
+@step("array.broadcast", on=(ast.BinOp, ast.Compare))
 def _broadcast(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """Element-wise arithmetic or comparison between arrays/tensors whose shapes cannot broadcast."""
     for node in w.evaluated_of(stmt, ast.BinOp, ast.Compare):
@@ -131,7 +131,7 @@ def _matmul_pair(w: CellWalk, node: ast.AST) -> tuple[ast.AST, ast.AST, str] | N
     return None
 
 
-@step("array.matmul")
+@step("array.matmul", on=(ast.BinOp, ast.Call))
 def _matmul(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``@`` / ``dot`` / ``matmul`` / ``mm`` between arrays whose inner dimensions differ."""
     for node in w.evaluated_of(stmt, ast.BinOp, ast.Call):
@@ -161,7 +161,7 @@ def _matmul(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("array.concatenate")
+@step("array.concatenate", on=(ast.Call,), words=("concatenate", "vstack", "hstack", "cat"))
 def _concat(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``np.concatenate``/``vstack``/``hstack``/``torch.cat`` of arrays whose other dimensions differ."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -234,7 +234,7 @@ def _concat_problem(shapes: list[Shape], axis: int) -> str | None:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("array.reshape")
+@step("array.reshape", on=(ast.Call,), words=("reshape", "view"))
 def _reshape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``reshape``/``view`` into a shape whose size differs from the array's."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -293,7 +293,7 @@ def _reshape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("array.axis")
+@step("array.axis", on=(ast.Call,), words=tuple(_REDUCTIONS))
 def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """Reducing along an axis the array does not have."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -343,7 +343,7 @@ def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("numpy.savetxt-ndim")
+@step("numpy.savetxt-ndim", on=(ast.Call,), words=("savetxt",))
 def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``np.savetxt`` of an array that is not 1-D or 2-D."""
     for node, method in w.method_calls(stmt, "savetxt"):
@@ -364,7 +364,7 @@ def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("tensor.item")
+@step("tensor.item", on=(ast.Call,), words=("item", "numpy"))
 def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``.item()`` on a multi-element array/tensor; ``.numpy()`` on a tensor that requires grad."""
     for node, method in w.method_calls(stmt, "item", "numpy"):
@@ -408,7 +408,7 @@ def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("torch.linear-input")
+@step("torch.linear-input", on=(ast.Call,))
 def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """Calling an ``nn.Linear`` (or a Sequential starting with one) on a tensor of the wrong width."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -443,7 +443,7 @@ def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("torch.device-mismatch")
+@step("torch.device-mismatch", on=(ast.BinOp,))
 def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """Arithmetic between tensors on different devices."""
     for node in w.evaluated_of(stmt, ast.BinOp):
@@ -470,7 +470,7 @@ def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("array.index-range")
+@step("array.index-range", on=(ast.Subscript, ast.Call))
 def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """A literal index past the end of an array or tensor; ``np.random.choice`` of a non-1-D array."""
     for node in w.evaluated_of(stmt, ast.Subscript, ast.Call):
@@ -518,7 +518,7 @@ def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("array.as-list-index")
+@step("array.as-list-index", on=(ast.Subscript,))
 def _list_by_array(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``names[labels[i]]`` where ``labels[i]`` is still an array (e.g. labels of shape (n, 1))."""
     for node in w.evaluated_of(stmt, ast.Subscript):

@@ -26,7 +26,7 @@ def _text(v: Val | None) -> bool:
     return v is not None and v.kind == "series" and v.dtype in _TEXT_DTYPES
 
 
-@step("pandas.text-arithmetic")
+@step("pandas.text-arithmetic", on=(ast.BinOp,))
 def _arith(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``+ - / //`` between a numeric Series and a text (str/string dtype) Series."""
     for node in w.evaluated_of(stmt, ast.BinOp):

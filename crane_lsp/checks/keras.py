@@ -85,7 +85,7 @@ def _array_targets(w: CellWalk, node: ast.AST) -> list[Finding]:
     )
 
 
-@step("keras.units-classes")
+@step("keras.units-classes", on=(ast.Call,), words=DATA_METHODS)
 def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """Final layer width against an iterator's ``num_classes`` with a one-hot (categorical) loss."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -124,7 +124,7 @@ def _units(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("keras.input-shape")
+@step("keras.input-shape", on=(ast.Call,), words=DATA_METHODS)
 def _input_shape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """A model's input shape against the images a data iterator yields."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -169,7 +169,7 @@ def _input_shape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("keras.history-key")
+@step("keras.history-key", on=(ast.Subscript,), words=("history",))
 def _history(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``history.history['val_accuracy']`` when training never recorded that metric."""
     for node in w.evaluated_of(stmt, ast.Subscript):

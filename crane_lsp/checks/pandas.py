@@ -117,7 +117,7 @@ def _did_you_mean(node: ast.AST, missing: list[Any], labels: Any) -> tuple[str, 
     return repr(match), f"did you mean {match!r}?"
 
 
-@step("pandas.missing-column")
+@step("pandas.missing-column", on=(ast.Subscript, ast.Call))
 def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """Selecting, dropping, grouping, sorting or indexing by a column the frame does not have."""
     for node in w.evaluated_of(stmt, ast.Subscript, ast.Call):
@@ -256,10 +256,10 @@ def _drop_rows(node: ast.Call) -> tuple[list[Any], ast.AST] | None:
     return (labels, key_node) if labels else None
 
 
-@step("pandas.missing-label")
+@step("pandas.missing-label", on=(ast.Subscript, ast.Call), words=("loc", "at", "drop"))
 def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``.loc``/``.at`` reads and row ``drop`` with a label the probe proved absent from a unique index."""
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Subscript, ast.Call):
         got: tuple[list[Any], ast.AST] | None = None
         base: Val | None = None
         what = ""
@@ -311,7 +311,7 @@ def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("pandas.iloc-range")
+@step("pandas.iloc-range", on=(ast.Subscript,), words=("iloc",))
 def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``.iloc`` with an integer position past the end of the frame or series."""
     for node in w.evaluated_of(stmt, ast.Subscript):
@@ -365,7 +365,7 @@ def _accessor_fails(attr: str, dtype: str) -> bool:
     return False
 
 
-@step("pandas.accessor-dtype")
+@step("pandas.accessor-dtype", on=(ast.Attribute,), words=("str", "dt", "cat"))
 def _accessor(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``.str``/``.dt``/``.cat`` on a Series of another dtype, a DataFrame, an array or a Categorical."""
     for node in w.evaluated_of(stmt, ast.Attribute):
@@ -506,11 +506,11 @@ def _to_numeric(w: CellWalk, node: ast.Call) -> list[Finding]:
     )
 
 
-@step("pandas.astype-int")
+@step("pandas.astype-int", on=(ast.Call,))
 def _astype(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``astype(int)``/``astype(float)``/``pd.to_numeric`` on a column where the probe saw a value the
     conversion rejects (a NaN for int, a string that is not a number)."""
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.Call):
         if isinstance(node, ast.Call):
             other = _to_numeric(w, node)
             if (
@@ -632,7 +632,7 @@ def _truth_operands(stmt: ast.stmt, w: CellWalk) -> list[ast.AST]:
     out: list[ast.AST] = []
     if isinstance(stmt, (ast.If, ast.While, ast.Assert)):
         out.append(stmt.test)
-    for node in w.evaluated(stmt):
+    for node in w.evaluated_of(stmt, ast.BoolOp, ast.UnaryOp, ast.IfExp):
         if isinstance(node, ast.BoolOp):
             out.append(node.values[0])
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -678,7 +678,7 @@ def _truth(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("pandas.join-overlap")
+@step("pandas.join-overlap", on=(ast.Call,), words=("join",))
 def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``a.join(b)`` where both frames share a column and neither ``lsuffix`` nor ``rsuffix`` is given."""
     for node, method in w.method_calls(stmt, "join"):

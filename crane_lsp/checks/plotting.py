@@ -19,7 +19,7 @@ def _is_image_shape(shape: tuple[int, ...]) -> bool:
     return len(shape) == 2 or (len(shape) == 3 and shape[-1] in (3, 4))
 
 
-@step("plot.imshow-shape")
+@step("plot.imshow-shape", on=(ast.Call,), words=("imshow",))
 def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``imshow`` of an array that is not a 2-D image or an RGB(A) stack with channels last."""
     for node, method in w.method_calls(stmt, "imshow"):
@@ -83,7 +83,7 @@ def _signature(params: list[ParamInfo]) -> inspect.Signature | None:
         return None
 
 
-@step("plot.call-signature")
+@step("plot.call-signature", on=(ast.Call,))
 def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """A matplotlib/seaborn call whose positional and keyword arguments its signature rejects."""
     for node in w.evaluated_of(stmt, ast.Call):

@@ -50,10 +50,23 @@ CheckHook = Callable[[CellWalk, ast.stmt], list[Any]]
 HookFactory = Callable[[CellFacts, Snapshot], "CheckHook | None"]
 
 
+@dataclass(frozen=True)
+class Trigger:
+    """When a step hook can find anything at all, so that the walk need not call it elsewhere.
+
+    ``on``: node types one of which the statement must certainly evaluate (``CellWalk.kinds``); a hook
+    whose every finding sits on such a node. ``words``: identifiers one of which the cell's text must
+    contain (an attribute or function name the hook looks for, e.g. ``savetxt``). Empty: no limit."""
+
+    on: frozenset[type[ast.AST]] = frozenset()
+    words: tuple[str, ...] = ()
+
+
 @dataclass
 class _Registry:
     checks: dict[str, CheckFn] = field(default_factory=dict)
     steps: dict[str, HookFactory] = field(default_factory=dict)
+    triggers: dict[str, Trigger] = field(default_factory=dict)
 
 
 REGISTRY = _Registry()
@@ -71,41 +84,58 @@ def check(check_id: str) -> Callable[[CheckFn], CheckFn]:
     return register
 
 
-def step_factory(check_id: str) -> Callable[[HookFactory], HookFactory]:
-    """Register a step-hook check whose hook is built per cell (None: the check does not apply)."""
+def step_factory(
+    check_id: str, *, on: tuple[type[ast.AST], ...] = (), words: tuple[str, ...] = ()
+) -> Callable[[HookFactory], HookFactory]:
+    """Register a step-hook check whose hook is built per cell (None: the check does not apply).
+    ``on`` / ``words``: see ``Trigger``."""
 
     def register(factory: HookFactory) -> HookFactory:
+        def applies(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
+            if words and not any(facts.mentions(word) for word in words):
+                return None  # the cell never names what the check looks for
+            return factory(facts, snapshot)
+
         def alone(facts: CellFacts, snapshot: Snapshot) -> list[Finding]:
-            hook = factory(facts, snapshot)
-            return run_walk(facts, snapshot, hook) if hook is not None else []
+            hook = applies(facts, snapshot)
+            return walk_hooks(facts, snapshot, {check_id: hook}).get(check_id, []) if hook is not None else []
 
         check(check_id)(alone)
-        REGISTRY.steps[check_id] = factory
+        REGISTRY.steps[check_id] = applies
+        if on or words:
+            REGISTRY.triggers[check_id] = Trigger(frozenset(on), words)
         return factory
 
     return register
 
 
-def step(check_id: str) -> Callable[[CheckHook], CheckHook]:
-    """Register a step hook ``(walk, stmt) -> findings`` under a stable id."""
+def step(
+    check_id: str, *, on: tuple[type[ast.AST], ...] = (), words: tuple[str, ...] = ()
+) -> Callable[[CheckHook], CheckHook]:
+    """Register a step hook ``(walk, stmt) -> findings`` under a stable id (``on`` / ``words``: see
+    ``Trigger``)."""
 
     def register(hook: CheckHook) -> CheckHook:
-        step_factory(check_id)(lambda facts, snapshot: hook)
+        step_factory(check_id, on=on, words=words)(lambda facts, snapshot: hook)
         return hook
 
     return register
 
 
 def walk_hooks(facts: CellFacts, snapshot: Snapshot, hooks: dict[str, CheckHook]) -> dict[str, list[Any]]:
-    """ONE walk of the cell with every hook called on every certainly-run statement; each hook's first
-    findings (a hook is done once it found something). A hook that raises is logged and dropped."""
+    """ONE walk of the cell with every hook called on every certainly-run statement (that evaluates a
+    node of a type its ``Trigger.on`` names); each hook's first findings (a hook is done once it found
+    something). A hook that raises is logged and dropped."""
     if facts.syntax_error or not hooks:
         return {}
     w = CellWalk(facts, snapshot)
-    active = dict(hooks)
+    active = {k: (h, _on(k)) for k, h in hooks.items()}
     out: dict[str, list[Any]] = {}
     for stmt in w.steps():
-        for check_id, hook in list(active.items()):
+        kinds = w.kinds(stmt)
+        for check_id, (hook, on) in list(active.items()):
+            if on and on.isdisjoint(kinds):
+                continue
             try:
                 found = hook(w, stmt)
             except Exception:
@@ -124,6 +154,11 @@ def walk_hooks(facts: CellFacts, snapshot: Snapshot, hooks: dict[str, CheckHook]
         if not active:
             break
     return out
+
+
+def _on(check_id: str) -> frozenset[type[ast.AST]]:
+    trigger = REGISTRY.triggers.get(check_id)
+    return trigger.on if trigger is not None else frozenset()
 
 
 def run_walk(facts: CellFacts, snapshot: Snapshot, hook: CheckHook) -> list[Any]:

@@ -191,7 +191,7 @@ def _n_samples(v: Val) -> int | None:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("sklearn.not-fitted")
+@step("sklearn.not-fitted", on=(ast.Call,))
 def _not_fitted(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``predict``/``transform``/``score`` on an estimator that was never fitted."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -220,7 +220,7 @@ def _not_fitted(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-@step("sklearn.features")
+@step("sklearn.features", on=(ast.Call,))
 def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """A feature count or feature names that differ from what the estimator was fitted on."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -294,7 +294,7 @@ _PAIR_METRICS = frozenset(
 )  # fmt: skip
 
 
-@step("sklearn.lengths")
+@step("sklearn.lengths", on=(ast.Call,))
 def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``fit(X, y)`` / ``train_test_split`` on arrays of different lengths, or on no samples at all."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -369,7 +369,7 @@ def _continuous_evidence(y: Val) -> str | None:
     return None
 
 
-@step("sklearn.continuous-target")
+@step("sklearn.continuous-target", on=(ast.Call,))
 def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """A classifier fitted on float labels that are not whole numbers."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -419,7 +419,7 @@ def _bad_values(x: Val, nan_matters: bool) -> tuple[str, str] | None:
     return None
 
 
-@step("sklearn.input-values")
+@step("sklearn.input-values", on=(ast.Call,))
 def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """1-D or 3-D X, text, or NaN given to estimators that need a numeric 2-D X without missing values."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -500,7 +500,7 @@ def _logreg_problem(est: Est, val: Val) -> str | None:
     return None
 
 
-@step("sklearn.invalid-params")
+@step("sklearn.invalid-params", on=(ast.Call,))
 def _params(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """Constructor parameters scikit-learn rejects at fit (LogisticRegression penalty/solver pairs)."""
     for node in w.evaluated_of(stmt, ast.Call):
@@ -548,7 +548,7 @@ CLASSIFICATION_METRICS = frozenset(
 )
 
 
-@step("sklearn.metric-continuous")
+@step("sklearn.metric-continuous", on=(ast.Call,))
 def _metric(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """A classification metric given continuous predictions or targets (e.g. probabilities, regressions)."""
     for node in w.evaluated_of(stmt, ast.Call):
