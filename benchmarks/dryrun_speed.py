@@ -100,6 +100,7 @@ async def measure_prepared(link: KernelLink, runs: int, gap_s: float) -> dict[st
     """The prepared path: prepare, ``gap_s`` of typing (the child jails itself meanwhile), dry run."""
     out: dict[str, list[float]] = {"request_to_verdict": [], "round_trip": [], "host": [], "prepare": []}
     out["prepare_host"] = []
+    out["child_cpu"] = []
     for i in range(runs + 1):
         t0 = time.perf_counter()
         answer = await link.call("dry_run_prepare", {}, timeout=15)
@@ -114,6 +115,10 @@ async def measure_prepared(link: KernelLink, runs: int, gap_s: float) -> dict[st
             continue  # warm-up
         phases = r["phases_ms"]
         out["request_to_verdict"].append((phases["verdict_read"] - phases["called"]) / 1000)
+        for name in WARM_PHASES_NAMES:  # from dry_run() entered, on the child's clock
+            if name in phases:
+                out.setdefault(f"phase:{name}", []).append(phases[name] - phases["called"])
+        out["child_cpu"].append(r.get("child_cpu_s") or 0.0)
         out["round_trip"].append(r["round_trip_s"])
         out["host"].append(host)
         out["prepare"].append(answer["prepare_ms"] / 1000)
@@ -126,6 +131,17 @@ async def kernel_cpu_s(link: KernelLink) -> float:
     res = await link.execute("print(sum(__import__('os').times()[:2]))")
     return float(res.stdout.strip())
 
+
+WARM_PHASES = (
+    ("requested", "kernel: request sent (transform, compile, marshal before it)"),
+    ("handover", "kernel: seccomp listener taken (sent at prepare)"),
+    ("received", "child: request read, cell starts"),
+    ("cell_end", "child: cell ended"),
+    ("answer", "child: verdict written"),
+    ("verdict_read", "kernel: verdict read"),
+    ("returned", "kernel: dry_run() returns"),
+)
+WARM_PHASES_NAMES = dict(WARM_PHASES)
 
 PHASES = (
     ("called", "dry_run() entered (before the fork)"),
@@ -169,6 +185,24 @@ def prepared_table(states: list[tuple[str, float, Measured]], warm: list[dict[st
             f"{statistics.median(w['prepare']) * 1000:.1f}",
             f"{statistics.median(w['prepare_host']) * 1000:.1f}",
         )
+    return table
+
+
+def warm_phase_table(states: list[tuple[str, float, Measured]], warm: list[dict[str, list[float]]]) -> Table:
+    """Median wall milliseconds from ``dry_run()`` entered to each phase of the prepared path."""
+    table = Table(title="prepared path: median wall ms since dry_run() was entered")
+    table.add_column("phase")
+    for name, _rss, _m in states:
+        table.add_column(name, justify="right")
+    for key, label in WARM_PHASES:
+        cells = [
+            f"{statistics.median(w[f'phase:{key}']):.1f}" if w.get(f"phase:{key}") else "-" for w in warm
+        ]
+        table.add_row(f"{label} [{key}]", *cells)
+    table.add_row(
+        "child CPU (jail at prepare + cell)",
+        *(f"{statistics.median(w['child_cpu']) * 1000:.1f}" for w in warm),
+    )
     return table
 
 
@@ -260,6 +294,7 @@ async def main_async(args: argparse.Namespace) -> None:
     console.print(table)
     console.print(phase_table(states))
     console.print(prepared_table(states, warm, args))
+    console.print(warm_phase_table(states, warm))
     goals = (40.0, 60.0)
     for (name, _rss, (m, _)), goal in zip(states, goals, strict=False):
         median = statistics.median(m["fork_to_verdict"]) * 1000

@@ -110,13 +110,15 @@ def test_prepare_refuses_as_the_dry_run_does(jk: JailKernel) -> None:
     assert refused["outcome"] == dry["outcome"] == "unavailable"
     assert refused["message"] == dry["message"] and "CUDA" in refused["message"]
     probe = "__import__('sys').modules['_crane_probe']"
+    child = jk.prepare()["child_pid"]  # prepared before the refusal: discarded by it
     jk.run(f"_saved_refusal = {probe}._frm_refusal\n{probe}._frm_refusal = lambda source='': 'refused here'")
     try:
-        refused, dry = jk.prepare(), jk.call("dry_run", {"source": "x = 1"})
+        dry, refused = jk.call("dry_run", {"source": "x = 1"}), jk.prepare()
     finally:
         jk.run(f"{probe}._frm_refusal = _saved_refusal\ndel _saved_refusal")
     assert refused == {**refused, "outcome": "unavailable", "message": "refused here"}
     assert dry["outcome"] == "unavailable" and dry["message"] == "refused here"
+    assert _gone(child)
     assert children_of(jk.pid) == []
 
 

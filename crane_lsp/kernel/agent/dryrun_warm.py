@@ -126,6 +126,12 @@ def _dw_discard(child):
     child.close()
 
 
+def _dw_drop():
+    child = _dw_state.pop("child", None)
+    if child is not None:
+        _dw_discard(child)
+
+
 def _dw_take(key):
     """This kernel's prepared child if it may serve ``key`` (it is then consumed), else None; a
     stale or mismatched one is discarded."""
@@ -147,9 +153,7 @@ def dry_run_prepare(payload_json):
     started = _dw_time.perf_counter()
     reason = _sb_refusal("")
     if reason:  # the same reasons as the dry run's own
-        old = _dw_state.pop("child", None)
-        if old is not None:
-            _dw_discard(old)
+        _dw_drop()
         return _dw_answer({"outcome": "unavailable", "message": reason}, started)
     import signal
 
@@ -318,10 +322,11 @@ def dry_run(payload_json):
     started = _dw_time.perf_counter()
     reason = _sb_refusal(payload.get("source", ""))
     if reason:
-        return _DryRunResult({"outcome": "unavailable", "message": reason})
+        _dw_drop()
+        return _DryRunResult({"outcome": "unavailable", "message": reason, "prepared": False})
     compiled = _sb_compile(payload)
     if isinstance(compiled, dict):  # the cell cannot even start: no child is needed (nor consumed)
-        return _DryRunResult(compiled)
+        return _DryRunResult({**compiled, "prepared": False})
     child = _dw_take(_dw_key(payload))
     if child is not None:
         result = _dw_use(child, payload, compiled, entered, started)
