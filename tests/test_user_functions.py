@@ -82,6 +82,42 @@ def test_the_returned_value_flows_back_to_the_caller(kernel: Any) -> None:
     assert kernel.run("p = m.predict(feats(df))\n", allow_error=True).get("ename") == "ValueError"
 
 
+def test_the_value_of_a_pure_function_reaches_later_lines(kernel: Any) -> None:
+    setup = (
+        "import numpy as np\nfrom sklearn.linear_model import LogisticRegression\n"
+        + FRAME
+        + "m = LogisticRegression().fit(np.zeros((4, 3)) + np.arange(4)[:, None], [0, 1, 0, 1])\n"
+        + "def feats(d):\n    return d[['a', 'c']]\n"
+    )
+    cell = "X = feats(df)\nn = 2\np = m.predict(X)\n"
+    f = _first(kernel, setup, cell)
+    assert f.exception == "ValueError" and f.span.line == 2 and "df" in f.variables, f
+    assert kernel.run(cell, allow_error=True).get("ename") == "ValueError"
+    near = "X = feats(df)\np = m.predict(np.c_[X, X['a']])\n"
+    assert_silent_and_runs(kernel, setup, near)
+
+
+SK = (
+    "import numpy as np\nfrom sklearn.linear_model import LogisticRegression\n"
+    "X = np.arange(12.0).reshape(4, 3)\ny = [0, 1, 0, 1]\nX_test = np.zeros((2, 5))\n"
+    "clf = LogisticRegression().fit(X, y)\nclf5 = LogisticRegression().fit(np.c_[X, X[:, :2]], y)\n"
+    "def score(m):\n    return m.predict(X_test)\n"
+    "def train(m, X):\n    m.fit(X, y)\n    return m.predict(X_test)\n"
+)
+
+
+def test_a_feature_count_mismatch_inside_an_earlier_cell_function(kernel: Any) -> None:
+    f = assert_predicts(kernel, SK, "p = score(clf)\n", "ValueError", 0, check_id=UF)
+    assert "raises in score() (its line 2)" in f.message and "clf" in f.variables
+    assert_silent_and_runs(kernel, SK, "p = score(clf5)\n")
+
+
+def test_a_fit_before_the_mismatch_may_raise_first_so_nothing_is_certain(kernel: Any) -> None:
+    prepare(kernel, SK)
+    assert [f for f in predict(kernel, "p = train(LogisticRegression(), X)\n") if f.check_id == UF] == []
+    assert kernel.run("p = train(LogisticRegression(), X)\n", allow_error=True).get("ename") == "ValueError"
+
+
 def test_an_earlier_line_of_the_body_that_may_raise_makes_it_uncertain(kernel: Any) -> None:
     setup = (
         FRAME + "import numpy as np\ndef prep(d):\n    np.linalg.inv(np.zeros((2, 2)))\n    return d[['b']]\n"

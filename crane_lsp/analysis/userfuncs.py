@@ -252,6 +252,9 @@ def _safe_arg(w: CellWalk, node: ast.expr) -> bool:
     a literal)."""
     if literal(node)[0]:
         return True
+    if isinstance(node, ast.Call):  # a new scikit-learn estimator: its constructor only stores parameters
+        v = w.ev(node)
+        return v is not None and v.kind == "estimator" and v.fresh
     return isinstance(node, ast.Name) and (
         node.id in w.env or node.id in w.snapshot.variables or node.id in _BUILTINS
     )
@@ -294,6 +297,16 @@ def follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | N
 
     With ``prepare``, the inner walk runs the step hooks it returns and ``finding`` is the first one
     proven reached inside the body; without, only the return value and purity are computed."""
+    memo: dict[tuple[Any, ...], Followed | None] | None = getattr(w, "uf_memo", None)
+    if memo is None:
+        memo = w.uf_memo = {}
+    key = (id(call), prepare is None, w._ver, w.line, id(w._stmt), w.opaque, w._guard, id(w.facts))
+    if key not in memo:
+        memo[key] = _follow(w, call, prepare)
+    return memo[key]
+
+
+def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | None:
     func = resolve(w, call)
     depth: int = getattr(w, "uf_depth", 0)
     stack: tuple[str, ...] = getattr(w, "uf_stack", ())
@@ -398,4 +411,13 @@ def returned(w: CellWalk, call: ast.Call) -> Val | None:
     got = follow(w, call, None)
     if got is None or got.returned is None:
         return None
-    return replace(got.returned, text=w.text(call))
+    back = got.returned
+    renames = got.renames or {}
+    variables = tuple(dict.fromkeys(v for n in back.variables for v in renames.get(n, (n,))))
+    return replace(back, text=w.text(call), variables=variables)
+
+
+def pure_user_call(w: CellWalk, call: ast.Call) -> bool:
+    """``call`` runs a user function the walk followed to its end, and nothing shared changed in it."""
+    got = follow(w, call, None)
+    return got is not None and got.pure
