@@ -135,6 +135,13 @@ def test_a_function_with_side_effects_is_not_certain(kernel: Any) -> None:
     assert kernel.eval("seen") == "[1]"
 
 
+def test_a_function_cut_short_by_an_early_return_is_not_pure(kernel: Any) -> None:
+    # the walk stops at the ``if`` holding a return: what comes after it (a new column) is not seen
+    body = "    n = 1\n    if flag:\n        return n\n    df['b'] = n\n    return n\n"
+    setup = FRAME + "def add(flag):\n" + body
+    assert_silent_and_runs(kernel, setup, "add(False)\nY = df['b']\n")
+
+
 def test_a_global_write_is_not_followed(kernel: Any) -> None:
     setup = FRAME + "n = 0\ndef prep(d):\n    global n\n    n += 1\n    return d[['b']]\n"
     prepare(kernel, setup)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import logging
 import textwrap
 from collections import OrderedDict
 from collections.abc import Callable
@@ -40,6 +41,7 @@ MAX_DEPTH = 2
 #: Longest function body (lines) followed.
 MAX_BODY_LINES = 200
 
+_log = logging.getLogger(__name__)
 _BUILTINS = frozenset(dir(builtins))
 _PLACEHOLDER = " = ..."
 #: Builds the inner walk's facts (refined) and its step hooks: ``(facts, snapshot) -> (facts, hooks)``.
@@ -302,7 +304,11 @@ def follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | N
         memo = w.uf_memo = {}
     key = (id(call), prepare is None, w._ver, w.line, id(w._stmt), w.opaque, w._guard, id(w.facts))
     if key not in memo:
-        memo[key] = _follow(w, call, prepare)
+        try:
+            memo[key] = _follow(w, call, prepare)
+        except Exception:  # a bug here must not end the caller's walk: the call stays opaque
+            _log.exception("following %s failed", ast.unparse(call)[:80])
+            memo[key] = None
     return memo[key]
 
 
@@ -397,7 +403,8 @@ def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | 
         if isinstance(stmt, ast.Return) and stmt in inner.tree.body:  # type: ignore[union-attr]
             out.returned = inner.ev(stmt.value) if stmt.value is not None else None
     else:
-        out.pure = not inner.opaque
+        # the whole body was walked (a ``return`` or ``raise`` inside a branch cut it short: not pure)
+        out.pure = not inner.opaque and (len(body) == len(func.node.body) or isinstance(body[-1], ast.Return))
     if found:
         first = min(found, key=lambda f: (f.span.line, f.span.col))
         if first_risky_line(facts, snap, first.span.line, first.span.col) is None and not inner.opaque:
