@@ -84,6 +84,14 @@ def test_an_expired_window_discards_it_and_it_leaves_no_process(jk: JailKernel) 
     time.sleep(0.3 + 1.0)
     assert _gone(child, within_s=2.0)
     assert children_of(jk.pid) == []
+    # a child that stopped waiting before the request reached it: the dry run forks cold (and the
+    # verdict is the cell's, not "the cell ends the kernel"); simulated by the kernel taking it for live
+    child = jk.prepare(window_s=0.3)["child_pid"]
+    held = "__import__('sys').modules['_crane_probe']._dw_state['child']"
+    jk.eval(f"setattr({held}, 'window_s', 100.0) or setattr({held}, 'alive', lambda: True)")
+    assert _gone(child, within_s=3.0)
+    result = jk.dry_run("1 / 0")
+    assert result["outcome"] == "raised" and result["exception"] == "ZeroDivisionError", result
 
 
 def test_a_different_memory_cap_discards_it(jk: JailKernel) -> None:

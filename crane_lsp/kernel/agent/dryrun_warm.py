@@ -215,6 +215,8 @@ def _dw_child(payload, write_fd, handover_fd, request_fd):
     _started, result, state, shell = _sb_setup(payload, write_fd, handover_fd, {request_fd})
     request = _dw_receive(request_fd, payload["_lifetime_s"])
     if request is None:  # its window passed, or the kernel discarded it or died
+        with _dw_contextlib.suppress(OSError):  # said, so a request sent too late forks cold
+            _dw_os.write(write_fd, b'{"outcome": "expired"}\n')
         _dw_os._exit(0)
     header, body = request
     _sb_mark(result["phases_ms"], "received", payload["_begun"])
@@ -310,6 +312,8 @@ def _dw_use(child, payload, compiled, entered, started):
     finally:
         child.read_fd, child.handover = -1, None  # closed by _sb_wait
         child.close()
+    if result.get("outcome") == "expired":  # it stopped waiting just before the request came
+        return None
     result["prepared_age_s"] = round(entered - child.begun, 3)
     return _sb_finish(result, started, child.begun, phases, child.pid, budget, prepared=True)
 
