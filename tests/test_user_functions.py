@@ -142,6 +142,25 @@ def test_a_function_cut_short_by_an_early_return_is_not_pure(kernel: Any) -> Non
     assert_silent_and_runs(kernel, setup, "add(False)\nY = df['b']\n")
 
 
+def test_what_the_kernel_says_of_its_own_d_is_not_said_of_the_parameter_d(kernel: Any) -> None:
+    setup = (
+        FRAME
+        + "d = pd.DataFrame({'b': [1.0, None]})\ndf2 = pd.DataFrame({'b': [1.0, 2.0]})\n"
+        + "def conv(d):\n    return d['b'].astype(int)\n"
+    )
+    # the cell makes the probe answer for the kernel's ``d['b']`` (with a NaN); ``conv``'s d is df2
+    assert_silent_and_runs(kernel, setup, "if len(d) > 5:\n    print(d['b'])\nv = conv(df2)\n")
+    f = assert_predicts(kernel, setup, "v = conv(d)\n", "IntCastingNaNError", 0, check_id=UF)
+    assert "raises in conv() (its line 2)" in f.message
+
+
+def test_a_local_read_before_it_is_bound_is_not_the_kernel_value(kernel: Any) -> None:
+    setup = FRAME + "out = df\ndef prep(d):\n    n = out.shape\n    out = d[['b']]\n    return out\n"
+    prepare(kernel, setup)
+    assert [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF] == []
+    assert kernel.run("X = prep(df)\n", allow_error=True).get("ename") == "UnboundLocalError"
+
+
 def test_a_global_write_is_not_followed(kernel: Any) -> None:
     setup = FRAME + "n = 0\ndef prep(d):\n    global n\n    n += 1\n    return d[['b']]\n"
     prepare(kernel, setup)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import builtins
 import logging
+import re
 import textwrap
 from collections import OrderedDict
 from collections.abc import Callable
@@ -294,6 +295,22 @@ def value_before(w: CellWalk, node: ast.expr, call: ast.Call) -> Val | None:
         w._ver += 1
 
 
+def _root(key: str) -> str:
+    return re.split(r"[.\[]", key, maxsplit=1)[0]
+
+
+def _inner_snapshot(snap: Snapshot, shadow: set[str], params: dict[str, ObjectSummary]) -> Snapshot:
+    """The snapshot as the function body sees it: nothing the kernel says about names the function binds
+    (a kernel ``d`` and its chains are not the parameter ``d``), and each parameter bound to a kernel
+    variable holding that variable's summary."""
+    if not any(_root(k) in shadow for k in (*snap.variables, *snap.attributes)) and not params:
+        return snap
+    variables = {k: v for k, v in snap.variables.items() if _root(k) not in shadow}
+    variables.update(params)
+    attributes = {k: v for k, v in snap.attributes.items() if _root(k) not in shadow}
+    return snap.model_copy(update={"variables": variables, "attributes": attributes})
+
+
 def follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | None:
     """Follow ``call`` into the user function it calls, or None when it cannot be followed.
 
@@ -366,11 +383,9 @@ def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | 
     prefix = [f"{n} = {src}" for n, src in literals.items()] + [f"{n}{_PLACEHOLDER}" for n in values]
     source = "\n".join([*prefix, text])
     facts = _cached_analyze(source)
-    if facts.syntax_error or not facts.analyzed:
-        return None
-    snap = w.snapshot
-    if kernel_params:
-        snap = snap.model_copy(update={"variables": {**snap.variables, **kernel_params}})
+    if facts.syntax_error or not facts.analyzed or set(facts.read_names()) & (local - set(bound)):
+        return None  # a local read before the body binds it (UnboundLocalError, not the kernel's value)
+    snap = _inner_snapshot(w.snapshot, local | set(values) | set(literals), kernel_params)
     hooks: dict[str, Hook] = {}
     if (
         prepare is not None
