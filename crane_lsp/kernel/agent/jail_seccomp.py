@@ -310,7 +310,7 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
 
 
 _JSC_PID_MARK = 0x7FFFFFF0  # stands for the child's pid in a filter built before the fork
-_jsc_prepared: dict[tuple, tuple] = {}  # the last filter built, by descriptor sets (rarely change)
+_jsc_prepared: dict[tuple, tuple] = {}  # the last filters built, by descriptor sets (rarely change)
 
 
 def _jsc_prepare(notify, shared_fds, written_fds, pinned_fds, handover_fd):
@@ -327,7 +327,8 @@ def _jsc_prepare(notify, shared_fds, written_fds, pinned_fds, handover_fd):
             for op, _jt, _jf, k in [_jsc_struct.unpack_from("HBBI", program, at)]
             if op == 0x15 and k in marks
         ]
-        _jsc_prepared.clear()
+        while len(_jsc_prepared) >= 2:  # a cold dry run's descriptors and a prepared child's
+            del _jsc_prepared[next(iter(_jsc_prepared))]
         found = _jsc_prepared[key] = (program, slots)
     return key, found
 
