@@ -155,12 +155,11 @@ class ObjectSummary(_Model):
     params: list[ParamInfo] | None = None
     callable: bool | None = None
     module: str | None = None  # defining module of a function/class, or the module's own name
-    # a plain function defined in a notebook cell: its source (from linecache, bounded), the cell line its
-    # ``def`` is on (1-based), why the source is left out, and the global names its code reads
-    source: str | None = None
-    source_line: int | None = None
-    source_note: str | None = None
-    free_globals: list[str] | None = None
+    # a plain function defined in a notebook cell (``analysis.userfuncs`` follows calls into it):
+    source: str | None = None  # its text, from linecache only, at most 200 lines / 20 kB
+    source_line: int | None = None  # the 1-based line of its ``def`` in that cell
+    source_note: str | None = None  # why ``source`` is left out (a closure, too long, not in linecache)
+    free_globals: list[str] | None = None  # names its code reads; the probe summarises those it holds
     # ML objects
     iterator: KerasIteratorInfo | None = None
     dataset: TorchDatasetInfo | None = None

@@ -149,33 +149,21 @@ def _binds(stmt: ast.stmt) -> set[str]:
     for node in ast.walk(stmt):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             out.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(node, _DEFS):
             out.add(node.name)
     return out
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: What a followed body may not hold: scope writes, generators, coroutines, closures.
+_NOT_FOLLOWED = (ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await, ast.Lambda, *_DEFS)
 
 
 def _followable(node: ast.FunctionDef) -> bool:
     args = node.args
     if node.decorator_list or args.vararg or args.kwarg:
         return False
-    for stmt in node.body:
-        for sub in ast.walk(stmt):
-            if isinstance(
-                sub,
-                (
-                    ast.Global,
-                    ast.Nonlocal,
-                    ast.Yield,
-                    ast.YieldFrom,
-                    ast.Await,
-                    ast.FunctionDef,
-                    ast.AsyncFunctionDef,
-                    ast.ClassDef,
-                    ast.Lambda,
-                ),
-            ):
-                return False
-    return True
+    return not any(isinstance(sub, _NOT_FOLLOWED) for stmt in node.body for sub in ast.walk(stmt))
 
 
 def _body(node: ast.FunctionDef) -> list[ast.stmt]:
