@@ -131,6 +131,30 @@ async def measure_prepared(link: KernelLink, runs: int, gap_s: float) -> dict[st
     return out
 
 
+REAL_CELL = (
+    "import time as _bt\n_b0 = _bt.perf_counter()\n_tmp = df.groupby('region')['units'].sum()\n"
+    "df['price2'] = df['price'] * 2\nprint(_bt.perf_counter() - _b0)"
+)
+
+
+async def real_cell_cost(link: KernelLink, runs: int = 7) -> tuple[float, float]:
+    """What a live prepared child costs the user's kernel: median seconds of a real cell (a groupby
+    and a new column, in the kernel) without a child, and right after a prepare (its writes to pages
+    shared with the child are copied first)."""
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for i in range(2 * runs + 2):
+        with_child = bool(i % 2)
+        if with_child:
+            await link.call("dry_run_prepare", {}, timeout=15)
+            await asyncio.sleep(0.1)  # the child has jailed itself: it now only waits
+        res = await link.execute(REAL_CELL)
+        assert res.ok, res.evalue
+        if i >= 2:
+            times[with_child].append(float(res.stdout.strip()))
+    await link.call("dry_run", {"source": "pass"}, timeout=15)  # discards the last child
+    return statistics.median(times[False]), statistics.median(times[True])
+
+
 async def kernel_cpu_s(link: KernelLink) -> float:
     """The kernel process's CPU seconds so far (user + system: fork's own work is system time)."""
     res = await link.execute("print(sum(__import__('os').times()[:2]))")
@@ -271,6 +295,7 @@ async def main_async(args: argparse.Namespace) -> None:
         assert res.ok, res.evalue
         states = [("~10 MB", await rss_mb(link), await measure(link, args.runs))]
         warm = [await measure_prepared(link, args.runs, args.gap)]
+        cow = [await real_cell_cost(link)]
         t0 = time.perf_counter()
         n = int(args.big_gib * 2**30 / 8)
         res = await link.execute(f"big = np.ones({n})  # {args.big_gib:g} GiB of float64, pages touched")
@@ -278,6 +303,7 @@ async def main_async(args: argparse.Namespace) -> None:
         assert res.ok, res.evalue
         states.append((f"+{args.big_gib:g} GiB", await rss_mb(link), await measure(link, args.runs)))
         warm.append(await measure_prepared(link, args.runs, args.gap))
+        cow.append(await real_cell_cost(link))
     finally:
         await link.close()
     for name, rss, (m, _) in states:
@@ -321,6 +347,11 @@ async def main_async(args: argparse.Namespace) -> None:
             f"  CPU (load-independent): the child from the request to its verdict"
             f" {statistics.median(w['cell_cpu']) * 1000:.1f} ms (its jail ran at prepare);"
             f" kernel per prepare + dry run {w['kernel_cpu'][0] * 1000:.1f} ms"
+        )
+    for (name, _rss, _m), (alone, beside) in zip(states, cow, strict=True):
+        console.print(
+            f"a real cell in the kernel (groupby + new column), {name}: {alone * 1000:.1f} ms alone,"
+            f" {beside * 1000:.1f} ms while a prepared child lives (copy-on-write in the kernel)"
         )
     console.print(f"building the {args.big_gib:g} GiB array in the kernel took {build_big:.2f} s")
     console.print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
