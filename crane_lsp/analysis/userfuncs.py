@@ -22,6 +22,7 @@ a second, inner walk of the function's body, with its parameters bound to the ar
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import logging
 import re
@@ -123,24 +124,41 @@ def resolve(w: CellWalk, call: ast.Call) -> UserFunc | None:
     if name in known:
         return known[name]
     if name in w.env:  # bound by the cell: a ``def`` at the top level, not rebound since
-        tree = w.tree
-        if tree is None or len(w.facts.python.split("\n")) != len(w.facts.source.split("\n")):
+        lines = _cell_lines(w)
+        if lines is None:
             return None
-        last: ast.stmt | None = None
-        for stmt in tree.body:
-            if stmt.lineno - 1 >= w.line:
-                break
-            if name in _binds(stmt):
-                last = stmt
+        binds = _cell_bindings(w).get(name, [])
+        at = bisect.bisect_left(binds, (w.line, -1))
+        last = binds[at - 1][2] if at > 0 else None
         if not isinstance(last, ast.FunctionDef) or last.name != name:
             return None
-        if any(d.name == name and last.lineno - 1 < d.span.line < w.line for d in w.facts.defines):
-            return None
-        return UserFunc(name, last, tuple(w.lines), f"{name}\0cell\0{last.lineno}\0{id(w.facts)}")
+        text = "\n".join(lines[last.lineno - 1 : last.end_lineno])
+        return UserFunc(name, last, lines, f"{name}\0cell\0{last.lineno}\0{text}")
     v = w.ev(func)
     if v is None or v.kind != "function" or v.summary is None:
         return None
     return _kernel_func(name, v.summary)
+
+
+def _cell_lines(w: CellWalk) -> tuple[str, ...] | None:
+    """The cell's parsed lines, when they keep the editor's numbering (no multi-line magic); once per walk."""
+    if not hasattr(w, "uf_lines"):
+        same = w.tree is not None and w.facts.python.count("\n") == w.facts.source.count("\n")
+        w.uf_lines = tuple(w.lines) if same else None
+    got: tuple[str, ...] | None = w.uf_lines
+    return got
+
+
+def _cell_bindings(w: CellWalk) -> dict[str, list[tuple[int, int, ast.stmt]]]:
+    """Name -> (0-based line, index, top-level statement) of each statement of the cell that binds it
+    (anywhere inside), in order; built once per walk."""
+    got: dict[str, list[tuple[int, int, ast.stmt]]] | None = getattr(w, "uf_binds", None)
+    if got is None:
+        got = w.uf_binds = {}
+        for i, stmt in enumerate(w.tree.body if w.tree is not None else ()):
+            for name in _binds(stmt):
+                got.setdefault(name, []).append((stmt.lineno - 1, i, stmt))
+    return got
 
 
 def _binds(stmt: ast.stmt) -> set[str]:
@@ -272,9 +290,11 @@ def value_before(w: CellWalk, node: ast.expr, call: ast.Call) -> Val | None:
         if roots & (w._call_changes(other, receivers=True) | callee):
             return w.ev(node)
     saved = w.facts
-    w.facts = replace(
-        saved, untrusted_from={k: v for k, v in untrusted.items() if not (k in roots and v == w.line)}
-    )
+    kept = dict(untrusted)
+    for r in roots:
+        if kept.get(r) == w.line:
+            del kept[r]
+    w.facts = replace(saved, untrusted_from=kept)
     w._ver += 1
     try:
         return w.ev(node)
@@ -317,20 +337,38 @@ def follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | N
     return memo[key]
 
 
+_SHAPES: OrderedDict[str, tuple[list[ast.stmt], str, int, set[str], list[str]] | None] = OrderedDict()
+
+
+def _shape(func: UserFunc) -> tuple[list[ast.stmt], str, int, set[str], list[str]] | None:
+    """What does not depend on the call: the body walked, its text and first line, the function's local
+    names and the names it reads from outside; None when the function cannot be followed. Cached."""
+    if func.key in _SHAPES:
+        return _SHAPES[func.key]
+    got = None
+    body = _body(func.node) if _followable(func.node) else []
+    text = _body_text(func, body) if body else None
+    if text is not None:
+        local = _locals(func.node)
+        free = sorted({n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name)} - local)
+        got = (body, text[0], text[1], local, free)
+    _SHAPES[func.key] = got
+    if len(_SHAPES) > 64:
+        _SHAPES.popitem(last=False)
+    return got
+
+
 def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | None:
     func = resolve(w, call)
     depth: int = getattr(w, "uf_depth", 0)
     stack: tuple[str, ...] = getattr(w, "uf_stack", ())
-    if func is None or depth >= MAX_DEPTH or func.key in stack or not _followable(func.node):
+    if func is None or depth >= MAX_DEPTH or func.key in stack:
         return None
+    shape = _shape(func)
     bound = _bind(func.node, call)
-    body = _body(func.node)
-    if bound is None or not body or not all(_safe_arg(w, e) for e in call.args):
+    if shape is None or bound is None or not all(_safe_arg(w, e) for e in call.args):
         return None
-    got = _body_text(func, body)
-    if got is None:
-        return None
-    text, offset = got
+    body, text, offset, local, free = shape
     values: dict[str, Val | None] = {}
     kernel_params: dict[str, ObjectSummary] = {}
     renames: dict[str, tuple[str, ...]] = {}
@@ -353,9 +391,8 @@ def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | 
             values[param] = replace(v, text=param) if v is not None else None
             if v is not None:
                 renames[param] = v.variables
-    local = _locals(func.node)
     inner_funcs: dict[str, UserFunc] = {}
-    for n in {n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name)} - local:
+    for n in free:
         if n == func.name:
             return None  # recursion
         if n in w.env:
