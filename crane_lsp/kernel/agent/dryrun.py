@@ -1,6 +1,7 @@
 """Kernel-side dry run: STANDARD LIBRARY ONLY, joined after the probe and the jail modules.
 
-``dry_run(payload_json)`` transforms and compiles the cell, forecasts the seccomp filter, and forks
+``dry_run(payload_json)`` (in ``dryrun_warm.py``, which also prepares a child ahead) transforms and
+compiles the cell; without a prepared child, ``_sb_cold`` forecasts the seccomp filter and forks
 the kernel process. The child shares the parent's memory copy-on-write; before any user code it
 confines itself (``jail_fds``: inherited descriptors replaced; ``jail_maps``: shared mappings made
 private; ``jail_threads``: native pools at one thread; ``jail_landlock``; ``jail_seccomp``, whose
