@@ -135,6 +135,24 @@ NOTEBOOKS: dict[str, list[str]] = {
         "total = 0\nfor col in ['a', 'b', 'ratio']:\n    total += feat[col].mean()\ntotal",
         "summarize(feat, 'missing')",
     ],
+    "user_function_calls": [
+        "import numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import LinearRegression\nrng = np.random.default_rng(0)\ndf = pd.DataFrame({'a': rng.normal(size=40), 'b': rng.normal(size=40), 'c': rng.normal(size=40)})",
+        "def prep(d):\n    out = d[['a', 'b']].copy()\n    out['ab'] = out['a'] * out['b']\n    return out",
+        "X = prep(df)\nX.head()",
+        "def add_flag(d, name='flag'):\n    d[name] = d['a'] > 0\n    return d\n\nadd_flag(df)\ndf['flag'].mean()",
+        "def fit_score(model, X, y):\n    model.fit(X, y)\n    return model.score(X, y)\n\nscore = fit_score(LinearRegression(), X, df['c'])\nscore",
+        "def feats(d):\n    return d[['a', 'b', 'ab']]\n\nm = LinearRegression().fit(feats(X), df['c'])\npred = m.predict(feats(X))\npred[:3]",
+        "def pick(frame, col='a'):\n    return frame[col]\n\nv = pick(df, 'flag')\nw = pick(X, col='ab')\nv.sum() + w.sum()",
+        "COLS = ['a', 'c']\ndef sel(d):\n    return d[COLS]\n\nsel(df).shape",
+        "COLS = ['b']\nsel(df).columns.tolist()",
+        "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n\ndepth(3)",
+        "def prep(d):\n    return d[['a', 'c']]\n\nXa = prep(df)\nXa.shape",
+        "def widen(d):\n    d = d.copy()\n    d['d'] = d['a'] + 1\n    return d\n\nwide = widen(df)\nwide[['a', 'd']].sum()",
+        "def scale(d, k=2.0):\n    return d[['a', 'b']] * k\n\nscale(df, k=0.5).mean()",
+        "def train(m, X):\n    m.fit(X, df['c'])\n    return m.predict(X)\n\np = train(LinearRegression(), X[['a', 'b']])\np.shape",
+        "Xb = prep(df)\nm.predict(Xb)",
+        "pick(df, 'zz')",
+    ],
 }
 
 
