@@ -14,7 +14,9 @@ import pytest
 from check_util import assert_predicts, assert_silent_and_runs, predict, prepare
 
 from crane_lsp.checks.registry import Finding
+from crane_lsp.snapshot import ProbeQuery
 from tests.lib_checks_util import Case
+from tests.probe_util import snapshot
 
 FRAME = "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'c': [4.0, 5.0, 6.0]})\n"
 PREP = "def prep(d):\n    out = d[['a', 'b']]\n    return out\n"
@@ -205,3 +207,25 @@ def test_a_function_like_object_is_never_touched_by_the_probe(kernel: Any) -> No
     found = [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF]
     assert found == []
     assert kernel.eval("touched") == "[]"
+
+
+NOT_A_CELL = """
+import os, tempfile
+import pandas as pd
+df = pd.DataFrame({'a': [1]})
+folder = os.path.join(tempfile.mkdtemp(), 'ipykernel_1')
+os.makedirs(folder)
+fake = os.path.join(folder, 'abc.py')
+with open(fake, 'w') as fh:
+    fh.write("def prep(d):\\n    return d[['b']]\\n")
+exec(compile("def prep(d):\\n    return d[['a']]\\n", fake, 'exec'))
+"""
+
+
+def test_a_function_whose_cell_text_is_not_in_linecache_is_not_read_from_disk(kernel: Any) -> None:
+    # its file name looks like a cell's, and a file of that name exists, but linecache has no entry
+    prepare(kernel, NOT_A_CELL)
+    snap = snapshot(kernel, ProbeQuery(names=["prep"]))
+    assert snap.variables["prep"].source is None
+    assert snap.variables["prep"].source_note == "source not in linecache"
+    assert_silent_and_runs(kernel, NOT_A_CELL, "X = prep(df)\n")
