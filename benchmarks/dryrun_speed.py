@@ -96,7 +96,9 @@ async def measure(link: KernelLink, runs: int) -> Measured:
     return out, phases
 
 
-async def measure_prepared(link: KernelLink, runs: int, gap_s: float) -> dict[str, list[float]]:
+async def measure_prepared(
+    link: KernelLink, runs: int, gap_s: float, source: str = FAILING, exception: str = "KeyError"
+) -> dict[str, list[float]]:
     """The prepared path: prepare, ``gap_s`` of typing (the child jails itself meanwhile), dry run."""
     out: dict[str, list[float]] = {"request_to_verdict": [], "round_trip": [], "host": [], "prepare": []}
     out["prepare_host"] = []
@@ -111,9 +113,9 @@ async def measure_prepared(link: KernelLink, runs: int, gap_s: float) -> dict[st
         assert answer["outcome"] == "prepared" and answer["fresh"], answer
         await asyncio.sleep(gap_s)
         t0 = time.perf_counter()
-        r = await link.call("dry_run", {"source": FAILING, "budget_s": 3.0}, timeout=15)
+        r = await link.call("dry_run", {"source": source, "budget_s": 3.0}, timeout=15)
         host = time.perf_counter() - t0
-        assert r["outcome"] == "raised" and r["exception"] == "KeyError" and r["prepared"], r
+        assert r["outcome"] == "raised" and r["exception"] == exception and r["prepared"], r
         if i == 0:
             continue  # warm-up
         phases = r["phases_ms"]
@@ -294,6 +296,7 @@ async def main_async(args: argparse.Namespace) -> None:
         res = await link.execute(SMALL_STATE)
         assert res.ok, res.evalue
         states = [("~10 MB", await rss_mb(link), await measure(link, args.runs))]
+        trivial = await measure_prepared(link, args.runs, args.gap, "1 / 0", "ZeroDivisionError")
         warm = [await measure_prepared(link, args.runs, args.gap)]
         cow = [await real_cell_cost(link)]
         t0 = time.perf_counter()
@@ -348,6 +351,11 @@ async def main_async(args: argparse.Namespace) -> None:
             f" {statistics.median(w['cell_cpu']) * 1000:.1f} ms (its jail ran at prepare);"
             f" kernel per prepare + dry run {w['kernel_cpu'][0] * 1000:.1f} ms"
         )
+    console.print(
+        "the prepared path's own cost (a trivial cell, 1 / 0, ~10 MB): request-to-verdict median"
+        f" {statistics.median(trivial['request_to_verdict']) * 1000:.1f} ms,"
+        f" child CPU {statistics.median(trivial['cell_cpu']) * 1000:.1f} ms"
+    )
     for (name, _rss, _m), (alone, beside) in zip(states, cow, strict=True):
         console.print(
             f"a real cell in the kernel (groupby + new column), {name}: {alone * 1000:.1f} ms alone,"

@@ -52,6 +52,7 @@ def test_a_prepared_child_serves_the_next_dry_run(jk: JailKernel) -> None:
     assert phases["requested"] <= phases["verdict_read"] and phases["received"] <= phases["cell_end"]
     assert jk.eval("prep_items") == "[1, 2, 3]"
     assert _gone(first["child_pid"])
+    assert jk.eval(WATCHERS) == "0"
     # consumed by that one use: the next dry run forks cold
     assert jk.dry_run("prep_items[9]")["prepared"] is False
 
@@ -64,9 +65,18 @@ def test_a_syntax_error_does_not_consume_the_prepared_child(jk: JailKernel) -> N
     assert jk.dry_run("1 / 0", prepared=True)["child_pid"] == child
 
 
+WATCHERS = (
+    "sum(getattr(f, '__name__', '') == '_dw_on_cell' for f in get_ipython().events.callbacks['pre_run_cell'])"
+)
+
+
 def test_a_real_execute_discards_it_and_the_dry_run_sees_the_new_state(jk: JailKernel) -> None:
+    assert jk.eval(WATCHERS) == "0"
     child = jk.prepare()["child_pid"]
+    assert jk.eval(WATCHERS) == "1"  # only while a prepared child lives
     jk.run("late_value = 41")  # after the fork: the prepared child does not know it
+    assert not alive(child), "a real cell kills the prepared child before it runs"
+    assert jk.eval(WATCHERS) == "0"
     result = jk.dry_run("answer = late_value + 1\nanswer.missing")
     assert result["outcome"] == "raised" and result["exception"] == "AttributeError", result
     assert result["child_pid"] != child

@@ -9,7 +9,8 @@ kernel's generation holds (``Kernel.execution_count``: every non-silent execute 
 ``window_s`` from its fork (what comms, widgets or threads change without an execute, and the
 copy-on-write pages it holds, stay bounded); it waits ``window_s`` + 1 s at most, then exits.
 ``dry_run(payload_json)`` sends the cell to a valid prepared child (consumed by that one use), and
-forks cold otherwise; a stale or mismatched child is killed first.
+forks cold otherwise; a stale or mismatched child is killed first, and a real cell kills it as it
+starts (IPython's ``pre_run_cell``, registered only while a prepared child lives).
 
 No zombie and no pid-reuse hazard: a bare thread per child waits for it (it is reaped even when
 no agent call comes), and it is signalled through a pidfd, never by a pid that may be reused.
@@ -81,9 +82,9 @@ class _DwChild:
             with _dw_contextlib.suppress(OSError):  # ESRCH: already gone (and maybe reaped)
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
 
-    def reap(self):
+    def reap(self, timeout=5.0):
         """The wait status, from the reaper (the child was killed just before)."""
-        if self.done.acquire(timeout=5.0):
+        if self.done.acquire(timeout=timeout):
             self.done.release()
         return self.status
 
@@ -127,15 +128,53 @@ def _dw_discard(child):
 
 
 def _dw_drop():
-    child = _dw_state.pop("child", None)
+    child = _dw_pop()
     if child is not None:
         _dw_discard(child)
+    return child
+
+
+def _dw_pop():
+    """This kernel's prepared child, no longer held (and no longer watched for a real cell)."""
+    child = _dw_state.pop("child", None)
+    if child is not None:
+        _dw_watch(False)
+    return child
+
+
+def _dw_hold(child):
+    _dw_state["child"] = child
+    _dw_watch(True)
+
+
+def _dw_watch(on):
+    """While a prepared child lives, IPython's ``pre_run_cell`` (a real cell, not a silent probe)
+    kills it before the cell runs: the state moves on, and every page the cell writes while the
+    child lives would first be copied (measured: a groupby cell 2-3x slower). Registered only then."""
+    ipython = _sb_sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    events = getattr(shell, "events", None)
+    with _dw_contextlib.suppress(Exception):
+        if on:
+            events.register("pre_run_cell", _dw_on_cell)
+        elif _dw_on_cell in events.callbacks.get("pre_run_cell", ()):
+            events.unregister("pre_run_cell", _dw_on_cell)
+
+
+def _dw_on_cell(info=None):
+    """A real cell starts: the prepared child goes first (reaped, so its pages are the kernel's alone)."""
+    try:
+        child = _dw_drop()
+        if child is not None:
+            child.reap(timeout=0.2)
+    except Exception:  # never in the user's way
+        pass
 
 
 def _dw_take(key):
     """This kernel's prepared child if it may serve ``key`` (it is then consumed), else None; a
     stale or mismatched one is discarded."""
-    child = _dw_state.pop("child", None)
+    child = _dw_pop()
     if child is None or child.valid(key):
         return child
     _dw_discard(child)
@@ -162,7 +201,7 @@ def dry_run_prepare(payload_json):
     key = _dw_key(payload)
     child = _dw_take(key)
     if child is not None:
-        _dw_state["child"] = child
+        _dw_hold(child)
         age = round(_dw_time.monotonic() - child.begun, 3)
         answer = {"outcome": "prepared", "fresh": False, "child_pid": child.pid, "age_s": age}
         return _dw_answer(answer, started)
@@ -170,7 +209,7 @@ def dry_run_prepare(payload_json):
     child = _dw_fork(payload, key, window)
     if child is None:
         return _dw_answer({"outcome": "skipped", "message": "pidfd_open failed: dry runs fork cold"}, started)
-    _dw_state["child"] = child
+    _dw_hold(child)
     return _dw_answer({"outcome": "prepared", "fresh": True, "child_pid": child.pid, "age_s": 0.0}, started)
 
 
