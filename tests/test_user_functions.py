@@ -84,6 +84,21 @@ def test_the_returned_value_flows_back_to_the_caller(kernel: Any) -> None:
     assert kernel.run("p = m.predict(feats(df))\n", allow_error=True).get("ename") == "ValueError"
 
 
+def test_a_body_that_crashes_or_may_raise_first_returns_no_value(kernel: Any) -> None:
+    setup = (
+        "import numpy as np\nfrom sklearn.linear_model import LogisticRegression\n"
+        + FRAME
+        + "m = LogisticRegression().fit(np.zeros((4, 3)) + np.arange(4)[:, None], [0, 1, 0, 1])\n"
+        + "def f(d):\n    x = d[['zz']]\n    return d[['a', 'c']]\n"
+        + "def g(d):\n    np.linalg.inv(np.zeros((2, 2)))\n    return d[['a', 'c']]\n"
+    )
+    # predict() would see 2 features, but f's KeyError comes first
+    assert_predicts(kernel, setup, "p = m.predict(f(df))\n", "KeyError", 0, check_id=UF)
+    prepare(kernel, setup)
+    assert predict(kernel, "p = m.predict(g(df))\n") == []
+    assert kernel.run("p = m.predict(g(df))\n", allow_error=True).get("ename") == "LinAlgError"
+
+
 def test_the_value_of_a_pure_function_reaches_later_lines(kernel: Any) -> None:
     setup = (
         "import numpy as np\nfrom sklearn.linear_model import LogisticRegression\n"

@@ -319,18 +319,23 @@ def _inner_snapshot(snap: Snapshot, shadow: set[str], params: dict[str, ObjectSu
     return snap.model_copy(update={"variables": variables, "attributes": attributes})
 
 
-def follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | None:
+#: The checks' ``Prepare`` (``checks.user_functions`` registers it): the inner walk runs every step hook,
+#: so that a body the checks see crash returns no value and is not pure, however it is reached.
+PREPARE: list[Prepare] = []
+
+
+def follow(w: CellWalk, call: ast.Call) -> Followed | None:
     """Follow ``call`` into the user function it calls, or None when it cannot be followed.
 
-    With ``prepare``, the inner walk runs the step hooks it returns and ``finding`` is the first one
-    proven reached inside the body; without, only the return value and purity are computed."""
+    The inner walk runs the step hooks ``PREPARE`` gives (none when nothing registered); ``finding`` is
+    the first one proven reached inside the body."""
     memo: dict[tuple[Any, ...], Followed | None] | None = getattr(w, "uf_memo", None)
     if memo is None:
         memo = w.uf_memo = {}
-    key = (id(call), prepare is None, w._ver, w.line, id(w._stmt), w.opaque, w._guard, id(w.facts))
+    key = (id(call), w._ver, w.line, id(w._stmt), w.opaque, w._guard, id(w.facts))
     if key not in memo:
         try:
-            memo[key] = _follow(w, call, prepare)
+            memo[key] = _follow(w, call, PREPARE[0] if PREPARE else None)
         except Exception:  # a bug here must not end the caller's walk: the call stays opaque
             _log.exception("following %s failed", ast.unparse(call)[:80])
             memo[key] = None
@@ -366,7 +371,11 @@ def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | 
         return None
     shape = _shape(func)
     bound = _bind(func.node, call)
-    if shape is None or bound is None or not all(_safe_arg(w, e) for e in call.args):
+    if (
+        shape is None
+        or bound is None
+        or not all(_safe_arg(w, e) for e in [*call.args, *(k.value for k in call.keywords)])
+    ):
         return None
     body, text, offset, local, free = shape
     values: dict[str, Val | None] = {}
@@ -440,8 +449,15 @@ def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | 
                 continue
         if found:
             break
-        if isinstance(stmt, ast.Return) and stmt in inner.tree.body:  # type: ignore[union-attr]
-            out.returned = inner.ev(stmt.value) if stmt.value is not None else None
+        # a value, when nothing before the ``return`` may raise (a caller's check on the same line would
+        # otherwise report its own crash where the body's comes first)
+        if (
+            isinstance(stmt, ast.Return)
+            and stmt.value is not None
+            and stmt in inner.tree.body  # type: ignore[union-attr]
+            and first_risky_line(facts, snap, stmt.lineno - 1) is None
+        ):
+            out.returned = inner.ev(stmt.value)
     else:
         # the whole body was walked (a ``return`` or ``raise`` inside a branch cut it short: not pure)
         out.pure = not inner.opaque and (len(body) == len(func.node.body) or isinstance(body[-1], ast.Return))
@@ -455,7 +471,7 @@ def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | 
 
 def returned(w: CellWalk, call: ast.Call) -> Val | None:
     """What ``call`` into a user function returns, when the inner walk computes it."""
-    got = follow(w, call, None)
+    got = follow(w, call)
     if got is None or got.returned is None:
         return None
     back = got.returned
@@ -466,5 +482,5 @@ def returned(w: CellWalk, call: ast.Call) -> Val | None:
 
 def pure_user_call(w: CellWalk, call: ast.Call) -> bool:
     """``call`` runs a user function the walk followed to its end, and nothing shared changed in it."""
-    got = follow(w, call, None)
+    got = follow(w, call)
     return got is not None and got.pure

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from crane_lsp.analysis.facts import CellFacts
-from crane_lsp.analysis.userfuncs import follow
+from crane_lsp.analysis.userfuncs import PREPARE, follow
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import REGISTRY, CheckHook, Finding, step
 from crane_lsp.snapshot import Snapshot
@@ -33,12 +33,15 @@ def _prepare(facts: CellFacts, snapshot: Snapshot) -> tuple[CellFacts, dict[str,
     return facts, hooks
 
 
+PREPARE[:] = [_prepare]
+
+
 @step(CHECK_ID)
 def user_function_crash(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     for call in w.evaluated_of(stmt, ast.Call):
         if not isinstance(call.func, ast.Name):
             continue
-        got = follow(w, call, _prepare)
+        got = follow(w, call)
         if got is None or got.finding is None or not isinstance(got.finding, Finding):
             continue
         inner = got.finding
