@@ -27,6 +27,9 @@ from crane_lsp.analysis.values import (
 )
 from crane_lsp.snapshot import Snapshot
 
+#: ``ev``'s memo answer for a key it has not seen (None is a value: "not proven").
+_UNSEEN = object()
+
 
 class Evaluator:
     """Expression evaluation over the walk's state (the attributes below are the walk's)."""
@@ -160,8 +163,9 @@ class Evaluator:
 
     def ev(self, node: ast.AST) -> Val | None:
         key = (id(node), self._ver, self.line, id(self._stmt), self.opaque, self._guard)
-        if key in self._memo:
-            return self._memo[key]
+        got = self._memo.get(key, _UNSEEN)
+        if got is not _UNSEEN:
+            return got  # type: ignore[return-value]
         try:
             value = self._ev(node)
         except (RecursionError, ValueError, TypeError, IndexError, OverflowError):

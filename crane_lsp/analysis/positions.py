@@ -71,13 +71,14 @@ class PosMap:
     def span(self, node: ast.AST) -> Span:
         lineno: int = node.lineno  # type: ignore[attr-defined]
         col_offset: int = node.col_offset  # type: ignore[attr-defined]
-        end_lineno = getattr(node, "end_lineno", None) or lineno
-        end_col_offset = getattr(node, "end_col_offset", None)
+        end_lineno: int = node.end_lineno or lineno  # type: ignore[attr-defined]
+        end_col_offset: int | None = node.end_col_offset  # type: ignore[attr-defined]
         if end_col_offset is None:
             end_col_offset = col_offset
-        same = self._same_lines()
+        same = self._same if self._same is not None else self._same_lines()
         if 0 < lineno <= end_lineno <= len(same) and same[lineno - 1] and same[end_lineno - 1]:
-            return Span(lineno - 1 + self.offset, col_offset, end_lineno - 1 + self.offset, end_col_offset)
+            off = self.offset
+            return Span(lineno - 1 + off, col_offset, end_lineno - 1 + off, end_col_offset)
         line, col = self.pos(lineno, col_offset)
         end_line, end_col = self.pos(end_lineno, end_col_offset)
         return Span(line, col, end_line, end_col)

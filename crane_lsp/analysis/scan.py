@@ -44,6 +44,7 @@ from crane_lsp.analysis.syntax import (
     _non_empty,
     _Scope,
 )
+from crane_lsp.analysis.values import child_nodes
 from crane_lsp.analysis.values import literal as _literal
 
 
@@ -69,7 +70,8 @@ class _Analyzer:
 
     @property
     def in_function(self) -> bool:
-        return any(s.kind == "function" for s in self.scopes)
+        scopes = self.scopes
+        return len(scopes) > 1 and any(s.kind == "function" for s in scopes)  # the module scope is first
 
     def text(self, node: ast.AST) -> str:
         """Source of ``node`` (``ast.get_source_segment`` re-splits the whole cell on every call)."""
@@ -406,6 +408,8 @@ class _Analyzer:
             if isinstance(node.ctx, ast.Load) or aug:
                 self.read(node)
             return
+        if isinstance(node, ast.Constant):
+            return
         if isinstance(node, ast.Attribute):
             self.expr(node.value)
             self.record_chain(node)
@@ -447,7 +451,7 @@ class _Analyzer:
             self.expr(node.right)
             self.binop_op(node.op, node.left, node.right, self.pm.span(node))
             return
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):  # not the ``Load()`` contexts: nothing to see there
             self.expr(child)
 
     def walrus(self, node: ast.NamedExpr) -> None:

@@ -287,7 +287,69 @@ def kwarg(call: ast.Call, name: str) -> ast.expr | None:
 
 
 def has_star(call: ast.Call) -> bool:
-    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
+    """``f(*args)`` / ``f(**kw)``: arguments the analysis cannot line up with parameters."""
+    for a in call.args:
+        if isinstance(a, ast.Starred):
+            return True
+    return bool(call.keywords) and any(kw.arg is None for kw in call.keywords)
+
+
+#: Fields that never hold a node (names, flags, the shared ``Load``/``Store`` context objects): skipped.
+_NOT_NODES = frozenset(
+    {"ctx", "id", "attr", "arg", "name", "asname", "module", "level", "kind", "conversion", "is_async"}
+    | {"simple", "type_comment", "tag", "kwd_attrs", "lineno", "col_offset", "end_lineno", "end_col_offset"}
+)
+_FIELDS: dict[type, tuple[str, ...]] = {
+    ast.Constant: (),
+    ast.Global: (),
+    ast.Nonlocal: (),
+    ast.MatchSingleton: (),
+}
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    got = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _NOT_NODES)  # type: ignore[attr-defined]
+    return got
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The child nodes ``ast.iter_child_nodes`` gives, without the expression contexts (``Load()``...,
+    which no check looks at) and without the generator machinery: one table of fields per node type."""
+    fields = _FIELDS.get(node.__class__)
+    if fields is None:
+        fields = _node_fields(node.__class__)
+    out: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if value is None:
+            continue
+        if value.__class__ is list:
+            out += [v for v in value if v is not None]  # ``{**d}``: a None key in ``Dict.keys``
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
+
+
+def walk_list(root: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(root))`` in the same (breadth-first) order, without the contexts (``child_nodes``);
+    the children are read in place, not through a call per node."""
+    out = [root]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        fields = _FIELDS.get(node.__class__)
+        if fields is None:
+            fields = _node_fields(node.__class__)
+        for name in fields:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if value.__class__ is list:
+                out += [v for v in value if v is not None]
+            elif isinstance(value, ast.AST):
+                out.append(value)
+    return out
 
 
 def dotted(node: ast.AST) -> str | None:

@@ -38,6 +38,8 @@ from crane_lsp.analysis.values import (
     has_star,
     root_name,
 )
+from crane_lsp.analysis.values import child_nodes as _children
+from crane_lsp.analysis.values import walk_list as _walk_list
 from crane_lsp.snapshot import Snapshot
 
 #: Passes of one ``for`` loop the walk follows, and loop-body statements it visits in all.
@@ -349,6 +351,8 @@ class CellWalk(Evaluator):
                     loads.append(node)
                 else:
                     changed.add(node.id)
+            elif node.__class__ is ast.Constant:
+                continue
             elif isinstance(node, (ast.Attribute, ast.Subscript)):
                 if not isinstance(node.ctx, ast.Load):
                     r = root_name(node)
@@ -607,49 +611,3 @@ def _certain_nodes(root: ast.AST, out: list[ast.AST]) -> None:
 
 
 _DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-#: Fields that never hold a node (names, flags, the shared ``Load``/``Store`` context objects): skipped.
-_NOT_NODES = frozenset(
-    {"ctx", "id", "attr", "arg", "name", "asname", "module", "level", "kind", "conversion", "is_async"}
-    | {"simple", "type_comment", "tag", "kwd_attrs", "lineno", "col_offset", "end_lineno", "end_col_offset"}
-)
-_FIELDS: dict[type, tuple[str, ...]] = {
-    ast.Constant: (),
-    ast.Global: (),
-    ast.Nonlocal: (),
-    ast.MatchSingleton: (),
-}
-
-
-def _node_fields(cls: type) -> tuple[str, ...]:
-    got = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _NOT_NODES)  # type: ignore[attr-defined]
-    return got
-
-
-def _children(node: ast.AST) -> list[ast.AST]:
-    """The child nodes ``ast.iter_child_nodes`` gives, without the expression contexts (``Load()``...,
-    which no check looks at) and without the generator machinery: one table of fields per node type."""
-    fields = _FIELDS.get(node.__class__)
-    if fields is None:
-        fields = _node_fields(node.__class__)
-    out: list[ast.AST] = []
-    for name in fields:
-        value = getattr(node, name, None)
-        if value is None:
-            continue
-        if value.__class__ is list:
-            out += [v for v in value if v is not None]  # ``{**d}``: a None key in ``Dict.keys``
-        elif isinstance(value, ast.AST):
-            out.append(value)
-    return out
-
-
-def _walk_list(root: ast.AST) -> list[ast.AST]:
-    """``list(ast.walk(root))``, in the same (breadth-first) order."""
-    out = [root]
-    i = 0
-    while i < len(out):
-        out.extend(_children(out[i]))
-        i += 1
-    return out

@@ -130,17 +130,22 @@ def walk_hooks(facts: CellFacts, snapshot: Snapshot, hooks: dict[str, CheckHook]
         return {}
     w = CellWalk(facts, snapshot)
     active = {k: (h, _on(k)) for k, h in hooks.items()}
+    # the hooks to call on a statement, by its node types (a cell has few distinct sets of them);
+    # emptied whenever a hook is done
+    plans: dict[frozenset[type[ast.AST]], list[tuple[str, CheckHook]]] = {}
     out: dict[str, list[Any]] = {}
     for stmt in w.steps():
         kinds = w.kinds(stmt)
-        for check_id, (hook, on) in list(active.items()):
-            if on and on.isdisjoint(kinds):
-                continue
+        plan = plans.get(kinds)
+        if plan is None:
+            plan = plans[kinds] = [(k, h) for k, (h, on) in active.items() if not on or on & kinds]
+        for check_id, hook in plan:
             try:
                 found = hook(w, stmt)
             except Exception:
                 _log.exception("check %s raised; skipped", check_id)
                 del active[check_id]
+                plans.clear()
                 out.pop(check_id, None)
                 continue
             if found:
@@ -151,6 +156,7 @@ def walk_hooks(facts: CellFacts, snapshot: Snapshot, hooks: dict[str, CheckHook]
                     ]
                 out[check_id] = found
                 del active[check_id]
+                plans.clear()
         if not active:
             break
     return out
