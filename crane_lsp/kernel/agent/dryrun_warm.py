@@ -154,6 +154,8 @@ def _dw_watch(on):
     ipython = _sb_sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     events = getattr(shell, "events", None)
+    if events is None:  # plain Python: no cells to watch
+        return
     with _dw_contextlib.suppress(Exception):
         if on:
             events.register("pre_run_cell", _dw_on_cell)
