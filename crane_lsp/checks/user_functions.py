@@ -36,7 +36,7 @@ def _prepare(facts: CellFacts, snapshot: Snapshot) -> tuple[CellFacts, dict[str,
 PREPARE[:] = [_prepare]
 
 
-@step(CHECK_ID)
+@step(CHECK_ID, on=(ast.Call,))
 def user_function_crash(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     for call in w.evaluated_of(stmt, ast.Call):
         if not isinstance(call.func, ast.Name):
