@@ -196,8 +196,8 @@ def jail_kernels(user: str) -> Iterator[JailKernel]:
         Path(f"{workdir}.log").unlink(missing_ok=True)
 
 
-def no_process_in_group(pgid: int) -> bool:
-    """No process is left in the dry run's process group (no grandchild outlived it)."""
+def _processes() -> Iterator[tuple[int, list[str]]]:
+    """``(pid, the fields of /proc/<pid>/stat after the command name)`` for every process now."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -205,24 +205,17 @@ def no_process_in_group(pgid: int) -> bool:
             fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid:
-            return False
-    return True
+        yield int(entry), fields
+
+
+def no_process_in_group(pgid: int) -> bool:
+    """No process is left in the dry run's process group (no grandchild outlived it)."""
+    return all(int(fields[2]) != pgid for _pid, fields in _processes())
 
 
 def children_of(pid: int) -> list[tuple[int, str]]:
     """``(pid, state)`` of every process whose parent is ``pid`` (a zombie shows as ``Z``)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append((int(entry), fields[0]))
-    return out
+    return [(child, fields[0]) for child, fields in _processes() if int(fields[1]) == pid]
 
 
 def alive(pid: int) -> bool:
