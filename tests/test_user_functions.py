@@ -37,6 +37,14 @@ def _first(kernel: Any, setup: str, cell: str) -> Finding:
     return found[0]
 
 
+def _nothing_certain_yet_raises(kernel: Any, setup: str, cell: str, ename: str | None) -> None:
+    """No certain user-function finding for ``cell``, and the real run (if ``ename``) raises ``ename``."""
+    prepare(kernel, setup)
+    assert [f for f in predict(kernel, cell) if f.check_id == UF] == []
+    if ename is not None:
+        assert kernel.run(cell, allow_error=True).get("ename") == ename
+
+
 def test_a_crash_inside_an_earlier_cell_function_is_shown_on_the_call(kernel: Any) -> None:
     f = assert_predicts(kernel, FRAME + PREP, "n = 1\nX = prep(df)\n", "KeyError", 1, check_id=UF)
     assert "raises in prep() (its line 2)" in f.message and "'b'" in f.message
@@ -130,25 +138,19 @@ def test_a_feature_count_mismatch_inside_an_earlier_cell_function(kernel: Any) -
 
 
 def test_a_fit_before_the_mismatch_may_raise_first_so_nothing_is_certain(kernel: Any) -> None:
-    prepare(kernel, SK)
-    assert [f for f in predict(kernel, "p = train(LogisticRegression(), X)\n") if f.check_id == UF] == []
-    assert kernel.run("p = train(LogisticRegression(), X)\n", allow_error=True).get("ename") == "ValueError"
+    _nothing_certain_yet_raises(kernel, SK, "p = train(LogisticRegression(), X)\n", "ValueError")
 
 
 def test_an_earlier_line_of_the_body_that_may_raise_makes_it_uncertain(kernel: Any) -> None:
     setup = (
         FRAME + "import numpy as np\ndef prep(d):\n    np.linalg.inv(np.zeros((2, 2)))\n    return d[['b']]\n"
     )
-    prepare(kernel, setup)
-    assert [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF] == []
-    assert kernel.run("X = prep(df)\n", allow_error=True).get("ename") == "LinAlgError"
+    _nothing_certain_yet_raises(kernel, setup, "X = prep(df)\n", "LinAlgError")
 
 
 def test_a_function_with_side_effects_is_not_certain(kernel: Any) -> None:
     setup = FRAME + "seen = []\ndef prep(d):\n    seen.append(1)\n    d['a'] = 0\n    return d[['b']]\n"
-    prepare(kernel, setup)
-    assert [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF] == []
-    assert kernel.run("X = prep(df)\n", allow_error=True).get("ename") == "KeyError"
+    _nothing_certain_yet_raises(kernel, setup, "X = prep(df)\n", "KeyError")
     assert kernel.eval("seen") == "[1]"
 
 
@@ -173,15 +175,12 @@ def test_what_the_kernel_says_of_its_own_d_is_not_said_of_the_parameter_d(kernel
 
 def test_a_local_read_before_it_is_bound_is_not_the_kernel_value(kernel: Any) -> None:
     setup = FRAME + "out = df\ndef prep(d):\n    n = out.shape\n    out = d[['b']]\n    return out\n"
-    prepare(kernel, setup)
-    assert [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF] == []
-    assert kernel.run("X = prep(df)\n", allow_error=True).get("ename") == "UnboundLocalError"
+    _nothing_certain_yet_raises(kernel, setup, "X = prep(df)\n", "UnboundLocalError")
 
 
 def test_a_global_write_is_not_followed(kernel: Any) -> None:
     setup = FRAME + "n = 0\ndef prep(d):\n    global n\n    n += 1\n    return d[['b']]\n"
-    prepare(kernel, setup)
-    assert [f for f in predict(kernel, "X = prep(df)\n") if f.check_id == UF] == []
+    _nothing_certain_yet_raises(kernel, setup, "X = prep(df)\n", None)
 
 
 @pytest.mark.timeout(60)
@@ -191,8 +190,7 @@ def test_recursion_and_depth_are_bounded(kernel: Any) -> None:
         + "def rec(d, k):\n    return rec(d, k - 1) if k else d[['b']]\n"
         + "def f1(d):\n    return f2(d)\ndef f2(d):\n    return f3(d)\ndef f3(d):\n    return d[['b']]\n"
     )
-    prepare(kernel, setup)
-    assert [f for f in predict(kernel, "X = rec(df, 3)\n") if f.check_id == UF] == []
+    _nothing_certain_yet_raises(kernel, setup, "X = rec(df, 3)\n", None)
     assert [f for f in predict(kernel, "X = f1(df)\n") if f.check_id == UF] == []  # three calls deep
     f = _first(kernel, setup, "X = f2(df)\n")  # two calls deep: followed
     assert f.check_id == UF and "raises in f2() (its line 2)" in f.message, f
