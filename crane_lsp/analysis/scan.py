@@ -112,8 +112,7 @@ class _Analyzer:
             self.f.untrusted_from[name] = pos[0]
 
     def end_pos(self, node: ast.AST) -> tuple[int, int]:
-        sp = self.pm.span(node)
-        return sp.end_line, sp.end_col
+        return self.pm.end(node)
 
     def bind(
         self, name: str, node: ast.AST, value: ast.AST | None = None, pos: tuple[int, int] | None = None
@@ -404,6 +403,16 @@ class _Analyzer:
         self.f.reads.append(NameUse(name, self.pm.span(node), self.guarded, maybe))
 
     def expr(self, node: ast.AST, aug: bool = False) -> None:
+        cls = node.__class__  # exact-class tests first: ``ast.parse`` builds no subclasses
+        if cls is ast.Constant:
+            return
+        if cls is ast.Name:
+            if aug or node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+                self.read(node)  # type: ignore[arg-type]
+            return
+        if cls is ast.Call:
+            self.call(node)  # type: ignore[arg-type]
+            return
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load) or aug:
                 self.read(node)

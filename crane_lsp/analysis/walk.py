@@ -490,10 +490,22 @@ class CellWalk(Evaluator):
         """The nodes of ``evaluated(stmt)`` that are instances of ``types`` (the step hooks' usual first
         filter, done once per statement for all of them)."""
         if stmt is not self._of_stmt:  # hooks ask about the statement being walked: one table at a time
-            self._of_stmt, self._of_type = stmt, {}
+            # seeded with one pass: (C,) -> the nodes of exact class C, in order
+            table: dict[tuple[type[ast.AST], ...], list[Any]] = {}
+            for n in self.evaluated(stmt):
+                key = (n.__class__,)
+                group = table.get(key)
+                if group is None:
+                    table[key] = [n]
+                else:
+                    group.append(n)
+            self._of_stmt, self._of_type = stmt, table
         got = self._of_type.get(types)
         if got is None:
-            got = self._of_type[types] = [n for n in self.evaluated(stmt) if isinstance(n, types)]
+            if len(types) == 1 and _is_leaf(types[0]):
+                got = self._of_type[types] = []  # absent from the seeded table: the statement has none
+            else:
+                got = self._of_type[types] = [n for n in self.evaluated(stmt) if isinstance(n, types)]
         return got
 
     def kinds(self, stmt: ast.stmt) -> frozenset[type[ast.AST]]:
@@ -566,6 +578,18 @@ def _walk_executable(stmt: ast.stmt) -> Iterator[ast.AST]:
             todo.extend(node.decorator_list)
             continue
         todo.extend(ast.iter_child_nodes(node))
+
+
+_LEAF: dict[type, bool] = {}
+
+
+def _is_leaf(cls: type) -> bool:
+    """Whether ``isinstance(n, cls)`` means ``n.__class__ is cls`` (no subclasses: ``ast.Call``, not
+    ``ast.expr`` nor ``ast.Constant``, whose deprecated aliases subclass it)."""
+    got = _LEAF.get(cls)
+    if got is None:
+        got = _LEAF[cls] = not cls.__subclasses__()
+    return got
 
 
 def _simple(stmt: ast.stmt) -> bool:
