@@ -66,7 +66,7 @@ def test_a_syntax_error_does_not_consume_the_prepared_child(jk: JailKernel) -> N
 
 
 WATCHERS = (
-    "sum(getattr(f, '__name__', '') == '_dw_on_cell' for f in get_ipython().events.callbacks['pre_run_cell'])"
+    "sum(getattr(f, '__name__', '') == '_dw_on_cell' for f in get_ipython().events.callbacks['pre_execute'])"
 )
 
 
@@ -80,6 +80,17 @@ def test_a_real_execute_discards_it_and_the_dry_run_sees_the_new_state(jk: JailK
     result = jk.dry_run("answer = late_value + 1\nanswer.missing")
     assert result["outcome"] == "raised" and result["exception"] == "AttributeError", result
     assert result["child_pid"] != child
+    assert _gone(child)
+
+
+def test_a_silent_execute_with_code_discards_it_too(jk: JailKernel) -> None:
+    """Another frontend's silent execute changes the state without moving the execution count."""
+    child = jk.prepare()["child_pid"]
+    msg_id = jk.kernel.client.execute("silent_value = 41", silent=True, store_history=False)
+    assert jk.kernel._reply(msg_id, 30)["content"]["status"] == "ok"
+    assert not alive(child), "a silent execute with code kills the prepared child before it runs"
+    result = jk.dry_run("answer = silent_value + 1\nanswer.missing")
+    assert result["outcome"] == "raised" and result["exception"] == "AttributeError", result
     assert _gone(child)
 
 

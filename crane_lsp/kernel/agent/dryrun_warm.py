@@ -9,8 +9,9 @@ kernel's generation holds (``Kernel.execution_count``: every non-silent execute 
 ``window_s`` from its fork (what comms, widgets or threads change without an execute, and the
 copy-on-write pages it holds, stay bounded); it waits ``window_s`` + 1 s at most, then exits.
 ``dry_run(payload_json)`` sends the cell to a valid prepared child (consumed by that one use), and
-forks cold otherwise; a stale or mismatched child is killed first, and a real cell kills it as it
-starts (IPython's ``pre_run_cell``, registered only while a prepared child lives).
+forks cold otherwise; a stale or mismatched child is killed first, and any code the kernel runs
+kills it as it starts (IPython's ``pre_execute``, registered only while a prepared child lives: a
+real cell, and also a silent execute with code, which changes state without moving the count).
 
 No zombie and no pid-reuse hazard: a bare thread per child waits for it (it is reaped even when
 no agent call comes), and it is signalled through a pidfd, never by a pid that may be reused.
@@ -148,9 +149,10 @@ def _dw_hold(child):
 
 
 def _dw_watch(on):
-    """While a prepared child lives, IPython's ``pre_run_cell`` (a real cell, not a silent probe)
-    kills it before the cell runs: the state moves on, and every page the cell writes while the
-    child lives would first be copied (measured: a groupby cell 2-3x slower). Registered only then."""
+    """While a prepared child lives, IPython's ``pre_execute`` (any execute with code, silent or not;
+    the probe's own calls carry none, only ``user_expressions``) kills it before the code runs: the
+    state moves on, and every page the cell writes while the child lives would first be copied
+    (measured: a groupby cell 2-3x slower). Registered only then."""
     ipython = _sb_sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     events = getattr(shell, "events", None)
@@ -158,13 +160,14 @@ def _dw_watch(on):
         return
     with _dw_contextlib.suppress(Exception):
         if on:
-            events.register("pre_run_cell", _dw_on_cell)
-        elif _dw_on_cell in events.callbacks.get("pre_run_cell", ()):
-            events.unregister("pre_run_cell", _dw_on_cell)
+            events.register("pre_execute", _dw_on_cell)
+        elif _dw_on_cell in events.callbacks.get("pre_execute", ()):
+            events.unregister("pre_execute", _dw_on_cell)
 
 
 def _dw_on_cell(info=None):
-    """A real cell starts: the prepared child goes first (reaped, so its pages are the kernel's alone)."""
+    """Code starts in the kernel (a cell, or a silent execute that may change the state): the
+    prepared child goes first (reaped, so its pages are the kernel's alone)."""
     try:
         child = _dw_drop()
         if child is not None:
