@@ -23,15 +23,12 @@ from pydantic import BaseModel
 from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.parse import analyze
+from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName
 from crane_lsp.prediction import Prediction, Source
 from crane_lsp.settings import Settings
 
 log = logging.getLogger(__name__)
-
-#: how long a prepared child may serve a dry run (the kernel's window, from its fork); the server
-#: asks for one at most once per kernel generation in this time
-PREPARE_WINDOW_S = 5.0
 
 
 def _words(text: str) -> frozenset[str]:

@@ -40,8 +40,8 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_sys,
         _sb_wait,
     )
+    from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 
-_DW_WINDOW_S = 5.0  # how long a prepared child may serve a dry run (from its fork)
 _dw_state: dict[str, Any] = {}  # "child": this kernel's one prepared child
 
 
@@ -210,7 +210,7 @@ def dry_run_prepare(payload_json):
         age = round(_dw_time.monotonic() - child.begun, 3)
         answer = {"outcome": "prepared", "fresh": False, "child_pid": child.pid, "age_s": age}
         return _dw_answer(answer, started)
-    window = float(payload.get("window_s", _DW_WINDOW_S))
+    window = float(payload.get("window_s", PREPARE_WINDOW_S))
     child = _dw_fork(payload, key, window)
     if child is None:
         return _dw_answer({"outcome": "skipped", "message": "pidfd_open failed: dry runs fork cold"}, started)

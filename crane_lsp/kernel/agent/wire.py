@@ -145,6 +145,7 @@ SAMPLE_ROWS: Final = 100_000  # rows behind distinct counts and examples
 OBJECT_BUDGET_S: Final = 0.5  # per object summary
 REQUEST_BUDGET_S: Final = 2.0  # per snapshot
 TORCH_SAMPLES: Final = 10  # items read from a torch Dataset
+PREPARE_WINDOW_S: Final = 5.0  # how long a prepared dry-run child may serve a dry run (from its fork)
 
 
 class Budgets(TypedDict):
