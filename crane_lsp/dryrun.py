@@ -112,6 +112,8 @@ def screen(facts: CellFacts) -> ScreenResult:
         return ScreenResult(False, f"runs the cell magic %%{facts.magic}")
     if not facts.analyzed and facts.magic is None:
         return ScreenResult(False, "the cell could not be analysed")
+    if facts.unchecked_from is not None:  # the checks read only the start of a long cell: screen all of it
+        facts = analyze(facts.source, max_lines=None)
     verdict = _screen_ipython(facts.python)
     if verdict is not None:
         return verdict

@@ -84,6 +84,11 @@ def analyze_cached(source: str) -> CellFacts:
     return analyze(source)
 
 
+@functools.lru_cache(maxsize=64)
+def _analyze_whole_cached(source: str) -> CellFacts:
+    return analyze(source, max_lines=None)
+
+
 def probe_query(facts: CellFacts, settings: Settings) -> ProbeQuery:
     fields = facts.probe_query_fields()
     return ProbeQuery(
@@ -108,6 +113,8 @@ def origins(variables: Iterable[str], executed: Sequence[str]) -> list[Origin]:
         base = var.split(".", 1)[0].split("[", 1)[0]
         for index in range(len(executed) - 1, -1, -1):
             facts = analyze_cached(executed[index])
+            if facts.unchecked_from is not None:  # a long cell read in part: its last assignment may be later
+                facts = _analyze_whole_cached(executed[index])
             lines = [a.span.line for a in facts.defines if a.name == base]
             if lines:
                 found.append(Origin(variable=base, cell=index, line=lines[-1]))
@@ -157,6 +164,15 @@ def finding_to_prediction(finding: Finding, executed: Sequence[str], target: str
         origin=origins(finding.variables, executed),
         fix=replacement_fix(finding, target),
         source=Source(layer="checks", check_id=finding.check_id),
+    )
+
+
+def unchecked_note(facts: CellFacts) -> str:
+    """Where the built-in checks stopped reading a long cell (``analysis.parse.MAX_LINES``)."""
+    total = facts.source.count("\n") + (0 if facts.source.endswith("\n") else 1)
+    return (
+        f"the built-in checks read lines 1-{facts.unchecked_from} of this {total}-line cell;"
+        f" nothing after line {facts.unchecked_from} was checked"
     )
 
 
@@ -213,6 +229,9 @@ def checks_phase(
     if risky is not None:  # the dry run may still decide; without one this Warning stands
         prediction = if_reached(prediction)
         prediction.notes.append(f"line {risky + 1} may raise before line {first.line + 1} is reached")
+    elif findings[0].unproven_reach:
+        prediction = if_reached(prediction)
+        prediction.notes.append(findings[0].unproven_reach)
     return findings, prediction
 
 
@@ -282,6 +301,8 @@ class Pipeline:
         if isinstance(first, Prediction):
             return Run(first, facts, snapshot)
         notes: list[str] = []
+        if facts.unchecked_from is not None:
+            notes.append(unchecked_note(facts))
         needs_runtime = "checks" in wanted or ("llm" in wanted and self.settings.runtime_info)
         if snapshot is None and needs_runtime:  # no kernel round trip for a -RT question
             snapshot, why = await self.snapshot_for_query(first)

@@ -91,6 +91,21 @@ async def test_both_server_paths_run_the_same_checks_phase(
     assert reader.queries[0] == reader.queries[1]  # one probe query, built by the same step
 
 
+@pytest.mark.parametrize("bug", ["", "price = df['prise']\n"])
+async def test_both_paths_say_where_the_checks_stopped_reading_a_long_cell(bug: str) -> None:
+    """A cell past ``MAX_LINES``: a crash before the cut is still found, and either verdict says where
+    the checks stopped (the typo after the cut is not reported)."""
+    filler = "".join(f"x{i} = df['rooms'].sum() + {i}\n" for i in range(2099))
+    cell = bug + filler + "late = df['prise']\n"
+    pipeline = Pipeline.from_settings(Settings.model_validate({"dry_run": "off"}), StateReader(_frame_state()))
+    in_thread = await pipeline.predict(cell, layers={"checks"})
+    in_worker = await run_checks_phase(_inline, pipeline, cell, [])
+    total = len(cell.splitlines())
+    for found in (in_thread.prediction, in_worker.prediction):
+        assert found.crash == bool(bug) and (found.line == 0 if bug else found.line is None)
+        assert f"the built-in checks read lines 1-2000 of this {total}-line cell" in found.notes[0]
+
+
 def test_one_pipeline_for_every_door() -> None:
     """``from_settings`` decides the dry run from the settings alone: on a kernel unless turned off."""
     from crane_lsp.dryrun import DryRunner

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from check_util import assert_predicts, assert_silent_and_runs, predict, prepare
+from check_util import assert_predicts, assert_silent_and_runs, facts_and_snapshot, predict, prepare
 
 from crane_lsp.checks.registry import Finding
+from crane_lsp.pipeline import checks_phase
 from crane_lsp.snapshot import ProbeQuery
 from tests.lib_checks_util import Case
 from tests.probe_util import snapshot
@@ -38,9 +39,10 @@ def _first(kernel: Any, setup: str, cell: str) -> Finding:
 
 
 def _nothing_certain_yet_raises(kernel: Any, setup: str, cell: str, ename: str | None) -> None:
-    """No certain user-function finding for ``cell``, and the real run (if ``ename``) raises ``ename``."""
+    """No certain user-function finding for ``cell`` (none, or one whose reach is unproven: a Warning),
+    and the real run (if ``ename``) raises ``ename``."""
     prepare(kernel, setup)
-    assert [f for f in predict(kernel, cell) if f.check_id == UF] == []
+    assert [f for f in predict(kernel, cell) if f.check_id == UF and not f.unproven_reach] == []
     if ename is not None:
         assert kernel.run(cell, allow_error=True).get("ename") == ename
 
@@ -146,6 +148,23 @@ def test_an_earlier_line_of_the_body_that_may_raise_makes_it_uncertain(kernel: A
         FRAME + "import numpy as np\ndef prep(d):\n    np.linalg.inv(np.zeros((2, 2)))\n    return d[['b']]\n"
     )
     _nothing_certain_yet_raises(kernel, setup, "X = prep(df)\n", "LinAlgError")
+
+
+def test_a_crash_after_a_body_line_that_may_raise_is_a_warning_naming_that_line(kernel: Any) -> None:
+    """The crash on body line 3 is shown as "raises ... if reached": body line 2 may raise first (here it
+    does not, and the cell raises the KeyError the Warning names)."""
+    setup = FRAME + "import numpy as np\n"
+    setup += "def prep(d):\n    q = np.linalg.inv(np.eye(2))\n    return d[['b']]\n"
+    cell = "n = 1\nX = prep(df)\n"
+    prepare(kernel, setup)
+    facts, snap = facts_and_snapshot(kernel, cell)
+    findings, prediction = checks_phase(facts, snap, [setup], cell)
+    assert findings and findings[0].check_id == UF
+    assert findings[0].unproven_reach == "line 2 of prep() may raise before its line 3 is reached"
+    assert prediction is not None and prediction.certainty == "predicted"
+    assert (prediction.exception, prediction.line) == ("KeyError", 1)
+    assert "if reached" in prediction.message and findings[0].unproven_reach in prediction.notes
+    assert kernel.run(cell, allow_error=True).get("ename") == "KeyError"
 
 
 def test_a_function_with_side_effects_is_not_certain(kernel: Any) -> None:

@@ -32,6 +32,11 @@ PURE_BUILTINS = _words(
     property staticmethod classmethod
     """
 )
+#: Pure builtins whose result holds no reference to their arguments (``print(X.shape)``, ``len(X)``): an
+#: argument read through them does not escape, so the walk keeps knowing what the cell bound it to.
+NON_RETAINING_BUILTINS = _words(
+    "print len repr str int float bool abs round isinstance issubclass hasattr callable id hash format ascii"
+)
 #: Builtins that call code handed to them (``map(f, xs)``): pure for the cell's names in the scan's
 #: reading, but not proof for the checks' walk, which cannot see what the callee does.
 HIGHER_ORDER_BUILTINS = _words("map filter iter getattr help super")

@@ -185,6 +185,9 @@ class CellFacts:
     trust_events: list[TrustEvent] = field(default_factory=list)  # what built ``untrusted_pos``
     magic: str | None = None  # the cell magic name (``time``) when the cell starts with ``%%``
     analyzed: bool = True  # False for cell magics whose body is not Python (``%%bash``)
+    # 0-based line where the analysis stopped: the cell is longer than ``analyze``'s ``max_lines``, so the
+    # statements from there on were not read (every name is untrusted there, and no check looks at them)
+    unchecked_from: int | None = None
     # ``ast.parse(python)``, parsed once and shared by the scan, the value walk, the reach rule and the
     # dry-run screen; a one-item list so that ``replace`` (``refined``) shares it too
     parsed: list[ast.Module | None] = field(default_factory=list, repr=False, compare=False)
@@ -217,9 +220,15 @@ class CellFacts:
         return word in self._ident_text[0]
 
     def untrust_from_start(self, key: str) -> None:
-        self.trust_events.append(TrustEvent(key, (0, 0)))
-        self.untrusted_pos[key] = (0, 0)
-        self.untrusted_from[key] = 0
+        self.untrust_from(key, (0, 0))
+
+    def untrust_from(self, key: str, pos: tuple[int, int]) -> None:
+        """From ``pos`` (line, col) on, the kernel's value of ``key`` no longer holds."""
+        self.trust_events.append(TrustEvent(key, pos))
+        old = self.untrusted_pos.get(key)
+        if old is None or pos < old:
+            self.untrusted_pos[key] = pos
+            self.untrusted_from[key] = pos[0]
 
     def refined(self, library_function: Callable[[str], bool]) -> CellFacts:
         """A copy that keeps trusting values passed to functions ``library_function`` vouches for.

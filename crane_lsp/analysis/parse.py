@@ -40,11 +40,20 @@ def _split_cell_magic(source: str) -> tuple[str | None, int]:
     return None, 0
 
 
-def analyze(source: str) -> CellFacts:
-    """Parse ``source`` (magics allowed) into ``CellFacts``; never raises on bad code."""
+#: Lines of a cell the scan and the checks read: past them (at the first top-level statement that starts
+#: later) a cell is left to the dry run and the LLM, so that a cell of tens of thousands of generated lines
+#: is analysed within a second (the parse of all of it alone takes half of that).
+MAX_LINES = 2000
+
+
+def analyze(source: str, max_lines: int | None = MAX_LINES) -> CellFacts:
+    """Parse ``source`` (magics allowed) into ``CellFacts``; never raises on bad code.
+
+    ``max_lines``: read the cell's statements up to that line (``CellFacts.unchecked_from`` says where the
+    reading stopped); None reads all of it (the dry run's safe-mode screen, which must see every call)."""
     try:
         with gc_paused():
-            return _analyze(source)
+            return _analyze(source, max_lines)
     except Exception:  # a bug here must not take the server down: no facts, and everything untrusted
         _log.exception("cell analysis failed")
         facts = CellFacts(source=source, python=source, analyzed=False)
@@ -53,7 +62,7 @@ def analyze(source: str) -> CellFacts:
         return facts
 
 
-def _analyze(source: str) -> CellFacts:
+def _analyze(source: str, max_lines: int | None) -> CellFacts:
     original_lines = source.split("\n")
     magic, body_start = _split_cell_magic(source)
     if magic is not None:
@@ -90,6 +99,7 @@ def _analyze(source: str) -> CellFacts:
         facts.syntax_error_span = Span(0, 0, 0, len(original_lines[0]) if original_lines else 0)
         return facts
     if python == parse_text:  # line numbers agree: the walk can use this very tree, and this map
+        tree = _within(tree, max_lines, facts, pmap)
         facts.parsed.append(tree)
         facts.posmap = pmap
     else:  # the walk parses ``python`` (the body below blank lines where the magic was)
@@ -97,6 +107,23 @@ def _analyze(source: str) -> CellFacts:
     analyzer = _Analyzer(facts, pmap, parse_text)
     analyzer.run(tree)
     return facts
+
+
+def _within(tree: ast.Module, max_lines: int | None, facts: CellFacts, pmap: PosMap) -> ast.Module:
+    """The top-level statements that start within ``max_lines``; past them nothing is trusted."""
+    body = tree.body
+    if max_lines is None or not body or body[-1].lineno <= max_lines:
+        return tree
+    # at least one statement (a cell that opens with comments past the budget); a statement that starts
+    # within the budget is read whole, however long (linear in its size)
+    cut = max(next(i for i, stmt in enumerate(body) if stmt.lineno > max_lines), 1)
+    if cut == len(body):
+        return tree
+    first = pmap.span(body[cut])
+    facts.unchecked_from = first.line
+    for key in (UNTRUSTED_ALL, UNTRUSTED_FILES, UNTRUSTED_MODULES):
+        facts.untrust_from(key, (first.line, first.col))
+    return ast.Module(body=body[:cut], type_ignores=tree.type_ignores)
 
 
 def _safe_transform(source: str) -> tuple[str, ast.Module | None]:

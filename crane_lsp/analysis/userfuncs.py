@@ -66,12 +66,14 @@ class UserFunc:
 
 @dataclass
 class Followed:
-    """What following one call found: the first inner finding (proven reached inside the body), the
-    function-relative 1-based line it is on, the returned value, and whether nothing shared changed."""
+    """What following one call found: the first inner finding, the function-relative 1-based line it is
+    on (and the earlier body line that may raise first, when reaching it is not proven), the returned
+    value, and whether nothing shared changed."""
 
     func: UserFunc
     finding: Any | None = None
     line: int = 0
+    risky_line: int | None = None  # 1-based body line that may raise before ``line``; None: none may
     returned: Val | None = None
     pure: bool = False
     renames: dict[str, tuple[str, ...]] | None = None  # parameter -> the caller's kernel variables
@@ -463,9 +465,12 @@ def _follow(w: CellWalk, call: ast.Call, prepare: Prepare | None) -> Followed | 
         out.pure = not inner.opaque and (len(body) == len(func.node.body) or isinstance(body[-1], ast.Return))
     if found:
         first = min(found, key=lambda f: (f.span.line, f.span.col))
-        if first_risky_line(facts, snap, first.span.line, first.span.col) is None and not inner.opaque:
+        if not inner.opaque:
+            risky = first_risky_line(facts, snap, first.span.line, first.span.col)
             out.finding = first
             out.line = offset + first.span.line - n_prefix + 1
+            if risky is not None:
+                out.risky_line = offset + max(risky - n_prefix, 0) + 1
     return out
 
 

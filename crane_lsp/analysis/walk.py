@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from crane_lsp.analysis.effects import MUTATING_LIB_FUNCS, PURE_BUILTINS
+from crane_lsp.analysis.effects import MUTATING_LIB_FUNCS, NON_RETAINING_BUILTINS, PURE_BUILTINS
 from crane_lsp.analysis.evaluate import Evaluator
 from crane_lsp.analysis.facts import UNTRUSTED_ALL, CellFacts
 from crane_lsp.analysis.positions import Span
@@ -369,6 +369,8 @@ class CellWalk(Evaluator):
                 changed.update(self._call_changes(node))
                 if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
                     receivers.add(id(node.func.value))
+                elif isinstance(node.func, ast.Name) and self._non_retaining(node.func.id):
+                    receivers.update(_read_through(node))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 changed.add(node.name)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -387,6 +389,13 @@ class CellWalk(Evaluator):
                 changed.discard(target.id)
         updates = {n: self._fitted_update(n, stmt) for n in changed}  # all against the state before stmt
         self.env.update(updates)
+
+    def _non_retaining(self, name: str) -> bool:
+        """``name`` is the builtin of that name, one that keeps no reference to its arguments."""
+        if name not in NON_RETAINING_BUILTINS or name in self.env or not self.trusted(name):
+            return False
+        kernel = self.snapshot.variables.get(name)
+        return kernel is None or kernel.kind == "function"
 
     def _call_changes(self, call: ast.Call, receivers: bool = True) -> set[str]:
         out: set[str] = set()
@@ -516,6 +525,20 @@ class CellWalk(Evaluator):
             got = self._kinds[id(stmt)] = frozenset(n.__class__ for n in self.evaluated(stmt))
         return got
 
+    def knows_any(self, stmt: ast.stmt) -> bool:
+        """Whether a name ``stmt`` certainly evaluates has a value the walk knows here. A step hook
+        proves a crash from a known value (an array, a frame, an estimator, a module), so on a statement
+        without one it has nothing to go on (``checks.registry.Trigger.needs_value``)."""
+        env, variables = self.env, self.snapshot.variables
+        for node in self.evaluated_of(stmt, ast.Name):
+            name = node.id
+            if name in env:
+                if env[name] is not None:
+                    return True
+            elif name in variables and self.ev(node) is not None:
+                return True
+        return False
+
     def method_calls(self, stmt: ast.stmt, *names: str) -> list[tuple[ast.Call, ast.Attribute]]:
         """Calls ``x.name(...)`` that ``stmt`` certainly evaluates, with their ``x.name`` (any method
         name when none is given): the head most call hooks start with."""
@@ -578,6 +601,24 @@ def _walk_executable(stmt: ast.stmt) -> Iterator[ast.AST]:
             todo.extend(node.decorator_list)
             continue
         todo.extend(ast.iter_child_nodes(node))
+
+
+def _read_through(call: ast.Call) -> list[int]:
+    """Ids of the names a call's arguments only read from (``X`` in ``print(X.shape, f"{y[0]}")``):
+    through attributes, subscripted values and f-strings, never through another call or an operator."""
+    out: list[int] = []
+    todo: list[ast.AST] = [*call.args, *(kw.value for kw in call.keywords)]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            out.append(id(node))
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            todo.append(node.value)
+        elif isinstance(node, ast.JoinedStr):
+            todo.extend(node.values)
+        elif isinstance(node, ast.FormattedValue):
+            todo.append(node.value)
+    return out
 
 
 _LEAF: dict[type, bool] = {}

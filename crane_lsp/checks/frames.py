@@ -507,6 +507,6 @@ def _factory(want: str) -> HookFactory:
 
 
 #: A Polars, Dask or Spark frame asked for a column its schema does not have.
-missing_frame_column = step_factory(CHECK_ID)(_factory(CHECK_ID))
+missing_frame_column = step_factory(CHECK_ID, needs_value=False)(_factory(CHECK_ID))
 #: Arithmetic between a Polars String column and a number (``InvalidOperationError``).
-frame_dtype = step_factory(DTYPE_ID)(_factory(DTYPE_ID))
+frame_dtype = step_factory(DTYPE_ID, needs_value=False)(_factory(DTYPE_ID))

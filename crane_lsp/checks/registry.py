@@ -41,6 +41,9 @@ class Finding:
     # a certain repair, e.g. the existing column a misspelt literal was meant to name:
     # (span of the text to replace, the replacement source text, a short description)
     replacement: tuple[Span, str, str] | None = None
+    # why the line may not be reached although no earlier line of the CELL may raise (a crash inside a
+    # user function, after a body line that may raise first): such a finding is a Warning, not certain
+    unproven_reach: str = ""
 
 
 CheckFn = Callable[[CellFacts, Snapshot], list[Finding]]
@@ -60,6 +63,9 @@ class Trigger:
 
     on: frozenset[type[ast.AST]] = frozenset()
     words: tuple[str, ...] = ()
+    #: the hook can only prove a crash from a value the walk knows (``CellWalk.knows_any``): it is not
+    #: called on a statement whose every name is unknown there
+    needs_value: bool = True
 
 
 @dataclass
@@ -85,10 +91,14 @@ def check(check_id: str) -> Callable[[CheckFn], CheckFn]:
 
 
 def step_factory(
-    check_id: str, *, on: tuple[type[ast.AST], ...] = (), words: tuple[str, ...] = ()
+    check_id: str,
+    *,
+    on: tuple[type[ast.AST], ...] = (),
+    words: tuple[str, ...] = (),
+    needs_value: bool = True,
 ) -> Callable[[HookFactory], HookFactory]:
     """Register a step-hook check whose hook is built per cell (None: the check does not apply).
-    ``on`` / ``words``: see ``Trigger``."""
+    ``on`` / ``words`` / ``needs_value``: see ``Trigger``."""
 
     def register(factory: HookFactory) -> HookFactory:
         def applies(facts: CellFacts, snapshot: Snapshot) -> CheckHook | None:
@@ -102,21 +112,24 @@ def step_factory(
 
         check(check_id)(alone)
         REGISTRY.steps[check_id] = applies
-        if on or words:
-            REGISTRY.triggers[check_id] = Trigger(frozenset(on), words)
+        REGISTRY.triggers[check_id] = Trigger(frozenset(on), words, needs_value)
         return factory
 
     return register
 
 
 def step(
-    check_id: str, *, on: tuple[type[ast.AST], ...] = (), words: tuple[str, ...] = ()
+    check_id: str,
+    *,
+    on: tuple[type[ast.AST], ...] = (),
+    words: tuple[str, ...] = (),
+    needs_value: bool = True,
 ) -> Callable[[CheckHook], CheckHook]:
-    """Register a step hook ``(walk, stmt) -> findings`` under a stable id (``on`` / ``words``: see
-    ``Trigger``)."""
+    """Register a step hook ``(walk, stmt) -> findings`` under a stable id (``on`` / ``words`` /
+    ``needs_value``: see ``Trigger``)."""
 
     def register(hook: CheckHook) -> CheckHook:
-        step_factory(check_id, on=on, words=words)(lambda facts, snapshot: hook)
+        step_factory(check_id, on=on, words=words, needs_value=needs_value)(lambda facts, snapshot: hook)
         return hook
 
     return register
@@ -129,16 +142,21 @@ def walk_hooks(facts: CellFacts, snapshot: Snapshot, hooks: dict[str, CheckHook]
     if facts.syntax_error or not hooks:
         return {}
     w = CellWalk(facts, snapshot)
-    active = {k: (h, _on(k)) for k, h in hooks.items()}
-    # the hooks to call on a statement, by its node types (a cell has few distinct sets of them);
-    # emptied whenever a hook is done
-    plans: dict[frozenset[type[ast.AST]], list[tuple[str, CheckHook]]] = {}
+    active = {k: (h, _trigger(k)) for k, h in hooks.items()}
+    # the hooks to call on a statement, by its node types (a cell has few distinct sets of them) and
+    # whether it names a known value; emptied whenever a hook is done
+    plans: dict[tuple[frozenset[type[ast.AST]], bool], list[tuple[str, CheckHook]]] = {}
     out: dict[str, list[Any]] = {}
     for stmt in w.steps():
         kinds = w.kinds(stmt)
-        plan = plans.get(kinds)
+        known = w.knows_any(stmt)
+        plan = plans.get((kinds, known))
         if plan is None:
-            plan = plans[kinds] = [(k, h) for k, (h, on) in active.items() if not on or on & kinds]
+            plan = plans[(kinds, known)] = [
+                (k, h)
+                for k, (h, t) in active.items()
+                if (not t.on or t.on & kinds) and (known or not t.needs_value)
+            ]
         for check_id, hook in plan:
             try:
                 found = hook(w, stmt)
@@ -162,9 +180,12 @@ def walk_hooks(facts: CellFacts, snapshot: Snapshot, hooks: dict[str, CheckHook]
     return out
 
 
-def _on(check_id: str) -> frozenset[type[ast.AST]]:
-    trigger = REGISTRY.triggers.get(check_id)
-    return trigger.on if trigger is not None else frozenset()
+_NO_TRIGGER = Trigger(needs_value=False)
+
+
+def _trigger(check_id: str) -> Trigger:
+    """A registered hook's trigger; a hook registered some other way (``run_walk``) runs everywhere."""
+    return REGISTRY.triggers.get(check_id, _NO_TRIGGER)
 
 
 def run_walk(facts: CellFacts, snapshot: Snapshot, hook: CheckHook) -> list[Any]:

@@ -2,8 +2,9 @@
 
 ``prep(df)`` where ``def prep(d): return d[['a', 'b']]`` (earlier in the cell, or in an earlier cell)
 and ``df`` has no column ``'b'``: every step hook runs on the function's body with ``d`` bound to
-``df`` (``analysis.userfuncs``), and the first finding there, proven reached (no earlier line of the
-body may raise), is reported on the call: "raises in prep() (its line 2): ...".
+``df`` (``analysis.userfuncs``), and the first finding there is reported on the call: "raises in prep()
+(its line 2): ...". It is certain when no earlier line of the body may raise, else a Warning "raises
+... if reached" (``Finding.unproven_reach``) that the dry run decides.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _prepare(facts: CellFacts, snapshot: Snapshot) -> tuple[CellFacts, dict[str,
 PREPARE[:] = [_prepare]
 
 
-@step(CHECK_ID, on=(ast.Call,))
+@step(CHECK_ID, on=(ast.Call,), needs_value=False)
 def user_function_crash(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     for call in w.evaluated_of(stmt, ast.Call):
         if not isinstance(call.func, ast.Name):
@@ -48,6 +49,9 @@ def user_function_crash(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         renames = got.renames or {}
         variables = tuple(dict.fromkeys(v for n in inner.variables for v in renames.get(n, (n,))))
         name = got.func.name
+        unproven = inner.unproven_reach  # a call two deep: the inner call's own doubt
+        if got.risky_line is not None and not unproven:
+            unproven = f"line {got.risky_line} of {name}() may raise before its line {got.line} is reached"
         return [
             Finding(
                 check_id=CHECK_ID,
@@ -60,6 +64,7 @@ def user_function_crash(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                     f"{ast.unparse(call)} runs {name}() with these arguments; its line {got.line} "
                     f"raises {inner.exception}: {inner.diagnosis or inner.message}"
                 ),
+                unproven_reach=unproven,
             )
         ]
     return []

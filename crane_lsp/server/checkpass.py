@@ -31,14 +31,19 @@ DRY_RUN_MAX_LINES = 2000
 # ---------------------------------------------------------------------- in the worker process
 
 
-def prepare(text: str, settings: Settings) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """``pipeline.prepare`` of the cell, as dicts: (a SyntaxError prediction, None) or (None, the query)."""
-    from crane_lsp.pipeline import analyze_cached
+def prepare(text: str, settings: Settings) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[str]]:
+    """``pipeline.prepare`` of the cell, as dicts: (a SyntaxError prediction, None) or (None, the query);
+    and the notes every verdict on the cell carries (where the checks stopped reading a long cell)."""
+    from crane_lsp.pipeline import analyze_cached, unchecked_note
     from crane_lsp.pipeline import prepare as first_step
     from crane_lsp.prediction import Prediction
 
-    first = first_step(analyze_cached(text), settings)
-    return (first.model_dump(), None) if isinstance(first, Prediction) else (None, first.model_dump())
+    facts = analyze_cached(text)
+    notes = [unchecked_note(facts)] if facts.unchecked_from is not None else []
+    first = first_step(facts, settings)
+    if isinstance(first, Prediction):
+        return first.model_dump(), None, notes
+    return None, first.model_dump(), notes
 
 
 def check(text: str, snapshot: Snapshot, executed: Sequence[str]) -> dict[str, Any] | None:
@@ -60,13 +65,14 @@ async def run_checks_phase(offload: Offloader, pipeline: Pipeline, text: str, ex
     from crane_lsp.snapshot import ProbeQuery
 
     started = time.perf_counter()
-    syntax, query = await offload(prepare, text, pipeline.settings)
+    syntax, query, notes = await offload(prepare, text, pipeline.settings)
     if syntax is not None:
         return Run(Prediction.model_validate(syntax))
     snapshot, why = await pipeline.snapshot_for_query(ProbeQuery.model_validate(query))
     found = await offload(check, text, snapshot, list(executed)) if snapshot is not None else None
     prediction = Prediction.model_validate(found) if found is not None else Prediction.nothing_found()
     prediction.source.latency_ms = (time.perf_counter() - started) * 1000
+    prediction.notes.extend(notes)
     if why:
         prediction.notes.append(why)
     return Run(prediction, None, snapshot)

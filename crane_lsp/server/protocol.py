@@ -43,6 +43,7 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 SERVER_NOT_INITIALIZED = -32002
 
+
 def _forget(futures: dict[Any, Any], key: Any, _future: Any) -> None:
     futures.pop(key, None)
 
