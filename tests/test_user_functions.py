@@ -261,3 +261,47 @@ def test_a_function_whose_cell_text_is_not_in_linecache_is_not_read_from_disk(ke
     assert snap.variables["prep"].source is None
     assert snap.variables["prep"].source_note == "source not in linecache"
     assert_silent_and_runs(kernel, NOT_A_CELL, "X = prep(df)\n")
+
+
+# ---- after a call the walk followed and found to change nothing, its arguments are trusted again
+
+SHOW = "def show(d):\n    n = len(d)\n    return n\n"
+
+
+@pytest.mark.parametrize(
+    ("setup", "cell", "line"),
+    [
+        (FRAME + SHOW, "k = show(df)\ng = df.groupby('zz')\n", 1),  # an earlier cell's function
+        (FRAME, SHOW + "k = show(df)\nv = df['zz']\n", 4),  # the same cell's
+        (FRAME, "def total():\n    return df['a'].sum()\nt = total()\nv = df['zz']\n", 3),  # a global it reads
+    ],
+)
+def test_a_frame_passed_to_a_function_that_changes_nothing_is_still_known(
+    kernel: Any, setup: str, cell: str, line: int
+) -> None:
+    assert_predicts(kernel, setup, cell, "KeyError", line, check_id="pandas.missing-column")
+
+
+def test_the_near_miss_after_a_pure_call_runs_clean(kernel: Any) -> None:
+    assert_silent_and_runs(kernel, FRAME + SHOW, "k = show(df)\ng = df.groupby('a')['c'].sum()\n")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    d['zz'] = 1\n    return 0\n",  # adds the very column the next line reads
+        "    d.insert(0, 'zz', 1)\n    return 0\n",
+    ],
+)
+def test_a_function_that_changes_its_argument_keeps_it_distrusted(kernel: Any, body: str) -> None:
+    assert_silent_and_runs(kernel, FRAME + "def spoil(d):\n" + body, "k = spoil(df)\nv = df['zz']\n")
+
+
+def test_a_call_in_a_loop_or_a_branch_is_not_vouched_for(kernel: Any) -> None:
+    """Each pass may see other values, and a branch may not run: the frame stays distrusted after."""
+    prepare(kernel, FRAME + SHOW + "def spoil(d, k):\n    if k:\n        d['zz'] = 1\n    return 0\n")
+    for cell in (
+        "for k in range(2):\n    show(df)\n    spoil(df, k)\nv = df['zz']\n",
+        "k = show(df) if len(df) else spoil(df, 1)\nv = df['zz']\n",
+    ):
+        assert [f for f in predict(kernel, cell) if f.check_id == "pandas.missing-column"] == [], cell

@@ -46,6 +46,8 @@ class Evaluator:
     _memo: dict[tuple[int, int, int, int, bool, bool], Val | None]
     _texts: dict[int, str]
     _dirty: frozenset[str]
+    _vouched: set[tuple[int, int]]
+    _untrusted: dict[str, int | None]
 
     def nodes(self, stmt: ast.stmt) -> list[ast.AST]:
         raise NotImplementedError
@@ -64,7 +66,7 @@ class Evaluator:
         """
         if name in self._dirty:
             return False
-        first = self.facts.untrusted_from.get(name)
+        first = self.facts.untrusted_from.get(name) if not self._vouched else self._untrusted_line(name)
         if first is None or first > self.line:
             return True
         stmt = self._stmt
@@ -93,6 +95,22 @@ class Evaluator:
         finally:
             self._guard = False
         return not (receiver and len(uses) > 1)
+
+    def _untrusted_line(self, name: str) -> int | None:
+        """``facts.untrusted_from[name]`` without the events of calls the walk followed and found to
+        change nothing (``CellWalk.vouch``)."""
+        first = self.facts.untrusted_from.get(name)
+        if first is None:
+            return None
+        got = self._untrusted.get(name, _UNSEEN)
+        if got is _UNSEEN:
+            lines = [
+                e.pos[0]
+                for e in self.facts.trust_events
+                if e.name == name and (e.site is None or e.site not in self._vouched)
+            ]
+            got = self._untrusted[name] = min(lines) if lines else None
+        return got  # type: ignore[return-value]
 
     def name(self, name: str) -> Val | None:
         if name in self.env:

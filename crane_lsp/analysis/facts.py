@@ -157,6 +157,9 @@ class TrustEvent:
     name: str
     pos: tuple[int, int]
     callee: str | None = None  # the only reason: ``name`` was passed to this plain-name function
+    # the end of the plain-name call ``f(name)`` whose argument (or global, for a function the cell
+    # defines) ``name`` is: the walk drops the event when it followed that call and nothing changed
+    site: tuple[int, int] | None = None
 
 
 @dataclass
@@ -237,12 +240,16 @@ class CellFacts:
         ``clean(df)`` (may change it); with the snapshot a caller can, and calls this once.
         """
         pos: dict[str, tuple[int, int]] = {}
+        kept: list[TrustEvent] = []
         for event in self.trust_events:
             if event.callee is not None and library_function(event.callee):
                 continue
+            kept.append(event)
             if event.name not in pos or event.pos < pos[event.name]:
                 pos[event.name] = event.pos
-        return replace(self, untrusted_pos=pos, untrusted_from={k: v[0] for k, v in pos.items()})
+        return replace(
+            self, untrusted_pos=pos, untrusted_from={k: v[0] for k, v in pos.items()}, trust_events=kept
+        )
 
     def is_trusted(self, name: str, at: Span | tuple[int, int]) -> bool:
         """Whether the kernel's value of ``name`` still holds at position ``at`` of the cell."""

@@ -62,6 +62,7 @@ class _Analyzer:
         self.functions: dict[str, set[str]] = {}  # cell-defined function -> module names it uses
         self.stmt_end: tuple[int, int] = (0, 0)
         self.callee: str | None = None  # set while recording what a plain-name call may change
+        self.site: tuple[int, int] | None = None  # and that call's end (``TrustEvent.site``)
 
     # -- helpers ------------------------------------------------------------------------------
     @property
@@ -105,7 +106,7 @@ class _Analyzer:
             return  # runs when called; calls to cell functions untrust what the body uses
         if self.loop_starts:
             pos = min(pos, self.loop_starts[0])
-        self.f.trust_events.append(TrustEvent(name, pos, self.callee))
+        self.f.trust_events.append(TrustEvent(name, pos, self.callee, self.site))
         old = self.f.untrusted_pos.get(name)
         if old is None or pos < old:
             self.f.untrusted_pos[name] = pos
@@ -633,15 +634,19 @@ class _Analyzer:
                 # snapshot can tell (``CellFacts.refined``), so the event remembers the callee
                 known = self.is_global(name) and name not in self.functions and name not in _MUTATING_METHODS
                 self.callee = name if known else None
+                self.site = end
                 for arg in [*node.args, *(kw.value for kw in node.keywords)]:
                     self.mutate_root_of_arg(arg, end)
+                self.site = None
                 if name not in _PURE_BUILTINS and name not in _DYNAMIC_FUNCS:
                     self.callee = self.callee if name not in _FILE_METHODS else None
                     self.untrust(UNTRUSTED_FILES, end)
                 self.callee = None
             if name in self.functions and not self.in_function:
+                self.site = end
                 for used in self.functions[name]:
                     self.untrust(used, end)
+                self.site = None
             if name == "next":
                 for arg in node.args:
                     self.mutate_root_of_arg(arg, end)

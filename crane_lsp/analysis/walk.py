@@ -93,6 +93,10 @@ class CellWalk(Evaluator):
         self._dirty: frozenset[str] = frozenset()
         self.loop_note = ""  # "loop item 3 of 3: col = 'Cabin'" while walking a pass of a loop
         self._pass_budget = MAX_LOOP_STEPS  # loop-body statements the walk may still visit
+        # ends of user-function calls the walk followed that changed nothing: what the scan distrusted
+        # because of them holds again (``TrustEvent.site``); ``_untrusted`` caches the lines that leaves
+        self._vouched: set[tuple[int, int]] = set()
+        self._untrusted: dict[str, int | None] = {}
 
     # ---- walking -------------------------------------------------------------------------------
     def steps(self) -> Iterator[ast.stmt]:
@@ -397,9 +401,25 @@ class CellWalk(Evaluator):
         kernel = self.snapshot.variables.get(name)
         return kernel is None or kernel.kind == "function"
 
+    def _vouch(self, call: ast.Call) -> None:
+        """``call`` ran a user function to its end without changing anything shared: its arguments and
+        the globals it reads keep their kernel values after it. Only a call the statement certainly
+        makes once (not in a loop: a later pass may differ; not in a branch)."""
+        stmt = self._stmt
+        if self.loop_note or self.facts.posmap is None or not isinstance(stmt, _FLAT):
+            return
+        if not any(n is call for n in self.evaluated(stmt)):
+            return  # a call that may not run (a branch of ``a if t else b``, a lambda, ``x and f(y)``)
+        self._vouched.add(self.facts.posmap.end(call))
+        self._untrusted.clear()
+        self._ver += 1
+
     def _call_changes(self, call: ast.Call, receivers: bool = True) -> set[str]:
         out: set[str] = set()
         func = call.func
+        if receivers and isinstance(func, ast.Name) and pure_user_call(self, call):
+            self._vouch(call)
+            return out
         if (
             isinstance(func, ast.Attribute)
             and receivers
