@@ -97,7 +97,8 @@ async def test_both_paths_say_where_the_checks_stopped_reading_a_long_cell(bug: 
     the checks stopped (the typo after the cut is not reported)."""
     filler = "".join(f"x{i} = df['rooms'].sum() + {i}\n" for i in range(2099))
     cell = bug + filler + "late = df['prise']\n"
-    pipeline = Pipeline.from_settings(Settings.model_validate({"dry_run": "off"}), StateReader(_frame_state()))
+    settings = Settings.model_validate({"dry_run": "off"})
+    pipeline = Pipeline.from_settings(settings, StateReader(_frame_state()))
     in_thread = await pipeline.predict(cell, layers={"checks"})
     in_worker = await run_checks_phase(_inline, pipeline, cell, [])
     total = len(cell.splitlines())

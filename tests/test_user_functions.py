@@ -273,7 +273,8 @@ SHOW = "def show(d):\n    n = len(d)\n    return n\n"
     [
         (FRAME + SHOW, "k = show(df)\ng = df.groupby('zz')\n", 1),  # an earlier cell's function
         (FRAME, SHOW + "k = show(df)\nv = df['zz']\n", 4),  # the same cell's
-        (FRAME, "def total():\n    return df['a'].sum()\nt = total()\nv = df['zz']\n", 3),  # a global it reads
+        # a global the function reads
+        (FRAME, "def total():\n    return df['a'].sum()\nt = total()\nv = df['zz']\n", 3),
     ],
 )
 def test_a_frame_passed_to_a_function_that_changes_nothing_is_still_known(
