@@ -4,7 +4,7 @@
 Each notebook builds its own data (no downloads, no files outside its folder) and mostly runs clean;
 a few cells crash on purpose, as real notebooks do. ``benchmarks/certainty_audit.py`` walks them.
 
-    python3 benchmarks/audit_notebooks/make_notebooks.py
+    python3 benchmarks/audit_notebooks/make_notebooks.py [NAME ...]
 """
 
 from __future__ import annotations
@@ -153,11 +153,31 @@ NOTEBOOKS: dict[str, list[str]] = {
         "Xb = prep(df)\nm.predict(Xb)",
         "pick(df, 'zz')",
     ],
+    "helpers_and_prints": [
+        "import numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import LinearRegression\nrng = np.random.default_rng(7)\nn = 120\n"
+        "df = pd.DataFrame({'rooms': rng.integers(1, 6, n), 'age': rng.integers(0, 80, n), 'city': rng.choice(['A', 'B'], n)})\n"
+        "df['price'] = 50 * df['rooms'] - df['age'] + rng.normal(size=n)",
+        "def describe_frame(d):\n    print(d.shape)\n    print(d.dtypes)\n    return d.isnull().sum()\n\nmissing = describe_frame(df)\nmissing",
+        "def count_rows(d):\n    return len(d)\n\nrows = count_rows(df)\ndf.groupby('city')['price'].mean()",
+        "def add_log(d, col):\n    d['log_' + col] = np.log1p(d[col])\n    return d\n\nadd_log(df, 'price')\ndf['log_price'].describe()",
+        "def add_ratio(d):\n    d['ratio'] = d['price'] / d['rooms']\n\nadd_ratio(df)\nprint(df['ratio'].max())",
+        "X = df[['rooms', 'age']]\nprint(X.shape)\nprint(f'{len(X)} rows, {X.shape[1]} features')\nmodel = LinearRegression().fit(X, df['price'])\nmodel.score(X, df['price'])",
+        "X_small = df[['rooms']]\nprint(X_small.shape)\nmodel.predict(X_small)",
+        "for col in ['rooms', 'age']:\n    print(col, count_rows(df[[col]]))\ndf['rooms'].sum()",
+        "total = count_rows(df) if len(df) else add_log(df, 'age')\ndf['log_age'].mean()",
+        "rows = count_rows(df)\ndf['town'].value_counts()",
+        "\n".join(f"v{i} = df['rooms'].iloc[{i % 5}] * {i}" for i in range(2100)) + "\nprint(df['nope'])",
+    ],
 }
 
 
 def main() -> None:
+    import sys
+
+    wanted = set(sys.argv[1:])  # names to write (default: all; new cell ids make every rewrite a diff)
     for name, cells in NOTEBOOKS.items():
+        if wanted and name not in wanted:
+            continue
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

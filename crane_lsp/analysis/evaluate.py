@@ -98,7 +98,7 @@ class Evaluator:
 
     def _untrusted_line(self, name: str) -> int | None:
         """``facts.untrusted_from[name]`` without the events of calls the walk followed and found to
-        change nothing (``CellWalk.vouch``)."""
+        change nothing (``CellWalk._vouch``)."""
         first = self.facts.untrusted_from.get(name)
         if first is None:
             return None

@@ -40,9 +40,10 @@ def _split_cell_magic(source: str) -> tuple[str | None, int]:
     return None, 0
 
 
-#: Lines of a cell the scan and the checks read: past them (at the first top-level statement that starts
-#: later) a cell is left to the dry run and the LLM, so that a cell of tens of thousands of generated lines
-#: is analysed within a second (the parse of all of it alone takes half of that).
+#: Lines of a cell the scan and the checks read: from the first top-level statement that starts later on,
+#: nothing is checked or trusted (the dry run and the LLM, where they run, still get the whole cell), so
+#: that a cell of tens of thousands of generated lines is analysed within a second (the parse of all of
+#: it alone takes half of that).
 MAX_LINES = 2000
 
 

@@ -336,6 +336,7 @@ def follow(w: CellWalk, call: ast.Call) -> Followed | None:
         memo = w.uf_memo = {}
     key = (id(call), w._ver, w.line, id(w._stmt), w.opaque, w._guard, id(w.facts))
     if key not in memo:
+        memo[key] = None  # while it is being followed: a call that comes back here is not followable
         try:
             memo[key] = _follow(w, call, PREPARE[0] if PREPARE else None)
         except Exception:  # a bug here must not end the caller's walk: the call stays opaque

@@ -83,6 +83,7 @@ class CellWalk(Evaluator):
         self._nodes: dict[int, list[ast.AST]] = {}
         self._of_stmt: ast.stmt | None = None  # the statement ``_of_type`` is about
         self._of_type: dict[tuple[type[ast.AST], ...], list[Any]] = {}
+        self._of_kinds: frozenset[type[ast.AST]] = frozenset()
         self._kinds: dict[int, frozenset[type[ast.AST]]] = {}
         # set once the cell changed an object that other kernel names may share (``d['x'] = 1`` for a ``d``
         # from a kernel list, a user function call): from then on no kernel value is trusted
@@ -529,6 +530,7 @@ class CellWalk(Evaluator):
                 else:
                     group.append(n)
             self._of_stmt, self._of_type = stmt, table
+            self._of_kinds = frozenset(key[0] for key in table)
         got = self._of_type.get(types)
         if got is None:
             if len(types) == 1 and _is_leaf(types[0]):
@@ -542,7 +544,8 @@ class CellWalk(Evaluator):
         without any (``checks.registry``)."""
         got = self._kinds.get(id(stmt))
         if got is None:
-            got = self._kinds[id(stmt)] = frozenset(n.__class__ for n in self.evaluated(stmt))
+            self.evaluated_of(stmt, ast.Name)  # seeds the statement's by-class table, and its kinds
+            got = self._kinds[id(stmt)] = self._of_kinds
         return got
 
     def knows_any(self, stmt: ast.stmt) -> bool:
@@ -680,19 +683,25 @@ def _leaves_early(body: list[ast.stmt]) -> bool:
 
 def _certain_nodes(root: ast.AST, out: list[ast.AST]) -> None:
     """Append ``root`` and the sub-expressions that run whenever it runs, in pre-order: not inside a
-    lambda or comprehension, only the test of ``a if t else b``, only the first operand of ``and``/``or``."""
+    lambda or comprehension, only the test of ``a if t else b``, only the first operand of ``and``/``or``.
+    (Exact classes: ``ast.parse`` builds no subclasses of these.)"""
     todo = [root]
+    pop, push, add = todo.pop, todo.append, out.append
     while todo:
-        node = todo.pop()
-        out.append(node)
-        if isinstance(node, _DEFERRED):
+        node = pop()
+        add(node)
+        cls = node.__class__
+        if cls in _DEFERRED:
             continue
-        if isinstance(node, ast.IfExp):
-            todo.append(node.test)
-        elif isinstance(node, ast.BoolOp):
-            todo.append(node.values[0])
-        else:
-            todo.extend(reversed(_children(node)))
+        if cls is ast.IfExp:
+            push(node.test)  # type: ignore[attr-defined]
+            continue
+        if cls is ast.BoolOp:
+            push(node.values[0])  # type: ignore[attr-defined]
+            continue
+        kids = _children(node)
+        kids.reverse()
+        todo += kids
 
 
-_DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_DEFERRED = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
