@@ -170,9 +170,10 @@ def finding_to_prediction(finding: Finding, executed: Sequence[str], target: str
 def unchecked_note(facts: CellFacts) -> str:
     """Where the built-in checks stopped reading a long cell (``analysis.parse.MAX_LINES``)."""
     total = facts.source.count("\n") + (0 if facts.source.endswith("\n") else 1)
+    stop = (facts.unchecked_from or 0) + 1
     return (
-        f"the built-in checks read lines 1-{facts.unchecked_from} of this {total}-line cell;"
-        f" nothing after line {facts.unchecked_from} was checked"
+        f"the built-in checks stop at line {stop} of this {total}-line cell:"
+        " nothing from there on is checked"
     )
 
 
