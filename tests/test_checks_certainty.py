@@ -136,3 +136,38 @@ def test_a_shadowed_builtin_is_not_proven(kernel) -> None:
     prepare(kernel, setup)
     assert run_cell(kernel, cell) == ("RuntimeError", 0)
     kernel.run("del print")
+
+
+FRAME_AND_MODEL = (
+    "import pandas as pd\nfrom sklearn.linear_model import LinearRegression\n"
+    "df = pd.DataFrame({'a': [1.0, 2.0, 3.0], 'b': [4.0, 5.0, 7.0]})\n"
+    "reg = LinearRegression().fit(df[['a', 'b']], df['a'])\n"
+)
+
+
+def test_selecting_columns_the_kernel_frame_has_is_proven_not_to_raise(kernel) -> None:
+    """``X = df[['a']]`` never raises when the probe listed every column: the finding after it is certain."""
+    for cell in ("X = df[['a']]\np = reg.predict(X)\n", "s = df['b']\nX = df[['a']]\np = reg.predict(X)\n"):
+        verdict = _pipeline_predict(kernel, FRAME_AND_MODEL, cell)
+        last = cell.count("\n") - 1
+        assert (verdict.crash, verdict.certainty, verdict.exception, verdict.line) == (
+            True,
+            "certain",
+            "ValueError",
+            last,
+        ), verdict
+        prepare(kernel, FRAME_AND_MODEL)
+        assert run_cell(kernel, cell) == ("ValueError", last)
+
+
+def test_columns_the_probe_did_not_list_all_of_stay_unproven(kernel) -> None:
+    """A frame wider than the probe lists names of (2,000): ``wide['c2999']`` exists, but it is not
+    proven, so the NameError after it is a Warning; the cell really raises it (the rule's near miss)."""
+    setup = "import numpy as np\nimport pandas as pd\n"
+    setup += "wide = pd.DataFrame(np.zeros((2, 3000)), columns=[f'c{i}' for i in range(3000)])\n"
+    cell = "s = wide['c2999']\nprint(undefined_q)\n"
+    verdict = _pipeline_predict(kernel, setup, cell)
+    assert (verdict.crash, verdict.certainty, verdict.line) == (True, "predicted", 1)
+    assert "raises at line 2 if reached" in verdict.message
+    prepare(kernel, setup)
+    assert run_cell(kernel, cell) == ("NameError", 1)

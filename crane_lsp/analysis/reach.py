@@ -8,7 +8,7 @@ the first statement before line k that is not PROVEN not to raise, or None when 
 The proof is deliberately small and conservative: literals and displays of them, names the kernel
 or an earlier proven statement holds, number/str arithmetic without division by a variable,
 ``print``/``len``/``type`` of well-known values, a few attributes and methods of frames and arrays
-that never raise (``shape``, ``head()``), imports of packages already loaded in the kernel, new
+that never raise (``shape``, ``head()``), columns a kernel DataFrame has exactly once (``df[['a', 'b']]``), imports of packages already loaded in the kernel, new
 scikit-learn estimators (their constructors only store parameters), plain function and class
 definitions, and ``for`` loops over literal items whose bodies are proven too. Anything else may
 raise: then the finding is not certain, and the dry run (or a Warning) decides.
@@ -21,6 +21,7 @@ import builtins
 from dataclasses import dataclass, field
 
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.values import exact_labels, literal
 from crane_lsp.snapshot import Snapshot
 
 _BUILTINS = frozenset(dir(builtins))
@@ -52,6 +53,8 @@ _SAFE_CONTEXTS = frozenset(
         ("warnings", "catch_warnings"),
     }
 )
+#: pandas' own DataFrame (pandas 3, pandas 2), not a subclass with its own ``__getitem__``.
+_PLAIN_FRAMES = frozenset({"pandas.DataFrame", "pandas.core.frame.DataFrame"})
 _ITERABLE = frozenset({"literal", "list", "tuple", "dict", "str", "set", "index", "dataframe"})
 _RESULT_KIND = {"head": "same", "tail": "same", "copy": "same", "isna": "same", "isnull": "same"}
 
@@ -101,7 +104,24 @@ class _Proof:
             return None
         if isinstance(node, ast.Call):
             return self.call(node)
+        if isinstance(node, ast.Subscript):
+            return self.columns(node)
         return None
+
+    def columns(self, node: ast.Subscript) -> str | None:
+        """``df['a']`` / ``df[['a', 'b']]`` of a kernel DataFrame that has each column exactly once."""
+        frame = node.value
+        if not isinstance(frame, ast.Name) or frame.id in self.env:
+            return None
+        summary = self.snapshot.variables.get(frame.id)
+        if summary is None or summary.kind != "dataframe" or summary.type not in _PLAIN_FRAMES:
+            return None
+        labels = exact_labels(summary)
+        ok, key = literal(node.slice)
+        keys = key if ok and isinstance(key, list) else [key] if ok else []
+        if labels is None or not keys or not all(type(k) is str and labels.count(k) == 1 for k in keys):
+            return None
+        return "dataframe" if isinstance(key, list) else "series"
 
     def name(self, name: str) -> str | None:
         if name in self.env:
