@@ -172,8 +172,7 @@ def unchecked_note(facts: CellFacts) -> str:
     total = facts.source.count("\n") + (0 if facts.source.endswith("\n") else 1)
     stop = (facts.unchecked_from or 0) + 1
     return (
-        f"the built-in checks stop at line {stop} of this {total}-line cell:"
-        " nothing from there on is checked"
+        f"the built-in checks stop at line {stop} of this {total}-line cell: nothing from there on is checked"
     )
 
 

@@ -8,9 +8,10 @@ the first statement before line k that is not PROVEN not to raise, or None when 
 The proof is deliberately small and conservative: literals and displays of them, names the kernel
 or an earlier proven statement holds, number/str arithmetic without division by a variable,
 ``print``/``len``/``type`` of well-known values, a few attributes and methods of frames and arrays
-that never raise (``shape``, ``head()``), columns a kernel DataFrame has exactly once (``df[['a', 'b']]``), imports of packages already loaded in the kernel, new
-scikit-learn estimators (their constructors only store parameters), plain function and class
-definitions, and ``for`` loops over literal items whose bodies are proven too. Anything else may
+that never raise (``shape``, ``head()``), columns a kernel DataFrame has exactly once
+(``df[['a', 'b']]``), imports of packages already loaded in the kernel, new scikit-learn estimators
+(their constructors only store parameters), plain function and class definitions, and ``for`` loops
+over literal items whose bodies are proven too. Anything else may
 raise: then the finding is not certain, and the dry run (or a Warning) decides.
 """
 
