@@ -40,7 +40,7 @@ def test_nothing_past_the_cut_is_reported_and_the_cell_still_raises_there(kernel
     assert run_cell(kernel, cell) == ("KeyError", crash_at)  # ... and the cell does raise there
     facts = analyze(cell)
     assert facts.unchecked_from == MAX_LINES
-    assert "stop at line 2001 of this 2500-line cell" in unchecked_note(facts)
+    assert f"stop at line {MAX_LINES + 1} of this {MAX_LINES + 500}-line cell" in unchecked_note(facts)
 
 
 def test_the_cut_falls_between_top_level_statements() -> None:

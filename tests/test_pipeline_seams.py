@@ -14,6 +14,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from crane_lsp.analysis.parse import MAX_LINES
 from crane_lsp.pipeline import Pipeline, Run
 from crane_lsp.server.checkpass import run_checks_phase
 from crane_lsp.server.command_args import AttachArgs, BadArguments, CellArgs, parse
@@ -95,7 +96,7 @@ async def test_both_server_paths_run_the_same_checks_phase(
 async def test_both_paths_say_where_the_checks_stopped_reading_a_long_cell(bug: str) -> None:
     """A cell past ``MAX_LINES``: a crash before the cut is still found, and either verdict says where
     the checks stopped (the typo after the cut is not reported)."""
-    filler = "".join(f"x{i} = df['rooms'].sum() + {i}\n" for i in range(2099))
+    filler = "".join(f"x{i} = df['rooms'].sum() + {i}\n" for i in range(MAX_LINES + 99))
     cell = bug + filler + "late = df['prise']\n"
     settings = Settings.model_validate({"dry_run": "off"})
     pipeline = Pipeline.from_settings(settings, StateReader(_frame_state()))
@@ -104,7 +105,7 @@ async def test_both_paths_say_where_the_checks_stopped_reading_a_long_cell(bug: 
     total = len(cell.splitlines())
     for found in (in_thread.prediction, in_worker.prediction):
         assert found.crash == bool(bug) and (found.line == 0 if bug else found.line is None)
-        assert f"the built-in checks stop at line 2001 of this {total}-line cell" in found.notes[0]
+        assert f"the built-in checks stop at line {MAX_LINES + 1} of this {total}-line cell" in found.notes[0]
 
 
 def test_one_pipeline_for_every_door() -> None:

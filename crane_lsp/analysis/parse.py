@@ -44,7 +44,7 @@ def _split_cell_magic(source: str) -> tuple[str | None, int]:
 #: nothing is checked or trusted (the dry run and the LLM, where they run, still get the whole cell), so
 #: that a cell of tens of thousands of generated lines is analysed within a second (the parse of all of
 #: it alone takes half of that).
-MAX_LINES = 2000
+MAX_LINES = 1000
 
 
 def analyze(source: str, max_lines: int | None = MAX_LINES) -> CellFacts:
