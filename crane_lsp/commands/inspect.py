@@ -112,6 +112,10 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
         report_replay_failures(err, report)
     if facts.syntax_error:
         say(err, "the target cell does not parse:", facts.syntax_error)
+    if facts.unchecked_from is not None:
+        from crane_lsp.pipeline import unchecked_note
+
+        say(err, "note:", f"{unchecked_note(facts)} (what is shown is what they read)")
     if args.json:
         sys.stdout.write(snapshot.model_dump_json(indent=2, exclude_none=True) + "\n")
     else:
