@@ -171,3 +171,71 @@ def test_columns_the_probe_did_not_list_all_of_stay_unproven(kernel) -> None:
     assert "raises at line 2 if reached" in verdict.message
     prepare(kernel, setup)
     assert run_cell(kernel, cell) == ("NameError", 1)
+
+
+COUNT_ROWS = "def count_rows(d):\n    print(d.shape)\n    return len(d)\n"
+
+
+def test_a_call_of_a_user_function_proven_line_by_line_keeps_the_finding_certain(kernel) -> None:
+    """``n = count_rows(df)`` before the mismatch: the function's body (print of a shape, ``len`` of a
+    frame) cannot raise with a frame, so the ValueError after it is certain (same cell, earlier cell)."""
+    same_cell = COUNT_ROWS + "\nn = count_rows(df)\np = reg.predict(df[['a']])\n"
+    for setup, cell, line in (
+        (FRAME_AND_MODEL, same_cell, 5),
+        (FRAME_AND_MODEL + COUNT_ROWS, "n = count_rows(df)\np = reg.predict(df[['a']])\n", 1),
+    ):
+        verdict = _pipeline_predict(kernel, setup, cell)
+        assert (verdict.certainty, verdict.exception, verdict.line) == ("certain", "ValueError", line), (
+            verdict
+        )
+        prepare(kernel, setup)
+        assert run_cell(kernel, cell) == ("ValueError", line)
+
+
+def test_a_user_function_whose_body_may_raise_leaves_it_a_warning(kernel) -> None:
+    """The near misses: a body that reads a missing column, and one that reads a local before binding
+    it, really raise inside the call, so the finding after the call is never certain (the first one is
+    the ``user-function`` check's own certain KeyError on the call, which is what happens; the second
+    call is not followed at all, so nothing after it is known)."""
+    for body, raised in (
+        ("def first(d):\n    return d['zz']\n", "KeyError"),
+        ("def first(d):\n    print(n)\n    n = len(d)\n    return n\n", "UnboundLocalError"),
+    ):
+        setup = FRAME_AND_MODEL + body
+        cell = "v = first(df)\np = reg.predict(df[['a']])\n"
+        verdict = _pipeline_predict(kernel, setup, cell)
+        if verdict.line == 1:
+            assert verdict.certainty == "predicted" and "if reached" in verdict.message, verdict
+        elif verdict.crash:
+            assert (verdict.certainty, verdict.exception, verdict.line) == ("certain", raised, 0), verdict
+        prepare(kernel, setup)
+        assert run_cell(kernel, cell) == (raised, 0)
+
+
+def test_which_user_function_calls_are_proven_not_to_raise(kernel) -> None:
+    """``first_risky_line`` on a real snapshot: None when the call is proven, else the call's line (0)."""
+    bodies = {
+        "def f(d):\n    print(d.shape)\n    return len(d)\n": None,
+        "def f(d, k=2):\n    m = len(d) * k\n    return m\n": None,
+        "def f(d):\n    return d['zz']\n": 0,  # may raise (here it does)
+        "def f(d):\n    print(n)\n    n = 1\n    return n\n": 0,  # UnboundLocalError
+        "def f(d):\n    return f(d)\n": 0,  # recursion is not followed
+        "def f(d):\n    global seen\n    seen = 1\n    return 0\n": 0,  # changes a global
+        "def f(d, k=len):\n    return k\n": 0,  # a default that is not a literal
+    }
+    for body, risky in bodies.items():
+        setup = FRAME_AND_MODEL + body
+        prepare(kernel, setup)
+        for cell, want in (("v = f(df)\nz = 1\n", risky), ("v = f(d=df, e=1)\nz = 1\n", 0)):
+            facts, snap = facts_and_snapshot(kernel, cell)
+            assert first_risky_line(facts, snap, 1) == want, (body, cell)
+
+
+def test_a_function_name_rebound_to_another_function_is_not_followed_as_the_old_def(kernel) -> None:
+    """``f = g`` after ``def f``: the proof must not prove ``f(df)`` from the old body."""
+    setup = FRAME_AND_MODEL + "def g(d):\n    return d['zz']\n"
+    cell = "def f(d):\n    return len(d)\n\nf = g\nv = f(df)\nz = 1\n"
+    prepare(kernel, setup)
+    facts, snap = facts_and_snapshot(kernel, cell)
+    assert first_risky_line(facts, snap, 5) == 4
+    assert run_cell(kernel, cell) == ("KeyError", 4)

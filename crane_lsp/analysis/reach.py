@@ -10,8 +10,9 @@ or an earlier proven statement holds, number/str arithmetic without division by 
 ``print``/``len``/``type`` of well-known values, a few attributes and methods of frames and arrays
 that never raise (``shape``, ``head()``), columns a kernel DataFrame has exactly once
 (``df[['a', 'b']]``), imports of packages already loaded in the kernel, new scikit-learn estimators
-(their constructors only store parameters), plain function and class definitions, and ``for`` loops
-over literal items whose bodies are proven too. Anything else may
+(their constructors only store parameters), plain function and class definitions, calls of the user's
+own functions whose every body line is proven with the arguments' kinds (two calls deep), and ``for``
+loops over literal items whose bodies are proven too. Anything else may
 raise: then the finding is not certain, and the dry run (or a Warning) decides.
 """
 
@@ -60,11 +61,20 @@ _ITERABLE = frozenset({"literal", "list", "tuple", "dict", "str", "set", "index"
 _RESULT_KIND = {"head": "same", "tail": "same", "copy": "same", "isna": "same", "isnull": "same"}
 
 
+#: How deep the proof follows calls into the user's own functions (a call inside one is depth 2).
+MAX_CALL_DEPTH = 2
+
+
 @dataclass
 class _Proof:
     snapshot: Snapshot
     env: dict[str, str] = field(default_factory=dict)  # names proven statements bound -> kind
     modules: dict[str, str] = field(default_factory=dict)  # names proven imports bound -> module
+    defs: dict[str, ast.FunctionDef] = field(default_factory=dict)  # functions proven ``def``s bound
+    # inside a followed function: its local names not bound yet (reading one raises UnboundLocalError),
+    # and the functions being followed (no recursion)
+    unbound: frozenset[str] = frozenset()
+    stack: tuple[str, ...] = ()
 
     # ---- expressions -------------------------------------------------------------------------
     def kind(self, node: ast.AST) -> str | None:
@@ -127,6 +137,8 @@ class _Proof:
     def name(self, name: str) -> str | None:
         if name in self.env:
             return self.env[name]
+        if name in self.unbound:
+            return None
         summary = self.snapshot.variables.get(name)
         if summary is not None:
             kind = str(summary.kind)
@@ -159,6 +171,8 @@ class _Proof:
             return None
         if isinstance(func, ast.Name) and self.name(func.id) == "builtin":
             return self.builtin_call(func.id, node)
+        if isinstance(func, ast.Name) and self.name(func.id) == "function":
+            return self.user_call(func.id, node)
         if isinstance(func, ast.Attribute):
             base = self.kind(func.value)
             if base is not None and func.attr in _SAFE_METHODS.get(base, ()) and not node.keywords:
@@ -198,6 +212,52 @@ class _Proof:
             return "literal"
         return None
 
+    def user_call(self, name: str, node: ast.Call) -> str | None:
+        """A call of a function the user wrote (a proven ``def`` of the cell, or a kernel function whose
+        source the probe read) whose every body line is proven with the arguments' kinds: the kind its
+        final ``return`` gives ("other_safe" when none). Plain parameters and literal defaults only; no
+        ``global``/``nonlocal``, nested functions, lambdas, ``yield`` or ``await`` in the body."""
+        if len(self.stack) >= MAX_CALL_DEPTH or name in self.stack:
+            return None
+        fn = self.defs.get(name) if name in self.env else _kernel_def(name, self.snapshot)
+        if fn is None or not _plain_body(fn):
+            return None
+        a = fn.args
+        params = [p.arg for p in a.args]
+        if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or len(node.args) > len(params):
+            return None
+        given: dict[str, ast.expr] = dict(zip(params, node.args, strict=False))
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in params or kw.arg in given:
+                return None
+            given[kw.arg] = kw.value
+        defaults = dict(zip(params[len(params) - len(a.defaults) :], a.defaults, strict=True))
+        kinds: dict[str, str] = {}
+        for p in params:
+            arg = given.get(p)
+            if arg is None and isinstance(defaults.get(p), ast.Constant):
+                arg = defaults[p]  # a literal default (another was evaluated when the ``def`` ran)
+            k = self.kind(arg) if arg is not None else None
+            if k is None:
+                return None
+            kinds[p] = k
+        local = _local_names(fn)
+        outer = {k: v for k, v in self.env.items() if k not in local}
+        inner = _Proof(
+            self.snapshot,
+            {**outer, **kinds},
+            {k: v for k, v in self.modules.items() if k not in local},
+            {k: v for k, v in self.defs.items() if k not in local},
+            frozenset(local - set(params)),
+            (*self.stack, name),
+        )
+        if not all(inner.stmt(st) for st in fn.body):
+            return None
+        last = fn.body[-1]
+        if isinstance(last, ast.Return) and last.value is not None:
+            return inner.kind(last.value) or "other_safe"
+        return "none" if not any(isinstance(n, ast.Return) for n in ast.walk(fn)) else "other_safe"
+
     def magic(self, node: ast.Call) -> str | None:
         """``%matplotlib inline`` (``get_ipython().run_line_magic(...)``) with matplotlib loaded."""
         func = node.func
@@ -226,6 +286,8 @@ class _Proof:
         """``node`` certainly runs without raising; records what it binds."""
         if isinstance(node, (ast.Pass, ast.Global, ast.Nonlocal)):
             return True
+        if isinstance(node, ast.Return):  # in a followed function's body
+            return bool(self.stack) and (node.value is None or self.kind(node.value) is not None)
         if isinstance(node, ast.Expr):
             return self.kind(node.value) is not None
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -239,18 +301,21 @@ class _Proof:
             for t in targets:
                 assert isinstance(t, ast.Name)
                 self.env[t.id] = k
+                self.defs.pop(t.id, None)
             return True
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             k = self.binop(ast.BinOp(left=ast.Name(node.target.id, ast.Load()), op=node.op, right=node.value))
             if k is None:
                 return False
             self.env[node.target.id] = k
+            self.defs.pop(node.target.id, None)
             return True
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if "." in alias.name or alias.name not in self.snapshot.imported:
                     return False
                 self.env[alias.asname or alias.name] = "module"
+                self.defs.pop(alias.asname or alias.name, None)
                 self.modules[alias.asname or alias.name] = alias.name
             return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -262,6 +327,10 @@ class _Proof:
             if not all(self.kind(d) is not None for d in defaults):
                 return False
             self.env[node.name] = "function"
+            if isinstance(node, ast.FunctionDef):
+                self.defs[node.name] = node
+            else:
+                self.defs.pop(node.name, None)  # calling it makes a coroutine: not followed
             return True
         if isinstance(node, ast.ClassDef):
             if node.decorator_list or node.bases or node.keywords:
@@ -270,6 +339,7 @@ class _Proof:
             if not all(inner.stmt(s) for s in node.body):
                 return False
             self.env[node.name] = "class"
+            self.defs.pop(node.name, None)
             return True
         if isinstance(node, ast.If):
             if self.kind(node.test) not in _SCALAR:
@@ -310,7 +380,49 @@ class _Proof:
         it = node.iter
         is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
         self.env[node.target.id] = "int" if is_range else "other_safe"
+        self.defs.pop(node.target.id, None)
         return True
+
+
+def _kernel_def(name: str, snapshot: Snapshot) -> ast.FunctionDef | None:
+    """The ``def`` of a kernel function the probe read the source of (``userfuncs``)."""
+    summary = snapshot.variables.get(name)
+    if summary is None or summary.kind != "function" or summary.source is None:
+        return None
+    from crane_lsp.analysis.userfuncs import kernel_function  # userfuncs asks this module: imported late
+
+    got = kernel_function(name, summary)
+    return got.node if got is not None else None
+
+
+_NOT_PLAIN = (
+    ast.Global,
+    ast.Nonlocal,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+)
+
+
+def _plain_body(fn: ast.FunctionDef) -> bool:
+    """No scope tricks in the body: it reads its parameters, its locals and the module's names."""
+    return not fn.decorator_list and not any(isinstance(n, _NOT_PLAIN) for s in fn.body for n in ast.walk(s))
+
+
+def _local_names(fn: ast.FunctionDef) -> set[str]:
+    """Every name the function binds (so reads of it are local, not the module's)."""
+    out = {p.arg for p in fn.args.args}
+    for s in fn.body:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, ast.alias):
+                out.add((n.asname or n.name).split(".")[0])
+    return out
 
 
 def _bounds(stmt: ast.stmt) -> tuple[tuple[int, int], tuple[int, int]]:

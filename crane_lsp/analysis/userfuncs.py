@@ -92,8 +92,9 @@ def _cached_analyze(source: str) -> CellFacts:
     return got
 
 
-def _kernel_func(name: str, summary: ObjectSummary) -> UserFunc | None:
-    """The ``def`` in a kernel function's source, when it is exactly the one named ``name``."""
+def kernel_function(name: str, summary: ObjectSummary) -> UserFunc | None:
+    """The ``def`` in a kernel function's source (``ObjectSummary.source``), when it is exactly the one
+    named ``name``; cached."""
     source = summary.source
     if source is None:
         return None
@@ -139,7 +140,7 @@ def resolve(w: CellWalk, call: ast.Call) -> UserFunc | None:
     v = w.ev(func)
     if v is None or v.kind != "function" or v.summary is None:
         return None
-    return _kernel_func(name, v.summary)
+    return kernel_function(name, v.summary)
 
 
 def _cell_lines(w: CellWalk) -> tuple[str, ...] | None:
