@@ -23,6 +23,7 @@ import builtins
 from dataclasses import dataclass, field
 
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.funcsource import kernel_function
 from crane_lsp.analysis.values import exact_labels, literal
 from crane_lsp.snapshot import Snapshot
 
@@ -385,12 +386,10 @@ class _Proof:
 
 
 def _kernel_def(name: str, snapshot: Snapshot) -> ast.FunctionDef | None:
-    """The ``def`` of a kernel function the probe read the source of (``userfuncs``)."""
+    """The ``def`` of a kernel function the probe read the source of (``funcsource``)."""
     summary = snapshot.variables.get(name)
     if summary is None or summary.kind != "function" or summary.source is None:
         return None
-    from crane_lsp.analysis.userfuncs import kernel_function  # userfuncs asks this module: imported late
-
     got = kernel_function(name, summary)
     return got.node if got is not None else None
 

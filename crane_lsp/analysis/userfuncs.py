@@ -26,13 +26,13 @@ import bisect
 import builtins
 import logging
 import re
-import textwrap
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.funcsource import UserFunc, kernel_function
 from crane_lsp.analysis.parse import analyze
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.analysis.values import Val, has_star, literal
@@ -54,16 +54,6 @@ Hook = Callable[[CellWalk, ast.stmt], list[Any]]
 Prepare = Callable[[CellFacts, Snapshot], tuple[CellFacts, dict[str, Hook]]]
 
 
-@dataclass(frozen=True)
-class UserFunc:
-    """A function the walk can read: its ``def`` node and the lines its positions refer to."""
-
-    name: str
-    node: ast.FunctionDef
-    lines: tuple[str, ...]
-    key: str  # identity on the call stack (recursion)
-
-
 @dataclass
 class Followed:
     """What following one call found: the first inner finding, the function-relative 1-based line it is
@@ -80,7 +70,6 @@ class Followed:
 
 
 _ANALYZED: OrderedDict[str, CellFacts] = OrderedDict()
-_PARSED: OrderedDict[str, UserFunc | None] = OrderedDict()
 
 
 def _cached_analyze(source: str) -> CellFacts:
@@ -90,31 +79,6 @@ def _cached_analyze(source: str) -> CellFacts:
         if len(_ANALYZED) > 64:
             _ANALYZED.popitem(last=False)
     return got
-
-
-def kernel_function(name: str, summary: ObjectSummary) -> UserFunc | None:
-    """The ``def`` in a kernel function's source (``ObjectSummary.source``), when it is exactly the one
-    named ``name``; cached."""
-    source = summary.source
-    if source is None:
-        return None
-    key = f"{name}\0{summary.source_line}\0{source}"
-    if key in _PARSED:
-        return _PARSED[key]
-    func: UserFunc | None = None
-    try:
-        text = textwrap.dedent(source)
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tree = None
-    if tree is not None and len(tree.body) == 1 and isinstance(tree.body[0], ast.FunctionDef):
-        node = tree.body[0]
-        if node.name == name:
-            func = UserFunc(name, node, tuple(text.split("\n")), key)
-    _PARSED[key] = func
-    if len(_PARSED) > 64:
-        _PARSED.popitem(last=False)
-    return func
 
 
 def resolve(w: CellWalk, call: ast.Call) -> UserFunc | None:
