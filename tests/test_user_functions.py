@@ -298,8 +298,10 @@ def test_a_function_that_changes_its_argument_keeps_it_distrusted(kernel: Any, b
     assert_silent_and_runs(kernel, FRAME + "def spoil(d):\n" + body, "k = spoil(df)\nv = df['zz']\n")
 
 
-def test_a_call_in_a_loop_or_a_branch_is_not_vouched_for(kernel: Any) -> None:
-    """Each pass may see other values, and a branch may not run: the frame stays distrusted after."""
+def test_a_pure_call_beside_one_that_may_change_the_frame_vouches_only_for_itself(kernel: Any) -> None:
+    """In a loop and in the branches of ``a if t else b``, ``show(df)`` changes nothing but ``spoil(df, k)``
+    may add the column: the frame stays distrusted after them (the pure call's own events are not the
+    other call's)."""
     prepare(kernel, FRAME + SHOW + "def spoil(d, k):\n    if k:\n        d['zz'] = 1\n    return 0\n")
     for cell in (
         "for k in range(2):\n    show(df)\n    spoil(df, k)\nv = df['zz']\n",
