@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
 from crane_lsp.analysis.facts import CellFacts
-from crane_lsp.analysis.parse import analyze
+from crane_lsp.analysis.parse import analyze, analyze_whole
 from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName
 from crane_lsp.prediction import Prediction, Source
@@ -113,7 +113,7 @@ def screen(facts: CellFacts) -> ScreenResult:
     if not facts.analyzed and facts.magic is None:
         return ScreenResult(False, "the cell could not be analysed")
     if facts.unchecked_from is not None:  # the checks read only the start of a long cell: screen all of it
-        facts = analyze(facts.source, max_lines=None)
+        facts = analyze_whole(facts.source)
     verdict = _screen_ipython(facts.python)
     if verdict is not None:
         return verdict

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from crane_lsp.analysis.facts import CellFacts
-from crane_lsp.analysis.parse import analyze
+from crane_lsp.analysis.parse import analyze, analyze_whole
 from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.checks.registry import Finding
@@ -84,11 +84,6 @@ def analyze_cached(source: str) -> CellFacts:
     return analyze(source)
 
 
-@functools.lru_cache(maxsize=64)
-def _analyze_whole_cached(source: str) -> CellFacts:
-    return analyze(source, max_lines=None)
-
-
 def probe_query(facts: CellFacts, settings: Settings) -> ProbeQuery:
     fields = facts.probe_query_fields()
     return ProbeQuery(
@@ -114,7 +109,7 @@ def origins(variables: Iterable[str], executed: Sequence[str]) -> list[Origin]:
         for index in range(len(executed) - 1, -1, -1):
             facts = analyze_cached(executed[index])
             if facts.unchecked_from is not None:  # a long cell read in part: its last assignment may be later
-                facts = _analyze_whole_cached(executed[index])
+                facts = analyze_whole(executed[index])
             lines = [a.span.line for a in facts.defines if a.name == base]
             if lines:
                 found.append(Origin(variable=base, cell=index, line=lines[-1]))

@@ -9,6 +9,7 @@ dry-run screen do not parse the cell again (a parse of 20,000 lines costs half a
 from __future__ import annotations
 
 import ast
+import functools
 import logging
 
 from crane_lsp.analysis.facts import UNTRUSTED_ALL, UNTRUSTED_FILES, UNTRUSTED_MODULES, CellFacts
@@ -61,6 +62,13 @@ def analyze(source: str, max_lines: int | None = MAX_LINES) -> CellFacts:
         for key in (UNTRUSTED_ALL, UNTRUSTED_FILES, UNTRUSTED_MODULES):
             facts.untrust_from_start(key)
         return facts
+
+
+@functools.lru_cache(maxsize=64)
+def analyze_whole(source: str) -> CellFacts:
+    """``analyze`` of every line (no ``MAX_LINES``), once per text: what reads a long cell whole (the dry
+    run's safe-mode screen, origins in executed cells) shares one result. Callers must not change it."""
+    return analyze(source, max_lines=None)
 
 
 def _analyze(source: str, max_lines: int | None) -> CellFacts:
