@@ -20,10 +20,13 @@ class Evidence(BaseModel):
 
 
 class Origin(BaseModel):
-    """Where a variable involved was last assigned: an executed cell (1-based execution order)."""
+    """Where a variable involved was last assigned: one of the executed cells the prediction saw.
+
+    Positions are 0-based here, as everywhere inside crane; ``crane_lsp.output_json`` turns them
+    into the 1-based cell and line numbers that ``check --json`` prints."""
 
     variable: str
-    cell: int | None = None  # index into the executed cells (0-based) or None when unknown
+    cell: int | None = None  # index into the executed cells, in execution order (0-based); None: unknown
     execution_count: int | None = None
     line: int | None = None  # 0-based line in that cell
 

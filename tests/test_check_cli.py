@@ -106,7 +106,7 @@ def test_missing_column_fix_names_the_real_column_and_the_fixed_cell_runs(tmp_pa
     nb = nbformat.read(sales, as_version=4)
     target = [c for c in nb.cells if c.cell_type == "code"][2]
     lines = target.source.split("\n")
-    lines[fix["start_line"] : fix["end_line"]] = [fix["new_text"]]
+    lines[fix["start_line"] - 1 : fix["end_line"]] = [fix["new_text"]]  # 1-based, end included
     target.source = "\n".join(lines)
     (tmp_path / "sales.csv").write_bytes((EXAMPLES / "pandas_sales/sales.csv").read_bytes())
     nbformat.write(nb, tmp_path / "sales.ipynb")

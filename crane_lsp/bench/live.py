@@ -126,7 +126,7 @@ def answer_from(prediction: Prediction) -> Answer:
         predicted=prediction.crash,
         votes=list(src.votes or [prediction.crash]),
         exception=prediction.exception,
-        line=prediction.line,
+        line=None if prediction.line is None else prediction.line + 1,  # 1-based in the report
         message=prediction.message,
         prompt_tokens=src.prompt_tokens,
         completion_tokens=src.completion_tokens,

@@ -14,6 +14,7 @@ from rich.table import Table
 from crane_lsp.bench.metrics import Cost, McNemar, Scores, breakdown, cost, mcnemar, score
 from crane_lsp.bench.paper import PaperRow
 from crane_lsp.bench.runner import CaseResult, Setting
+from crane_lsp.output_json import SCHEMA_VERSION
 
 
 class Failure(BaseModel):
@@ -33,6 +34,9 @@ class SettingReport(BaseModel):
 
 
 class BenchReport(BaseModel):
+    """What ``bench --json`` writes (schema: docs/schema/bench.schema.json; lines 1-based)."""
+
+    schema_version: int = SCHEMA_VERSION
     benchmark: str
     kind: str  # "junobench" | "notebooks"
     predictor: str

@@ -38,7 +38,7 @@ class Answer(BaseModel):
     predicted: bool | None
     votes: list[bool] = Field(default_factory=list)
     exception: str | None = None
-    line: int | None = None
+    line: int | None = None  # 1-based line of the target cell, as the JSON report prints it
     message: str = ""
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

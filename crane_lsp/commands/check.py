@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds each replayed or walked cell may run before it is interrupted (default 600)",
     )
     parser.add_argument(
-        "--json", action="store_true", help="print a JSON array on stdout: one object per checked cell"
+        "--json",
+        action="store_true",
+        help="print a JSON array on stdout: one object per checked cell, lines and cells 1-based "
+        "(schema: docs/schema/check.schema.json)",
     )
 
 
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if not notebook.code_cells:
         _error(err, f"{args.notebook} has no code cells")
         return 2
+    executed_at: dict[int, list[int]] = {}
     try:
         checked = asyncio.run(
             _check(
@@ -114,13 +117,31 @@ def run(args: argparse.Namespace) -> int:
                 quiet=args.json,
                 console=err,
                 cell_timeout=args.cell_timeout,
+                executed_at=executed_at,
             )
         )
     except _UsageError as exc:
         _error(err, str(exc))
         return 2
     if args.json:
-        print(json.dumps([c.as_json() for c in checked], indent=2))
+        from crane_lsp.output_json import cell_json, dump_cells
+
+        counts = [c.execution_count for c in notebook.code_cells]
+        print(
+            dump_cells(
+                [
+                    cell_json(
+                        c.position - 1,
+                        c.prediction,
+                        execution_counts=counts,
+                        executed_cells=executed_at.get(c.position, []),
+                        actual=c.actual,
+                        actual_line=c.actual_line,
+                    )
+                    for c in checked
+                ]
+            )
+        )
     else:
         from crane_lsp.commands.render import print_checked
 
@@ -201,6 +222,9 @@ class _Job:
     quiet: bool
     console: Any
     cell_timeout: float = 600.0
+    #: 1-based cell position -> the code-cell indices of the cells executed before its prediction
+    #: (a prediction's ``Origin.cell`` indexes this list)
+    executed_at: dict[int, list[int]] = field(default_factory=dict)
 
     def pipeline(self, link: KernelLink) -> Pipeline:
         from crane_lsp.pipeline import Pipeline
@@ -220,10 +244,13 @@ async def _check(
     quiet: bool,
     console: Any,
     cell_timeout: float = 600.0,
+    executed_at: dict[int, list[int]] | None = None,
 ) -> list[CheckedCell]:
     from crane_lsp.kernel.link import KernelLinkError
 
     job = _Job(settings, layers, _make_llm(settings, layers), quiet, console, cell_timeout)
+    if executed_at is not None:
+        job.executed_at = executed_at
     try:
         if target is not None:
             return await _check_target(notebook, target, job)
@@ -250,7 +277,9 @@ async def _check_target(notebook: Notebook, target: int, job: _Job) -> list[Chec
             built = ", ".join(str(run.index + 1) for run in report.runs) or "none"
             console.print(f"state for code cell {target + 1} built by code cells {built} (execution order)")
         cells = notebook.code_cells
-        executed = [cells[run.index].source for run in report.runs if run.result.ok]
+        ok_runs = [run.index for run in report.runs if run.result.ok]
+        executed = [cells[index].source for index in ok_runs]
+        job.executed_at[target + 1] = ok_runs
         prediction = await job.predict(job.pipeline(link), cells[target].source, executed)
         return [CheckedCell(target + 1, cells[target].source, prediction)]
     finally:
@@ -277,15 +306,18 @@ async def _walk(notebook: Notebook, job: _Job) -> list[CheckedCell]:
     link = await KernelLink.start(notebook.path.parent if notebook.path else Path.cwd(), quiet=True)
     pipeline = job.pipeline(link)
     executed: list[str] = []
+    executed_cells: list[int] = []
     checked: list[CheckedCell] = []
     try:
         with Progress(console=job.console, transient=True, disable=job.quiet) as progress:
             task = progress.add_task("walking the notebook", total=len(cells))
             for index in ran:
+                job.executed_at[index + 1] = list(executed_cells)
                 checked.append(
                     await _predict_and_run(job, pipeline, link, cells[index], index, executed, progress, task)
                 )
                 executed.append(cells[index].source)
+                executed_cells.append(index)
             for n, index in enumerate(never_ran):
                 if n:  # back to the recorded state: the previous never-run cell changed it
                     progress.update(task, description=f"replaying the state for cell {index + 1}")
@@ -294,6 +326,7 @@ async def _walk(notebook: Notebook, job: _Job) -> list[CheckedCell]:
                         notebook, index, job.console, quiet=True, cell_timeout=job.cell_timeout
                     )
                     pipeline = job.pipeline(link)
+                job.executed_at[index + 1] = list(executed_cells)
                 checked.append(
                     await _predict_and_run(job, pipeline, link, cells[index], index, executed, progress, task)
                 )
