@@ -241,6 +241,98 @@ def _free_globals_wanted(variables, ns, done):
     return out
 
 
+#: Wrappers that hand every argument on, unchanged, to the function in their ``__wrapped__``, so that
+#: function's own signature is the contract of a call: (module the wrapper's code is defined in, the
+#: code's qualified name; ``functools.wraps`` copies the wrapped function's names, never the code's).
+#: pandas' ``deprecate_nonkeyword_arguments`` and matplotlib's ``make_keyword_only`` declare keyword-only
+#: parameters (``__signature__``) yet pass positional ones on with a warning: the wrapped function's own
+#: signature decides, never the declared one. Any other wrapper may accept more than any signature says
+#: (pandas' ``deprecate_kwarg`` and matplotlib's ``rename_parameter`` take an old keyword).
+_FORWARDING_WRAPPERS = frozenset(
+    {
+        ("pandas.util._decorators", "deprecate_nonkeyword_arguments.<locals>.decorate.<locals>.wrapper"),
+        ("matplotlib._api.deprecation", "make_keyword_only.<locals>.wrapper"),
+        ("sklearn.utils._param_validation", "validate_params.<locals>.decorator.<locals>.wrapper"),
+    }
+)
+
+
+def _own_function(f):
+    """The plain function whose own code decides which arguments a call of ``f`` takes: ``f`` when nothing
+    overrides its signature, the function behind a known forwarding wrapper; None for any other wrapper,
+    a ``__signature__`` override or anything not a plain function (read from slots and ``__dict__``)."""
+    for _ in range(4):
+        if type(f) is not _types.FunctionType:
+            return None
+        d = f.__dict__
+        if type(d) is not dict:
+            return None
+        if "__wrapped__" not in d:
+            return None if "__signature__" in d else f
+        g = f.__globals__
+        where = (
+            dict.get(g, "__name__") if type(g) is dict else None,
+            getattr(f.__code__, "co_qualname", None),
+        )
+        if where[1] is None or where not in _FORWARDING_WRAPPERS:
+            return None
+        f = d["__wrapped__"]
+    return None
+
+
+def _call_contract(obj):
+    """The signature that really decides a call of ``obj``, or None when no signature can prove a call
+    wrong: a wrapper that may take more than its signature says, a C function of a third-party library
+    (hand-written text signatures), a partial, anything else."""
+    f = obj.__func__ if type(obj) is _types.MethodType else obj
+    own = _own_function(f)
+    try:
+        if own is not None:
+            sig = _inspect.signature(own, follow_wrapped=False)
+            if f is not obj:
+                sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+            return sig
+        text = obj.__text_signature__ if type(obj) is _types.BuiltinFunctionType else None  # type: ignore[attr-defined]
+        if type(text) is str:
+            mod = obj.__module__
+            holder = obj.__self__
+            if type(mod) is not str and holder is not None:
+                mod = _cls_module(type(holder))
+            std: frozenset = getattr(_sys, "stdlib_module_names", frozenset())
+            if type(mod) is str and (mod.split(".")[0] in std or mod == "builtins"):
+                return _inspect.signature(obj)
+    except Exception:
+        return None
+    return None
+
+
+def _class_dict(cls):
+    return type.__dict__["__dict__"].__get__(cls)
+
+
+def _class_contract(cls):
+    """The signature of ``cls(...)`` when a plain ``__init__`` decides it (the metaclass call is
+    ``type``'s, ``__new__`` is ``object``'s, no ``__signature__`` anywhere); else None."""
+    try:
+        meta_call = next((c for c in _mro(cls) if "__call__" in _class_dict(c)), None)
+        if meta_call is not type:
+            return None
+        mro = type.__dict__["__mro__"].__get__(cls)
+        if any("__signature__" in _class_dict(c) for c in mro):
+            return None
+        new_owner = next((c for c in mro if "__new__" in _class_dict(c)), None)
+        init_owner = next((c for c in mro if "__init__" in _class_dict(c)), None)
+        if new_owner is not object or init_owner is None or init_owner is object:
+            return None
+        own = _own_function(_class_dict(init_owner)["__init__"])
+        if own is None:
+            return None
+        sig = _inspect.signature(own, follow_wrapped=False)
+        return sig.replace(parameters=list(sig.parameters.values())[1:])
+    except Exception:
+        return None
+
+
 def _sum_callable(obj, s: ObjectWire, query: QueryWire, clock: _Clock, drop_self=False):
     s["callable"] = True
     if not drop_self:
@@ -250,15 +342,17 @@ def _sum_callable(obj, s: ObjectWire, query: QueryWire, clock: _Clock, drop_self
         mod = _function_module(obj)
     if type(mod) is str:
         s["module"] = mod
+    contract = _call_contract(obj)
     try:
-        sig = _inspect.signature(obj, follow_wrapped=True)
+        sig = contract if contract is not None else _inspect.signature(obj, follow_wrapped=True)
     except Exception:
         return
     if drop_self:
         params = list(sig.parameters.values())[1:]
         sig = sig.replace(parameters=params)
     s["signature"] = _trunc(_sig_text(sig), 300)
-    s["params"] = _params(sig)
+    if contract is not None:  # only a signature no wrapper can widen decides a call (checks bind to params)
+        s["params"] = _params(sig)
 
 
 def _sum_class(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
@@ -270,7 +364,9 @@ def _sum_class(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     except Exception:
         return
     s["signature"] = _trunc(_sig_text(sig), 300)
-    s["params"] = _params(sig)
+    contract = _class_contract(obj)
+    if contract is not None:
+        s["params"] = _params(contract)
 
 
 def _sum_module(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
