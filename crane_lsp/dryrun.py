@@ -24,7 +24,7 @@ from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.parse import analyze, analyze_whole
 from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
-from crane_lsp.layers import Ask, KernelReader, LayerName
+from crane_lsp.layers import Ask, KernelReader, LayerName, Screened
 from crane_lsp.prediction import Prediction, Source
 from crane_lsp.settings import Settings
 
@@ -333,6 +333,8 @@ class DryRunner:
 
     async def predict(self, ask: Ask) -> Prediction | None:
         """The ``Layer`` call: ``dry_run`` of the asked cell (an explicit Re-check waits longer)."""
+        if ask.screened is not None:  # screened where the facts are (the server's worker, for a long cell)
+            return await self.dry_run(ask.target, None, explicit=ask.explicit, screened=ask.screened)
         facts = ask.facts if ask.facts is not None else analyze(ask.target)
         return await self.dry_run(ask.target, facts, explicit=ask.explicit)
 
@@ -353,11 +355,20 @@ class DryRunner:
         )
         return outcome
 
-    async def dry_run(self, target: str, facts: CellFacts, explicit: bool = False) -> Prediction | None:
+    async def dry_run(
+        self,
+        target: str,
+        facts: CellFacts | None,
+        explicit: bool = False,
+        screened: Screened | None = None,
+    ) -> Prediction | None:
+        """``screened``: the safe-mode screen's verdict when the caller has it (``facts`` may be None)."""
         if self.settings.dry_run == "off":
             return None
         if self.settings.dry_run == "safe":
-            verdict = screen(facts)
+            if screened is None:
+                screened = screen(facts if facts is not None else analyze(target))
+            verdict = screened
             if not verdict.safe:
                 return _note(f"not dry-run ({verdict.reason})")
         try:

@@ -33,6 +33,17 @@ class Ask:
     runtime_text: str | None = None  # a recorded description of the state instead of a snapshot
     findings: Sequence[Finding] = ()  # what the checks found: the LLM explains instead of guessing
     explicit: bool = False  # an explicit Re-check: the longer dry-run budget, no LLM cache
+    screened: Screened | None = None  # the dry run's safe-mode screen, done where a long cell's facts are
+
+
+class Screened(Protocol):
+    """The dry run's safe-mode screen of a cell (``dryrun.ScreenResult``): may it be dry-run, and why not."""
+
+    @property
+    def safe(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
 
 
 class Layer(Protocol):

@@ -28,7 +28,7 @@ from crane_lsp.analysis.parse import analyze, analyze_whole
 from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.checks.registry import Finding
-from crane_lsp.layers import LAYERS, Ask, KernelReader, Layer, LayerName
+from crane_lsp.layers import LAYERS, Ask, KernelReader, Layer, LayerName, Screened
 from crane_lsp.prediction import Evidence, Fix, Origin, Prediction, Source
 from crane_lsp.settings import Settings
 from crane_lsp.snapshot import ProbeQuery, Snapshot
@@ -51,6 +51,8 @@ __all__ = [
     "probe_query",
     "replacement_fix",
     "syntax_error_prediction",
+    "unchecked_note",
+    "unchecked_note_for",
 ]
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,7 @@ class Run:
     prediction: Prediction
     facts: CellFacts | None = None  # None when the facts stayed in the server's worker process
     snapshot: Snapshot | None = None  # the kernel state the run read; None: no kernel, busy, not asked
+    unchecked_from: int | None = None  # a long cell's first part only: where the checks stopped (0-based)
 
 
 @functools.lru_cache(maxsize=512)
@@ -164,11 +167,15 @@ def finding_to_prediction(finding: Finding, executed: Sequence[str], target: str
 
 def unchecked_note(facts: CellFacts) -> str:
     """Where the built-in checks stopped reading a long cell (``analysis.parse.MAX_LINES``)."""
-    total = facts.source.count("\n") + (0 if facts.source.endswith("\n") else 1)
-    stop = (facts.unchecked_from or 0) + 1
-    return (
-        f"the built-in checks stop at line {stop} of this {total}-line cell: nothing from there on is checked"
-    )
+    return unchecked_note_for(facts.source, facts.unchecked_from or 0)
+
+
+def unchecked_note_for(source: str, unchecked_from: int, then: str | None = None) -> str:
+    """``unchecked_note`` from the cell's text and the 0-based line where reading stopped; ``then``
+    says what happens to the rest (default: nothing checks it)."""
+    total = source.count("\n") + (0 if source.endswith("\n") else 1)
+    rest = then or "nothing from there on is checked"
+    return f"the built-in checks stop at line {unchecked_from + 1} of this {total}-line cell: {rest}"
 
 
 def if_reached(prediction: Prediction) -> Prediction:
@@ -320,6 +327,23 @@ class Pipeline:
         ask = Ask(target, executed, facts, snapshot, findings=findings, explicit=bypass_cache)
         done = await self._slow_layers(ask, wanted, notes, started, fallback)
         return Run(done, facts, snapshot)
+
+    async def slow_layers(
+        self,
+        target: str,
+        executed: Sequence[str],
+        snapshot: Snapshot | None,
+        screened: Screened,
+        *,
+        explicit: bool = False,
+        llm: bool = True,
+    ) -> Prediction:
+        """``predict``'s dry run (and LLM unless ``llm`` is False) for a cell whose facts stay elsewhere
+        (the server's worker reads a long cell): ``screened`` is the dry run's safe-mode screen, done
+        there, so nothing here parses the cell."""
+        wanted: set[LayerName] = {"dryrun", "llm"} if llm else {"dryrun"}
+        ask = Ask(target, executed, None, snapshot, explicit=explicit, screened=screened)
+        return await self._slow_layers(ask, wanted, [], time.perf_counter(), None)
 
     async def _slow_layers(
         self, ask: Ask, wanted: set[LayerName], notes: list[str], started: float, fallback: Prediction | None

@@ -1,9 +1,11 @@
-"""A cell longer than the checks read (``analysis.parse.MAX_LINES``): the start is checked, the rest is not.
+"""A cell longer than ``analysis.parse.MAX_LINES``: read in two goes, its first part, then every line.
 
-The checks read a long cell's top-level statements up to ``MAX_LINES`` and stop there: a crash they
-find before is still certain (and really raised, in a real kernel), nothing after is reported or
-trusted, the prediction says where reading stopped, the dry run's safe-mode screen still reads every
-line, and origins still find an assignment past the cut in an executed cell.
+``analyze`` reads a long cell's top-level statements up to ``MAX_LINES`` and stops there: a crash it
+finds before is certain (and really raised, in a real kernel), nothing after is reported or trusted in
+that first read, and the prediction says where it stopped. The server publishes that verdict at once,
+then reads the rest (``analyze_whole`` in its worker, ``checkpass.finish_checks_phase``): a crash on
+the last line of a 6,000-line cell is found, certain, and really raised there. The dry run's safe-mode
+screen reads every line, and origins find an assignment past the cut in an executed cell.
 """
 
 from __future__ import annotations
@@ -12,18 +14,24 @@ from typing import Any
 
 import pytest
 from check_util import assert_predicts, predict, prepare, run_cell
+from probe_util import snapshot
 
-from crane_lsp.analysis.parse import MAX_LINES, analyze
+from crane_lsp.analysis.parse import MAX_LINES, analyze, analyze_whole
 from crane_lsp.dryrun import screen
-from crane_lsp.pipeline import origins, unchecked_note
+from crane_lsp.kernel.link import KernelLink
+from crane_lsp.pipeline import Pipeline, _inline, origins, unchecked_note
+from crane_lsp.server import checkpass
+from crane_lsp.settings import Settings
+from crane_lsp.snapshot import ProbeQuery
 
 SETUP = "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})"
 FILLER = "x{i} = df['a'].sum() + {i}"
+PROVEN = "x{i} = len(df) + {i}"  # lines the checks prove do not raise: a crash after them is certain
 
 
-def long_cell(lines: int, at: dict[int, str]) -> str:
+def long_cell(lines: int, at: dict[int, str], filler: str = FILLER) -> str:
     """``lines`` lines of harmless column arithmetic, with ``at[k]`` as the (0-based) line ``k``."""
-    return "\n".join(at.get(i, FILLER.format(i=i)) for i in range(lines)) + "\n"
+    return "\n".join(at.get(i, filler.format(i=i)) for i in range(lines)) + "\n"
 
 
 def test_a_crash_before_the_cut_is_certain_and_raises_there(kernel: Any) -> None:
@@ -32,7 +40,7 @@ def test_a_crash_before_the_cut_is_certain_and_raises_there(kernel: Any) -> None
     assert "missing" in first.message
 
 
-def test_nothing_past_the_cut_is_reported_and_the_cell_still_raises_there(kernel: Any) -> None:
+def test_the_first_read_reports_nothing_past_the_cut_and_the_cell_still_raises_there(kernel: Any) -> None:
     crash_at = MAX_LINES + 100
     cell = long_cell(MAX_LINES + 500, {crash_at: "y = df['missing']"})
     prepare(kernel, SETUP)
@@ -82,3 +90,51 @@ def test_origins_find_an_assignment_past_the_cut_of_an_executed_cell() -> None:
     executed = [long_cell(MAX_LINES + 300, {10: "model = 1", MAX_LINES + 250: "model = 2"})]
     (origin,) = origins(["model"], executed)
     assert (origin.cell, origin.line) == (0, MAX_LINES + 250)
+
+
+LONG = 6000
+LAST = {  # the last line of a 6,000-line cell, and what it raises
+    "NameError": "y = long_undefined_name + 1",
+    "KeyError": "y = df['missing']",
+}
+
+
+@pytest.mark.parametrize("exception", sorted(LAST))
+def test_the_whole_read_finds_a_crash_on_the_last_line_of_a_long_cell(kernel: Any, exception: str) -> None:
+    cell = long_cell(LONG, {LONG - 1: LAST[exception]}, PROVEN)
+    prepare(kernel, SETUP)
+    assert predict(kernel, cell) == []  # the first read stops at MAX_LINES ...
+    facts = analyze_whole(cell)
+    assert facts.unchecked_from is None
+    snap = snapshot(kernel, ProbeQuery(**facts.probe_query_fields()))
+    found = checkpass.check_whole(cell, snap, [])  # ... the server's second read, as its worker runs it
+    assert found is not None
+    assert (found["exception"], found["line"], found["certainty"]) == (exception, LONG - 1, "certain")
+    assert run_cell(kernel, cell) == (exception, LONG - 1)  # and the cell really raises there
+
+
+async def test_two_reads_through_a_real_link_first_part_then_every_line(kernel: Any) -> None:
+    """What the server publishes for a long cell, in order: the first part's verdict (nothing found,
+    "the rest is being read"), then the one on every line; a crash in the first part ends it there."""
+    prepare(kernel, SETUP)
+    cell = long_cell(LONG, {LONG - 1: LAST["NameError"]}, PROVEN)
+    early = long_cell(LONG, {40: "y = df['missing']", LONG - 1: LAST["NameError"]}, PROVEN)
+    settings = Settings.model_validate({"dry_run": "off"})
+    async with await KernelLink.connect(kernel.connection_file) as link:
+        pipeline = Pipeline.from_settings(settings, link)
+        first = await checkpass.run_checks_phase(_inline, pipeline, cell, [])
+        assert not first.prediction.crash and first.unchecked_from == MAX_LINES
+        assert f"stop at line {MAX_LINES + 1} of this {LONG}-line cell: the rest is being read" in (
+            first.prediction.notes[0]
+        )
+        whole = await checkpass.finish_checks_phase(_inline, pipeline, cell, [], first)
+        assert whole is not None and whole.snapshot is not None
+        found = whole.prediction
+        assert (found.exception, found.line, found.certainty) == ("NameError", LONG - 1, "certain")
+        assert "long_undefined_name" in found.message and not found.notes
+        crash_first = await checkpass.run_checks_phase(_inline, pipeline, early, [])
+        found = crash_first.prediction
+        assert (found.exception, found.line, found.certainty) == ("KeyError", 40, "certain")
+        assert "nothing from there on is checked" in crash_first.prediction.notes[0]
+        assert await checkpass.finish_checks_phase(_inline, pipeline, early, [], crash_first) is None
+    assert run_cell(kernel, early) == ("KeyError", 40)

@@ -41,10 +41,11 @@ def _split_cell_magic(source: str) -> tuple[str | None, int]:
     return None, 0
 
 
-#: Lines of a cell the scan and the checks read: from the first top-level statement that starts later on,
-#: nothing is checked or trusted (the dry run and the LLM, where they run, still get the whole cell), so
-#: that a cell of tens of thousands of generated lines is analysed within a second (the parse of all of
-#: it alone takes half of that).
+#: Lines of a cell ``analyze`` reads by default: from the first top-level statement that starts later on,
+#: nothing is checked or trusted, so that a first verdict on a cell of tens of thousands of generated lines
+#: comes within a second (the parse of all of it alone takes half of that). The server then reads the
+#: rest in its worker process (``analyze_whole``, ``server/checkpass.finish_checks_phase``); the dry run
+#: gets the whole cell.
 MAX_LINES = 1000
 
 
@@ -64,10 +65,11 @@ def analyze(source: str, max_lines: int | None = MAX_LINES) -> CellFacts:
         return facts
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=4)  # a 20,000-line cell's facts hold about 110 MB: few texts are kept
 def analyze_whole(source: str) -> CellFacts:
-    """``analyze`` of every line (no ``MAX_LINES``), once per text: what reads a long cell whole (the dry
-    run's safe-mode screen, origins in executed cells) shares one result. Callers must not change it."""
+    """``analyze`` of every line (no ``MAX_LINES``), once per text: what reads a long cell whole (the
+    server's second read of it, the dry run's safe-mode screen, origins in executed cells) shares one
+    result. Callers must not change it."""
     return analyze(source, max_lines=None)
 
 

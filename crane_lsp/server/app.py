@@ -23,7 +23,12 @@ from pygls.lsp.server import LanguageServer
 
 from crane_lsp import __version__
 from crane_lsp.server import presentation
-from crane_lsp.server.checkpass import DRY_RUN_MAX_LINES, PROCESS_MIN_LINES, run_checks_phase
+from crane_lsp.server.checkpass import (
+    PROCESS_MIN_LINES,
+    finish_checks_phase,
+    run_checks_phase,
+    run_slow_phase,
+)
 from crane_lsp.server.config import parse_settings, plain
 from crane_lsp.server.documents import (
     CellView,
@@ -490,12 +495,17 @@ class CraneServer(LanguageServer):
             nb.results[key] = CellResult(prediction, stamp, executed_cells)
             self.publish(nb, cell.uri)
             self.stats.last_latency_ms = (time.perf_counter() - started) * 1000
+            # a long cell: its first part's verdict is out; the checks read the rest in the worker
+            whole = await finish_checks_phase(self.procs, pipeline, source, executed, first)
+            if whole is not None:
+                if not self._current(nb, key, stamp):
+                    return
+                first, prediction = whole, whole.prediction
+                nb.results[key] = CellResult(prediction, stamp, executed_cells)
+                self.publish(nb, cell.uri)
             if prediction.crash and prediction.certainty in CERTAIN:
                 return
             if pipeline.llm is None and pipeline.dryrun is None:
-                return
-            if cell.line_count > DRY_RUN_MAX_LINES:  # its facts would be parsed in this process
-                log.info("%s: %d lines, no dry run / LLM from the editor", key, cell.line_count)
                 return
             later = await self._second_phase(pipeline, cell, source, executed, first, bypass)
             self.stats.second_phase += 1
@@ -528,6 +538,8 @@ class CraneServer(LanguageServer):
             at = "the cell at " if presentation.in_script(cell) else ""
             token = await self._progress_begin(f"crane: checking {at}{presentation.where(cell)}")
             try:
+                if cell.line_count > PROCESS_MIN_LINES:  # its facts stay in the worker, which screens it too
+                    return await run_slow_phase(self.procs, pipeline, source, executed, first, bypass)
                 later = await pipeline.predict(
                     source,
                     executed=executed,
