@@ -19,6 +19,7 @@ from tests.editor_case import editor_case, editor_env, editor_marks
 pytestmark = editor_marks("emacs", "packages emacs-nox elpa-eglot")
 
 EL = Path(__file__).parent / "emacs" / "crane_test.el"
+GUARD = Path(__file__).resolve().parents[1] / "editors" / "emacs" / "crane-guard.el"
 
 
 @pytest.mark.parametrize("odd", [False, True], ids=["plain", "formfeed-emoji"])
@@ -26,7 +27,11 @@ def test_emacs_eglot_diagnostic_hover_action_fix(kernel: TestKernel, tmp_path: P
     case = editor_case(kernel, tmp_path, "em_sales", odd)
     target, line = case.target, case.line
     out = tmp_path / "emacs.json"
-    env = {**editor_env(kernel, "EMACS", case, out), "HOME": str(tmp_path)}  # no ~/.emacs.d of the machine
+    env = {
+        **editor_env(kernel, "EMACS", case, out),
+        "HOME": str(tmp_path),  # no ~/.emacs.d of the machine
+        "CRANE_EMACS_GUARD": str(GUARD),
+    }
     run = subprocess.run(
         ["emacs", "--batch", "-l", str(EL)],  # batch: no user init; site-start loads elpa-eglot
         env=env,
@@ -45,3 +50,15 @@ def test_emacs_eglot_diagnostic_hover_action_fix(kernel: TestKernel, tmp_path: P
     assert "KeyError" in seen["hover"] and f"line {line + 1}" in seen["hover"], seen["hover"]
     assert any(t.startswith("crane: Apply suggested fix") for t in seen["actions"]), seen["actions"]
     assert seen["after"] == 0 and "em_sales['amount']" in seen["fixed_line"], seen
+    # the run guard: asked about the crash three times (cancel: nothing sent; run anyway: the cell
+    # sent; show: point on the crash's line), the first cell (run already, no verdict) sent unasked
+    guard = seen["guard"]
+    assert guard["outcomes"] == ["cancelled", "ran-anyway", "shown", "ran"], guard
+    assert seen["shown_at"] == line, (seen, line)
+    assert len(guard["asked"]) == 3, guard
+    question = guard["asked"][0]
+    assert question.startswith(f"crane: this cell raises KeyError at line {line + 1} ("), (question, line)
+    assert "amout" in question and question.rstrip().endswith("Run anyway?"), question
+    cell, first = guard["sent"]
+    assert target in cell and "x = 1" in cell and "# %%" not in cell, cell
+    assert first.startswith("import pandas as pd") and target not in first, first

@@ -143,6 +143,13 @@ async def test_virtual_notebook_squiggle_lands_on_its_cell_with_the_notebooks_ke
     )
     assert verdict["exception"] == "NameError" and verdict["certainty"] == "certain"
     assert verdict["blockRun"] and not verdict["stale"] and "only_in_b" in verdict["message"]
+    # the editor shows another text (an edit not sent yet): that verdict is not this text's
+    other = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="crane.cellVerdict", arguments=[{"uri": uri, "line": 4, "text": "print(only_in_a)\n"}]
+        )
+    )
+    assert other["stale"] and not other["blockRun"] and other["exception"] == "NameError"
     clean = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="crane.cellVerdict", arguments=[{"uri": uri, "line": 0}])
     )

@@ -19,6 +19,7 @@ from tests.editor_case import editor_case, editor_env, editor_marks
 pytestmark = editor_marks("nvim", "package neovim")
 
 LUA = Path(__file__).parent / "neovim" / "crane_test.lua"
+GUARD = Path(__file__).resolve().parents[1] / "editors" / "neovim" / "crane_guard.lua"
 
 
 @pytest.mark.parametrize("odd", [False, True], ids=["plain", "formfeed-emoji"])
@@ -31,6 +32,7 @@ def test_neovim_squiggle_hover_action_fix(kernel: TestKernel, tmp_path: Path, od
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
+        "CRANE_NVIM_GUARD": str(GUARD),
     }
     subprocess.run(
         ["nvim", "--headless", "--clean", "-u", str(LUA)],
@@ -50,3 +52,20 @@ def test_neovim_squiggle_hover_action_fix(kernel: TestKernel, tmp_path: Path, od
     assert "KeyError" in seen["hover"] and f"line {line + 1}" in seen["hover"], seen["hover"]
     assert any(t.startswith("crane: Apply suggested fix") for t in seen["actions"]), seen["actions"]
     assert seen["after"] == 0 and "nv_sales['amount']" in seen["line"], seen
+    # the run guard: asked three times about the crash (cancel: nothing sent; run anyway: the cell
+    # sent; show: the cursor on the crash, nothing sent), the first cell (run already, no verdict)
+    # and the fixed cell sent without a question
+    guard = seen["guard"]
+    outcomes = [guard[k] for k in ("cancelled", "anyway", "show", "first", "fixed")]
+    assert outcomes == ["cancelled", "ran anyway", "shown", "ran", "ran"], guard
+    assert guard["shown_at"] == line, guard
+    assert len(guard["asked"]) == 3 and guard["asked_after_fix"] == 0, guard
+    assert len(guard["sent"]) == 3, guard
+    question = guard["asked"][0]
+    assert question.startswith(f"crane: this cell raises KeyError at line {line + 1} ("), (question, line)
+    assert "amout" in question, question
+    assert question.endswith("Run anyway?"), question
+    cell, first, fixed = guard["sent"]
+    assert target in cell and "x = 1" in cell and "# %%" not in cell, cell
+    assert first.startswith("import pandas as pd") and target not in first, first
+    assert "nv_sales['amount']" in fixed, fixed

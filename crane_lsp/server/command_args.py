@@ -35,6 +35,8 @@ class CellArgs(_Args):
     uri: str = ""
     line: int = Field(default=0, ge=0)
     cell: str | None = None
+    #: the cell's text in the editor (``crane.cellVerdict``): a verdict for any other text is stale
+    text: str | None = None
 
 
 class AttachArgs(_Args):

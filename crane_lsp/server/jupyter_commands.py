@@ -3,8 +3,10 @@
 JupyterLab shows the verdict as a box under the cell (exception, message, runtime facts, origin
 cells) instead of a hover, and asks before running a cell known to crash; both need the prediction
 itself, not its Markdown. ``crane.cellVerdict`` answers for the cell's *current* text only: a result
-computed for an older text is returned as stale, never as the cell's verdict. The same answer's
-``blockRun`` is the run-guard decision any editor can use.
+computed for an older text is returned as stale, never as the cell's verdict; an editor that
+sends ``text`` (the cell as it shows it) also gets stale for a verdict on any other text, such as
+an edit the server has not received yet. The same answer's ``blockRun`` is the run-guard decision
+any editor can use.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def cell_verdict(server: CraneServer, args: CellArgs) -> dict[str, Any]:
     if result is None:
         return {"found": True, "checked": False, "crash": False, "blockRun": False, "stale": False}
     p = result.prediction
-    stale = result.stamp.text != cell.text
+    stale = result.stamp.text != cell.text or (args.text is not None and args.text != result.stamp.text)
     ignored = nb.ignored.get(cell.key) == cell.text
     origins = []
     for o in p.origin:

@@ -46,6 +46,24 @@
       (crane-put "line" (1- (line-number-at-pos beg)))  ; 0-based, as LSP counts
       (crane-put "column" (save-excursion (goto-char beg) (- beg (line-beginning-position)))) ; characters
       (crane-put "message" (flymake-diagnostic-text d))
+      ;; the run guard (editors/emacs/crane-guard.el), with a REPL stand-in that records the cells it
+      ;; is sent and scripted answers: cancel, run anyway, show; the first cell runs unasked
+      (load (getenv "CRANE_EMACS_GUARD") nil t)
+      (let* ((sent nil) (asked nil) (answers nil) (outcomes nil)
+             (crane-guard-send-function
+              (lambda (b e) (push (buffer-substring-no-properties b e) sent)))
+             (crane-guard-ask-function
+              (lambda (question) (push question asked) (pop answers))))
+        (dolist (answer '(nil run show))
+          (goto-char beg)
+          (setq answers (list answer))
+          (push (symbol-name (crane-guard-run-cell)) outcomes))
+        (crane-put "shown_at" (1- (line-number-at-pos)))
+        (goto-char (point-min))
+        (forward-line 1)
+        (push (symbol-name (crane-guard-run-cell)) outcomes)
+        (crane-put "guard" (list :outcomes (vconcat (reverse outcomes)) :asked (vconcat (reverse asked))
+                                 :sent (vconcat (reverse sent)))))
       (goto-char beg)
       (let ((hover (jsonrpc-request server :textDocument/hover (eglot--TextDocumentPositionParams)
                                     :timeout 20)))

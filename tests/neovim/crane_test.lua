@@ -49,6 +49,24 @@ local function run()
   lsp.message, lsp.source, lsp.severity = d.message, d.source, d.severity
   lsp.code = lsp.code or d.code
   result.diag = { lnum = d.lnum, col = d.col, message = d.message, code = lsp.code or d.code }
+
+  -- the run guard (editors/neovim/crane_guard.lua), with a REPL stand-in that records what it is sent
+  -- and scripted answers to its question: cancel, then run anyway; the first cell runs unasked
+  local guard = dofile(vim.env.CRANE_NVIM_GUARD)
+  local sent, asked = {}, {}
+  local function send(lines) table.insert(sent, table.concat(lines, "\n")) end
+  local function answer(choice)
+    return function(question) table.insert(asked, question); return choice end
+  end
+  vim.api.nvim_win_set_cursor(0, { d.lnum + 1, 0 })
+  result.guard = { cancelled = guard.run_cell(send, { confirm = answer(3) }) }
+  result.guard.anyway = guard.run_cell(send, { confirm = answer(1) })
+  vim.api.nvim_win_set_cursor(0, { d.lnum, 0 }) -- the line above the crash, in the same cell
+  result.guard.show = guard.run_cell(send, { confirm = answer(2) })
+  result.guard.shown_at = vim.api.nvim_win_get_cursor(0)[1] - 1
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  result.guard.first = guard.run_cell(send, { confirm = answer(1) })
+  result.guard.sent, result.guard.asked = sent, asked
   local where = { uri = vim.uri_from_bufnr(bufnr) }
   local hover = vim.lsp.buf_request_sync(bufnr, "textDocument/hover",
     { textDocument = where, position = lsp.range.start }, 20000)
@@ -69,6 +87,11 @@ local function run()
   vim.wait(90000, function() return #diags() == 0 end, 50)
   result.after = #diags()
   result.line = vim.api.nvim_buf_get_lines(bufnr, d.lnum, d.lnum + 1, false)[1]
+  -- fixed: the guard now sends the cell without a question
+  local before = #asked
+  vim.api.nvim_win_set_cursor(0, { d.lnum + 1, 0 })
+  result.guard.fixed = guard.run_cell(send, { confirm = answer(3) })
+  result.guard.asked_after_fix = #asked - before
   client.stop()
 end
 
