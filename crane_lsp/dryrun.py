@@ -15,6 +15,7 @@ import ast
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from pydantic import BaseModel
 from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.parse import analyze, analyze_whole
+from crane_lsp.failure_facts import FailFacts, with_failure_facts
 from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName, Screened
 from crane_lsp.prediction import Prediction, Source
@@ -286,6 +288,7 @@ class DryRunOutcome(BaseModel):
     child_pid: int | None = None
     notes: list[str] | None = None
     prepared: bool | None = None  # run in a child prepared ahead (no fork, no jail on its way)
+    facts: FailFacts | None = None  # what the failing line read (kernel/agent/failfacts.py)
 
 
 class DryRunPrepared(BaseModel):
@@ -334,9 +337,11 @@ class DryRunner:
     async def predict(self, ask: Ask) -> Prediction | None:
         """The ``Layer`` call: ``dry_run`` of the asked cell (an explicit Re-check waits longer)."""
         if ask.screened is not None:  # screened where the facts are (the server's worker, for a long cell)
-            return await self.dry_run(ask.target, None, explicit=ask.explicit, screened=ask.screened)
+            return await self.dry_run(
+                ask.target, None, explicit=ask.explicit, screened=ask.screened, executed=ask.executed
+            )
         facts = ask.facts if ask.facts is not None else analyze(ask.target)
-        return await self.dry_run(ask.target, facts, explicit=ask.explicit)
+        return await self.dry_run(ask.target, facts, explicit=ask.explicit, executed=ask.executed)
 
     def budget(self, explicit: bool = False) -> float:
         """A short budget while typing, a longer one for an explicit Re-check."""
@@ -347,6 +352,7 @@ class DryRunner:
     async def run_outcome(self, source: str, explicit: bool = False) -> DryRunOutcome:
         budget = self.budget(explicit)
         payload = {"source": source, "budget_s": budget, "memory_mb": self.settings.dry_run_memory_mb}
+        payload["privacy"] = self.settings.privacy  # the failing line's facts honour it
         self._prepared = None  # a prepared child is used (or discarded) now: the next edit prepares again
         raw = await self.link.call("dry_run", payload, timeout=budget + 10)
         outcome = DryRunOutcome.model_validate(raw)
@@ -361,6 +367,7 @@ class DryRunner:
         facts: CellFacts | None,
         explicit: bool = False,
         screened: Screened | None = None,
+        executed: Sequence[str] = (),
     ) -> Prediction | None:
         """``screened``: the safe-mode screen's verdict when the caller has it (``facts`` may be None)."""
         if self.settings.dry_run == "off":
@@ -379,7 +386,7 @@ class DryRunner:
                 text = "the kernel died during the dry run"
                 return _note(f"dry run unavailable: {text} ({exc})", headline=text)
             return _note(f"dry run unavailable: {exc}")
-        return outcome_to_prediction(outcome, target)
+        return outcome_to_prediction(outcome, target, executed)
 
     async def _kernel_alive(self) -> bool:
         try:
@@ -399,7 +406,7 @@ def _note(text: str, headline: str | None = None) -> Prediction:
     return p
 
 
-def outcome_to_prediction(outcome: DryRunOutcome, target: str) -> Prediction:
+def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequence[str] = ()) -> Prediction:
     took = f"{outcome.round_trip_s or 0:.2f} s" + (
         " (a copy prepared while you typed)" if outcome.prepared else ""
     )
@@ -408,7 +415,7 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str) -> Prediction:
         lines = target.splitlines()
         text = lines[line] if line is not None and 0 <= line < len(lines) else ""
         col = len(text) - len(text.lstrip()) if text else 0
-        return Prediction(
+        observed = Prediction(
             crash=True,
             certainty="observed",
             exception=outcome.exception,
@@ -426,6 +433,7 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str) -> Prediction:
             source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
             notes=[f"observed in a sandboxed copy of the kernel in {took}", *(outcome.notes or [])],
         )
+        return with_failure_facts(observed, outcome.facts, executed)  # cause, evidence, origins
     if outcome.outcome == "completed":
         # Observed to run clean: final, the LLM has nothing to add. Other outcomes fall through.
         p = Prediction.nothing_found("ran clean in a sandboxed copy of the kernel")

@@ -402,6 +402,8 @@ class Pipeline:
                         line, prediction.col or 0, prediction.end_line or line, prediction.end_col or 0
                     ),
                     message=prediction.message,
+                    evidence=tuple((e.fact, e.value) for e in prediction.evidence),  # the line's facts
+                    diagnosis=prediction.diagnosis,  # with the raw message
                 )
             ]
         try:

@@ -63,6 +63,15 @@ def verdict_text(p: Prediction) -> Text:
     )
 
 
+def cause_line(p: Prediction) -> str:
+    """The one-line cause of an observed crash when it says more than the raw message (which the
+    diagnosis holds): ``crane_lsp.failure_facts`` wrote it from the facts at the failing line."""
+    body = p.message.removeprefix(f"{p.exception}: ")
+    if p.source.layer != "dryrun" or not body or body in p.diagnosis:
+        return ""
+    return p.message
+
+
 def caret_lines(source: str, p: Prediction) -> Text:
     """The offending line with its number and a caret under the flagged range."""
     lines = source.splitlines() or [""]
@@ -85,6 +94,8 @@ def prediction_panel(position: int, source: str, p: Prediction, actual: str | No
     parts: list[Text | Table] = [verdict_text(p)]
     if p.crash:
         parts.append(caret_lines(source, p))
+        if cause_line(p):  # an observed crash's cause, from the facts at its line; the raw message below
+            parts.append(Text(cause_line(p), style="bold"))
         if p.diagnosis:
             parts.append(Text(p.diagnosis))
     if p.evidence:

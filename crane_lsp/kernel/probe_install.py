@@ -29,6 +29,7 @@ SOURCES = (
     "agent/facts.py",
     "agent/refusal.py",
     "agent/probe.py",
+    "agent/failfacts.py",
     "agent/jail_seccomp.py",
     "agent/jail_fds.py",
     "agent/jail_maps.py",

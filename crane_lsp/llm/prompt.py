@@ -116,6 +116,11 @@ SYSTEM = (
 )
 _RUNTIME_CLAUSE = " Runtime info describes the target's variables now."
 _FACTS_CLAUSE = " Verified facts come from exact checks."
+#: When the verified fact is a crash the dry run observed (``failure_facts.py``): explain it, from its facts.
+_OBSERVED_CLAUSE = (
+    " Verified facts come from running the target cell in a sandboxed copy of the kernel: the crash was"
+    " observed, with the values its failing line read; explain it from them."
+)
 
 #: Appended when a server cannot enforce the schema (plain instructions + tolerant parsing).
 JSON_INSTRUCTIONS = (
@@ -360,10 +365,19 @@ def number_lines(code: str) -> str:
 
 
 def render_findings(findings: Iterable[Finding]) -> str:
+    """One line per finding with its facts; an observed crash (the dry run's) also keeps the raw
+    message it raised, so the explanation starts from what was seen."""
     out = []
     for f in findings:
         facts = "; ".join(f"{k} = {v}" for k, v in f.evidence)
-        out.append(f"- line {f.span.line + 1}: {f.exception}: {f.message}" + (f" ({facts})" if facts else ""))
+        seen = (
+            f" [observed: {f.diagnosis}]"
+            if f.check_id == "dryrun" and f.diagnosis not in ("", f.message)
+            else ""
+        )
+        out.append(
+            f"- line {f.span.line + 1}: {f.exception}: {f.message}" + seen + (f" ({facts})" if facts else "")
+        )
     return "\n".join(out)
 
 
@@ -405,7 +419,9 @@ def build_messages(
     parts.append("# Target Cell:\n" + number_lines(redact_secrets(target)))
     system = SYSTEM.format(
         runtime=_RUNTIME_CLAUSE if runtime_text is not None else "",
-        facts=_FACTS_CLAUSE if findings else "",
+        facts=(_OBSERVED_CLAUSE if any(f.check_id == "dryrun" for f in findings) else _FACTS_CLAUSE)
+        if findings
+        else "",
     )
     return [Message("system", system), Message("user", "\n".join(parts))]
 

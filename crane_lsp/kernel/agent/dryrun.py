@@ -20,6 +20,7 @@ import time as _sb_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
+    from crane_lsp.kernel.agent.failfacts import _ff_collect
     from crane_lsp.kernel.agent.guard import _JSONResult
     from crane_lsp.kernel.agent.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
     from crane_lsp.kernel.agent.jail_landlock import _jll_libc, _jll_restrict
@@ -404,6 +405,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             message=str(exc)[:500],
             line=_sb_cell_line(exc.__traceback__, cell_magic),
         )
+        result["facts"] = _ff_collect(exc, payload, started)  # the failing line's facts (failfacts.py)
     if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
         shown, line = state["shown"]
         result.update(

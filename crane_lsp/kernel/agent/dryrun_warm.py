@@ -333,6 +333,7 @@ def _dw_use(child, payload, compiled, entered, started):
         "_cell_magic": payload["_cell_magic"],
         "measure_memory": bool(payload.get("measure_memory")),
         "memory_mb": int(payload.get("memory_mb", 4096)),
+        **{k: payload[k] for k in ("source", "privacy", "facts", "budget_s") if k in payload},  # failfacts.py
     }
     try:
         body = marshal.dumps(compiled[0])

@@ -333,3 +333,47 @@ class SnapshotWire(TypedDict, total=False):
 
 #: Error text of a field or summary cut short by its budget.
 DEADLINE: Final = "deadline"
+
+
+# ------------------------------------------------------------------------------------------------
+# The facts at a dry run's failing line (agent/failfacts.py -> the verdict's ``facts``)
+# ------------------------------------------------------------------------------------------------
+
+
+class FailValueWire(TypedDict, total=False):
+    name: str  # what the line reads: ``w``, ``self.w``, ``labels[i]``
+    scope: Literal["line", "frame"]  # the cell's failing line, or the innermost user function's
+    summary: ObjectWire
+    assigned: int  # 1-based line of the same source that last bound it before the failing statement
+    again: int  # a line of the enclosing loop, at or after the failing one, that rebinds it
+    loop: int  # it is the variable of the loop on this line
+
+
+class FailFrameWire(TypedDict, total=False):
+    function: str
+    line: int  # 1-based line in the cell that defines the function
+    first_line: int  # the function's first line there
+    execution_count: int  # IPython's In[n] of that cell
+    text: str  # the failing line, stripped
+
+
+class FailLoopWire(TypedDict, total=False):
+    scope: Literal["line", "frame"]
+    line: int  # the ``for`` statement's line
+    target: str
+    iterable: str
+    iteration: int  # 1-based, where the iterable tells it cheaply
+    total: int
+    positions: list[int]  # the loop value sits at several places of the iterable
+
+
+class FailFactsWire(TypedDict, total=False):
+    line: int  # the cell's failing line (1-based)
+    values: list[FailValueWire]
+    frame: FailFrameWire
+    loops: list[FailLoopWire]
+    elapsed_ms: float
+    deadline_hit: bool
+    truncated: bool
+    privacy: bool  # collected in privacy mode: the client shows no value either
+    error: str

@@ -1,0 +1,359 @@
+"""One-line causes for the crashes a dry run observes, from the facts at the failing line.
+
+Each rule reads a common library message (NumPy shape and broadcast mismatches, pandas missing
+labels, text where numbers are needed, wrong dimensionality, inconsistent sample counts, feature
+counts, tick labels, argument clashes, an array where a scalar belongs) and names the operands whose
+facts match its numbers, in the checks' voice ("cannot multiply shapes (75, 4) (`X`) and (1, 4) (`w`):
+inner dimensions differ"). A rule answers only when the facts make the cause plain; else None, and
+the user reads the raw message as before (it always stays beneath, in the diagnosis).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Callable, Iterable
+
+from crane_lsp.failure_facts import FailFacts, FailLoop, FailValue
+from crane_lsp.kernel.agent.wire import Kind
+from crane_lsp.render import format_shape
+
+Rule = Callable[[str, str, FailFacts, bool], "str | None"]
+_SHAPE = r"\(([\d,\s]*)\)"
+
+
+def _shape(text: str) -> list[int]:
+    return [int(d) for d in text.replace(" ", "").split(",") if d]
+
+
+def _fmt(shape: Iterable[int | None]) -> str:
+    return format_shape(list(shape))
+
+
+def _arrays(facts: FailFacts) -> list[FailValue]:
+    """Values with a shape, the innermost frame's first (the message comes from there)."""
+    return sorted((v for v in facts.values if v.summary.shape is not None), key=lambda v: v.scope != "frame")
+
+
+def _with_shape(facts: FailFacts, shape: list[int], skip: FailValue | None = None) -> FailValue | None:
+    return next((v for v in _arrays(facts) if v.summary.shape == shape and v is not skip), None)
+
+
+def _matmul(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(rf"shapes {_SHAPE} and {_SHAPE} not aligned", msg)
+    if not m:
+        return None
+    sa, sb = _shape(m[1]), _shape(m[2])
+    a = _with_shape(facts, sa)
+    b = _with_shape(facts, sb, skip=a)
+    if a is None or b is None:
+        return None
+    text = (
+        f"cannot multiply shapes {_fmt(sa)} (`{a.name}`) and {_fmt(sb)} (`{b.name}`): inner dimensions differ"
+    )
+    if len(sb) == 2 and sa and sa[-1] == sb[1]:
+        text += f"; `{b.name}` is a row where a column was meant (`{b.name}.T` is {_fmt(sb[::-1])})"
+    return text
+
+
+def _gufunc(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(
+        r"matmul: Input operand 1 has a mismatch in its core dimension 0"
+        r".*\(size (\d+) is different from (\d+)\)",
+        msg,
+    )
+    if not m:
+        return None
+    inner_b, inner_a = int(m[1]), int(m[2])
+    arrays = _arrays(facts)
+    for a in arrays:
+        for b in arrays:
+            sa, sb = a.summary.shape or [], b.summary.shape or []
+            if a is b or not sa or not sb or a.scope != b.scope:
+                continue
+            if sa[-1] == inner_a and sb[-2 if len(sb) > 1 else 0] == inner_b:
+                return (
+                    f"cannot multiply shapes {_fmt(sa)} (`{a.name}`) and {_fmt(sb)} (`{b.name}`): "
+                    "inner dimensions differ"
+                )
+    return None
+
+
+def _broadcast(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    if "could not be broadcast" not in msg:
+        return None
+    tail = msg.split("shapes", 1)[-1].split("]:", 1)[-1]
+    shapes = [_shape(found[0]) for found in re.findall(rf"{_SHAPE}(?:->{_SHAPE})?", tail)]
+    if len(shapes) < 2:
+        return None
+    a = _with_shape(facts, shapes[0])
+    b = _with_shape(facts, shapes[1], skip=a)
+    if a is None or b is None:
+        return None
+    first, second = _fmt(shapes[0]), _fmt(shapes[1])
+    return f"shapes {first} (`{a.name}`) and {second} (`{b.name}`) cannot be broadcast together"
+
+
+def _label_of(exc: str, msg: str) -> tuple[list[str], bool] | None:
+    """The missing labels (as the user wrote them) and whether pandas said 'not found in axis'."""
+    m = re.search(r"\[(.*)\] not found in axis", msg)
+    if m:
+        return [x.strip() for x in m[1].split(", ") if x.strip()], True
+    if exc == "KeyError":
+        text = msg.strip()
+        if text.startswith('"') and text.endswith('"'):
+            text = text[1:-1]
+        return [text], False
+    return None
+
+
+def _literal(label: str) -> object:
+    try:
+        return ast.literal_eval(label)
+    except (ValueError, SyntaxError):
+        return label
+
+
+def _missing_label(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    got = _label_of(exc, msg)
+    if got is None:
+        return None
+    labels, in_axis = got
+    shown = ", ".join(labels)
+    frames = [v for v in facts.values if v.summary.kind in (Kind.DATAFRAME, Kind.SERIES)]
+    dicts = [v for v in facts.values if v.summary.kind == Kind.DICT]
+    loop = facts.loop("frame") or facts.loop("line")
+    repeated = _repeated(loop, labels)
+    if repeated:
+        return repeated
+    for v in frames:
+        if loop is not None and v.again is not None and (loop.iteration or 2) > 1:
+            when = f"iteration {loop.iteration}" if loop.iteration else "a later iteration"
+            return (
+                f"`{v.name}` no longer has {shown} in {when} of the loop on line {loop.line}: "
+                f"line {v.again} removed it in an earlier iteration"
+            )
+    for v in frames:
+        s = v.summary
+        names = [str(c.name) for c in s.columns or []]
+        if all(isinstance(_literal(x), int) for x in labels) and not any(
+            _literal(x) in names for x in labels
+        ):
+            rows = f" (index {s.index_range[0]}…{s.index_range[1]})" if s.index_range and not privacy else ""
+            return f"`{v.name}` has no row label {shown}{rows}"
+        if s.kind == Kind.DATAFRAME and names and not s.columns_truncated:
+            close = difflib.get_close_matches(str(_literal(labels[0])), names, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            listed = ", ".join(names[:8]) + ("…" if len(names) > 8 else "")
+            return f"`{v.name}` has no column {shown}; its columns: {listed}{hint}"
+    if not in_axis:
+        for v in dicts:
+            keys = ", ".join((v.summary.keys or [])[:8])
+            if keys:
+                return f"`{v.name}` has no key {shown}; its keys: {keys}"
+    return None
+
+
+def _repeated(loop: FailLoop | None, labels: list[str]) -> str | None:
+    if loop is None or len(loop.positions) < 2:
+        return None
+    places = " and ".join(str(p) for p in loop.positions[:3])
+    return (
+        f"{', '.join(labels)} occurs {len(loop.positions)} times in `{loop.iterable}` (items {places}): "
+        f"the loop on line {loop.line} removes it once, then looks for it again "
+        f"(iteration {loop.positions[1]})"
+    )
+
+
+def _text_columns(v: FailValue) -> list[str]:
+    return [
+        str(c.name) for c in v.summary.columns or [] if c.dtype in ("object", "string", "str", "category")
+    ]
+
+
+def _text_values(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(
+        r"could not convert string to float: (.*)$|invalid literal for int\(\) with base \d+: (.*)$", msg
+    )
+    if not m:
+        return None
+    example = (m[1] or m[2] or "").strip()
+    such = "" if privacy or not example else f" such as {example}"
+    for v in facts.values:
+        cols = _text_columns(v)
+        if cols:
+            listed = ", ".join(repr(c) for c in cols[:6]) + ("…" if len(cols) > 6 else "")
+            return (
+                f"`{v.name}` holds text{such} in column(s) {listed}: "
+                "numbers are needed (encode or convert them first)"
+            )
+        dtype = v.summary.dtype or ""
+        if v.summary.kind in (Kind.SERIES, Kind.NDARRAY, Kind.INDEX) and (
+            dtype == "object" or dtype.startswith("<U")
+        ):
+            return f"`{v.name}` holds text{such} (dtype {dtype}): numbers are needed (convert it first)"
+    return None
+
+
+def _dimensions(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(r"Expected (2D|1D or 2D|\w+) array, got (\d+)D array instead", msg)
+    if not m:
+        return None
+    got = int(m[2])
+    v = next((v for v in _arrays(facts) if len(v.summary.shape or []) == got), None)
+    if v is None:
+        return None
+    shape = _fmt(v.summary.shape or [])
+    if m[1] == "2D" and got == 1:
+        return (
+            f"a 2-D X (samples x features) is expected; `{v.name}` is 1-D (shape {shape}): "
+            f"`{v.name}.reshape(-1, 1)` makes it one column"
+        )
+    return f"a {m[1]} array is expected; `{v.name}` has {got} dimensions (shape {shape})"
+
+
+def _samples(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(r"inconsistent numbers of samples: \[([\d, ]+)\]", msg)
+    if not m:
+        return None
+    parts = []
+    used: set[str] = set()
+    for n in _shape(m[1]):
+        v = next((v for v in facts.values if _rows(v) == n and v.name not in used), None)
+        if v is None:
+            return None
+        used.add(v.name)
+        parts.append(f"`{v.name}` has {n}")
+    return "inconsistent numbers of samples: " + ", ".join(parts)
+
+
+def _rows(v: FailValue) -> int | None:
+    s = v.summary
+    if s.shape:
+        return s.shape[0]
+    return s.length
+
+
+def _features(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(r"X has (\d+) features, but (\w+) is expecting (\d+) features", msg)
+    if not m:
+        return None
+    have, want = int(m[1]), int(m[3])
+    x = next(
+        (
+            v
+            for v in _arrays(facts)
+            if len(v.summary.shape or []) == 2 and (v.summary.shape or [0, 0])[1] == have
+        ),
+        None,
+    )
+    est = next(
+        (
+            v
+            for v in facts.values
+            if v.summary.estimator is not None and v.summary.estimator.n_features_in == want
+        ),
+        None,
+    )
+    if x is None:
+        return None
+    fitted = f"`{est.name}`" if est is not None else m[2]
+    shape = _fmt(x.summary.shape or [])
+    return f"`{x.name}` has {have} features (shape {shape}), but {fitted} was fitted on {want}"
+
+
+def _ticks(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(r"FixedLocator locations \((\d+)\).*number of labels \((\d+)\)", msg, re.S)
+    if not m:
+        return None
+    locations, labels = int(m[1]), int(m[2])
+    v = next((v for v in facts.values if _rows(v) == labels and v.summary.kind != Kind.DATAFRAME), None)
+    given = f"`{v.name}` gives {labels} labels" if v is not None else f"{labels} labels are given"
+    return f"{given} for {locations} tick positions: one label per tick is needed (e.g. one per class)"
+
+
+def _arguments(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(r"([\w.]+)\(\) got an unexpected keyword argument '(\w+)'", msg)
+    if m:
+        return f"{m[1]}() has no parameter '{m[2]}'"
+    m = re.search(r"([\w.]+)\(\) got multiple values for argument '(\w+)'", msg)
+    if m:
+        return f"{m[1]}() gets '{m[2]}' twice: once by position and once by keyword"
+    m = re.search(
+        r"([\w.]+)\(\) takes (?:from \d+ to )?(\d+) positional arguments? but (\d+) (?:were|was) given", msg
+    )
+    if m:
+        return (
+            f"{m[1]}() takes at most {m[2]} positional argument(s), {m[3]} were given: "
+            "pass the rest by keyword"
+        )
+    return None
+
+
+_SCALAR_WANTED = (
+    "only length-1 arrays can be converted",
+    "only size-1 arrays can be converted",
+    "only 0-dimensional arrays can be converted",
+    "only integer scalar arrays can be converted to a scalar index",
+    "unhashable type: 'numpy.ndarray'",
+    "setting an array element with a sequence",
+    "object cannot be interpreted as an integer",
+    "truth value of an array with more than one element is ambiguous",
+    "truth value of a Series is ambiguous",
+)
+
+
+def _array_for_scalar(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    if not any(s in msg for s in _SCALAR_WANTED):
+        return None
+    arrays = sorted(
+        (v for v in _arrays(facts) if v.summary.shape and v.loop is None),
+        key=lambda v: ("[" not in v.name, v.scope != "frame"),
+    )
+    holders = [v for v in facts.values if "ndarray" in (v.summary.element_types or [])]
+    if "ambiguous" in msg and arrays:
+        v = arrays[0]
+        return (
+            f"`{v.name}` is an array of shape {_fmt(v.summary.shape or [])}: `if`, `and`, `or` need one "
+            "True/False (use .any() or .all())"
+        )
+    if arrays:
+        v = arrays[0]
+        each = ""
+        if "[" in v.name:
+            each = f" (each item of `{v.name.split('[', 1)[0]}` is an array)"
+        shape = _fmt(v.summary.shape or [])
+        return f"`{v.name}` is an array of shape {shape} where a single number is expected{each}"
+    if holders:
+        v = holders[0]
+        return f"`{v.name}` holds arrays (ndarray items) where single numbers are expected"
+    return None
+
+
+#: First match wins; each rule names the operands only when the facts say which they are.
+RULES: tuple[Rule, ...] = (
+    _matmul,
+    _gufunc,
+    _broadcast,
+    _dimensions,
+    _samples,
+    _features,
+    _ticks,
+    _text_values,
+    _array_for_scalar,
+    _missing_label,
+    _arguments,
+)
+
+
+def cause(exception: str, message: str, facts: FailFacts, privacy: bool = False) -> str | None:
+    """The one-line cause of an observed ``exception: message`` from ``facts``, or None."""
+    for rule in RULES:
+        try:
+            found = rule(exception, message, facts, privacy)
+        except (ValueError, IndexError, TypeError):  # a message that looks alike but is not: no cause
+            found = None
+        if found:
+            return found
+    return None
