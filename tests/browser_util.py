@@ -2,7 +2,7 @@
 that keep it off the closed network, and where screenshots go.
 
 Screenshots go to a temporary folder, so a test run leaves the checkout as it was; with
-``CRANE_UPDATE_SCREENSHOTS=1`` they replace the README's pictures in ``docs/img``.
+``CRANE_UPDATE_SCREENSHOTS=1`` they replace the pictures of the README and docs in ``docs/img``.
 """
 
 from __future__ import annotations

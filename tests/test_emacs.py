@@ -2,7 +2,8 @@
 diagnostic on the right line and column, hover, code action, and the fix applied by eglot clears it
 — also after a form feed (an Emacs page break) and with an emoji before the error.
 
-The editor side is ``tests/emacs/crane_test.el``, which starts with the README's configuration.
+The editor side is ``tests/emacs/crane_test.el``, which starts with the configuration that
+docs/lsp-editors.md gives.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def test_emacs_eglot_diagnostic_hover_action_fix(kernel: TestKernel, tmp_path: P
     assert out.exists(), run.stderr.decode(errors="replace")[-3000:]
     seen = json.loads(out.read_text())
     assert "error" not in seen, (seen, run.stderr.decode(errors="replace")[-3000:])
-    assert seen["attached"]["attached"] is True, seen  # crane.attachKernel, as the README documents it
+    assert seen["attached"]["attached"] is True, seen  # crane.attachKernel, as docs/lsp-editors.md has it
     assert "KeyError" in seen["message"] and "amout" in seen["message"], seen
     assert seen["line"] == line, (seen, line)  # the file's line, as Emacs counts it (form feed or not)
     assert seen["column"] == target.index("'amout'"), seen  # a character column: emoji counted once

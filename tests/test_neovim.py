@@ -2,7 +2,7 @@
 column, hover, code actions, and the suggested fix applied by Neovim clears the squiggle — also
 with a form feed (an Emacs page break) and an emoji before the error.
 
-The editor side is ``tests/neovim/crane_test.lua``: the same configuration the README gives.
+The editor side is ``tests/neovim/crane_test.lua``: the same configuration docs/lsp-editors.md gives.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_neovim_squiggle_hover_action_fix(kernel: TestKernel, tmp_path: Path, od
     )
     seen = json.loads(out.read_text())
     assert "error" not in seen, seen
-    assert seen["attached"]["attached"] is True, seen  # crane.attachKernel, as the README documents it
+    assert seen["attached"]["attached"] is True, seen  # crane.attachKernel, as docs/lsp-editors.md has it
     diag = seen["diag"]
     assert diag["code"] == "KeyError" and "amout" in diag["message"], seen
     assert diag["lnum"] == line, (diag, line)  # the file's line, as Neovim counts it

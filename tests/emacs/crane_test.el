@@ -1,4 +1,4 @@
-;;; crane_test.el --- drive crane-lsp from headless Emacs + eglot, as the README configures it -*- lexical-binding: t -*-
+;;; crane_test.el --- drive crane-lsp from headless Emacs + eglot, as docs/lsp-editors.md configures it -*- lexical-binding: t -*-
 ;; Run: emacs --batch -l crane_test.el (not -Q: Debian loads elpa-eglot from site-start) ; reads CRANE_EMACS_FILE, CRANE_EMACS_CMD (a JSON list),
 ;; CRANE_KERNEL, and writes what the editor saw to CRANE_EMACS_OUT as JSON.
 (require 'json)
@@ -6,12 +6,12 @@
 (require 'eglot)
 (require 'flymake)
 
-;; --- the README's configuration (the command is this test's Python running crane-lsp) ---
+;; --- the configuration of docs/lsp-editors.md (the command is this test's Python running crane-lsp) ---
 (with-eval-after-load 'eglot
   (add-to-list 'eglot-server-programs
                `(python-mode . (,@(append (json-read-from-string (getenv "CRANE_EMACS_CMD")) nil)
                                 :initializationOptions (:debounce 200)))))
-;; --- end of the README's configuration ---
+;; --- end of the configuration of docs/lsp-editors.md ---
 
 (defvar crane-result (make-hash-table :test 'equal))
 (defun crane-put (key value) (puthash key value crane-result))
@@ -30,7 +30,7 @@
   (call-interactively #'eglot)           ; M-x eglot
   (unless (crane-wait (lambda () (eglot-current-server)) 60) (error "eglot did not connect"))
   (let ((server (eglot-current-server)))
-    ;; settings pushed later, as the README says
+    ;; settings pushed later, as docs/lsp-editors.md says
     (setq-default eglot-workspace-configuration '(:crane (:debounce 50)))
     (eglot-signal-didChangeConfiguration server)
     ;; attach the kernel with crane.attachKernel (the reply says whether it worked)

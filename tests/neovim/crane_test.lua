@@ -1,4 +1,4 @@
--- Drives crane-lsp from headless Neovim exactly as a user's config would (see the README), then
+-- Drives crane-lsp from headless Neovim exactly as a user's config would (see docs/lsp-editors.md), then
 -- writes what the editor saw to $CRANE_NVIM_OUT as JSON. Works on Neovim 0.7 (vim.lsp.start_client)
 -- and 0.10+ (vim.lsp.start).
 local result = {}
@@ -26,7 +26,7 @@ local function run()
   -- settings pushed later, as `:lua client.notify(...)` or a plugin would
   client.notify("workspace/didChangeConfiguration", { settings = { crane = { debounce = 50 } } })
 
-  -- attach the kernel as the README says (the reply tells whether it worked)
+  -- attach the kernel as docs/lsp-editors.md says (the reply tells whether it worked)
   local attached = vim.lsp.buf_request_sync(bufnr, "workspace/executeCommand",
     { command = "crane.attachKernel", arguments = { vim.uri_from_bufnr(bufnr), vim.env.CRANE_KERNEL } }, 30000)
   for _, r in pairs(attached or {}) do result.attached = r.result end
