@@ -447,6 +447,8 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
         return _note(text, headline=f"no verdict: the dry run did not finish in {budget}")
     if outcome.outcome == "exits":
         return _note(text, headline=f"the dry run saw the cell end the kernel: {outcome.message}")
-    if outcome.outcome == "blocked":
-        return _note(text, headline=f"no verdict: the dry run was stopped ({outcome.message})")
+    if outcome.outcome == "blocked":  # with the calls the jail answered on the way (its notes)
+        blocked = _note(text, headline=f"no verdict: the dry run was stopped ({outcome.message})")
+        blocked.notes.extend(outcome.notes or [])
+        return blocked
     return _note(text)

@@ -31,10 +31,12 @@ SOURCES = (
     "agent/probe.py",
     "agent/failfacts.py",
     "agent/jail_seccomp.py",
+    "agent/jail_answers.py",
     "agent/jail_fds.py",
     "agent/jail_maps.py",
     "agent/jail_landlock.py",
     "agent/jail_threads.py",
+    "agent/dryrun_timeit.py",
     "agent/dryrun.py",
     "agent/dryrun_warm.py",
 )

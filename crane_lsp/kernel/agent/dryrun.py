@@ -20,8 +20,10 @@ import time as _sb_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
+    from crane_lsp.kernel.agent.dryrun_timeit import _dti_run_once
     from crane_lsp.kernel.agent.failfacts import _ff_collect
     from crane_lsp.kernel.agent.guard import _JSONResult
+    from crane_lsp.kernel.agent.jail_answers import _jan_errnos, _jan_listen, _jan_settle, _JanLog
     from crane_lsp.kernel.agent.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
     from crane_lsp.kernel.agent.jail_landlock import _jll_libc, _jll_restrict
     from crane_lsp.kernel.agent.jail_maps import _jmp_libc, _jmp_privatise, _JmpRefused
@@ -30,13 +32,11 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _JSC_RET_USER_NOTIF,
         _jsc_build,
         _jsc_check_platform,
-        _jsc_describe,
         _jsc_for_pid,
         _jsc_install,
         _jsc_libc,
         _jsc_prepare,
         _jsc_probe_listener,
-        _jsc_receive,
         _JscUnavailable,
     )
     from crane_lsp.kernel.agent.jail_threads import _jth_pools, _jth_single_thread
@@ -300,7 +300,7 @@ def _sb_cell_line(tb, cell_magic=False):
         filename = tb.tb_frame.f_code.co_filename
         if filename == _SB_FILENAME:
             line = tb.tb_lineno
-        elif cell_magic and filename.startswith("<timed ") and tb.tb_lineno:
+        elif cell_magic and filename.startswith(("<timed ", "<magic-timeit>")) and tb.tb_lineno:
             line = tb.tb_lineno + 1
         tb = tb.tb_next
     return line
@@ -363,6 +363,7 @@ def _sb_setup(payload, write_fd, handover_fd, keep=()):
         _sb_mark(phases, "limits", begun)
         _sb_python_streams()
         _sb_mute_kernel(state)
+        _dti_run_once()  # %timeit runs its statement once: the verdict is about crashing
         _sb_mark(phases, "muted", begun)
         ipython = _sb_sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
@@ -404,6 +405,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             exception=type(exc).__name__,
             message=str(exc)[:500],
             line=_sb_cell_line(exc.__traceback__, cell_magic),
+            errnos=_jan_errnos(exc),  # where a call the jail answered shows up (jail_answers.py)
         )
         result["facts"] = _ff_collect(exc, payload, started)  # the failing line's facts (failfacts.py)
     if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
@@ -413,6 +415,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             exception=type(shown).__name__,
             message=str(shown)[:500],
             line=_sb_cell_line(shown.__traceback__, cell_magic) or line,
+            errnos=_jan_errnos(shown),
         )
         result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
     if result["outcome"] == "completed":
@@ -469,29 +472,6 @@ class _SbProc:
         _thread.start_new_thread(_sb_reap, (self.pid,))
 
 
-def _sb_blocked_by_listener(listener, pid):
-    """The syscall the child is parked in, read off the listener in a helper thread (the ioctl
-    blocks if the notification vanished; a stuck helper must never hang the kernel)."""
-    import threading
-
-    found: list[Any] = []
-
-    def _receive():
-        with _sb_contextlib.suppress(Exception):
-            found.append(_jsc_receive(listener))
-
-    helper = threading.Thread(target=_receive, name="crane-dryrun-notify", daemon=True)
-    helper.start()
-    helper.join(0.5)
-    if not found or found[0] is None:
-        return "a forbidden system call"
-    child, number, args = found[0]
-    try:
-        return _jsc_describe(child, number, args)
-    except Exception:
-        return f"a forbidden system call ({number})"
-
-
 def _sb_died(status, kill_mode):
     """The outcome of a child that ended without an answer, from its wait status."""
     import signal
@@ -529,6 +509,7 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None):
     listener = -1
     kill_mode = False
     verdict = None
+    answered = _JanLog()  # calls the jail answered without running them (``jail_answers``)
     while verdict is None:
         left = deadline - _sb_time.monotonic()
         if left <= 0:
@@ -536,7 +517,10 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None):
             break
         for fd, events in poller.poll(max(1, int(left * 1000))):
             if fd == listener and events & select.POLLIN:
-                verdict = {"outcome": "blocked", "message": _sb_blocked_by_listener(listener, proc.pid)}
+                blocked = _jan_listen(listener, answered)
+                if blocked is None:
+                    continue
+                verdict = {"outcome": "blocked", "message": blocked}
                 break
             if fd == handover.fileno():
                 poller.unregister(fd)
@@ -554,12 +538,12 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None):
                     verdict = {}
                     break
     _sb_mark(phases, "verdict_read", started)
-    answered = bool(chunks) and chunks[-1].endswith(b"\n")
+    complete = bool(chunks) and chunks[-1].endswith(b"\n")
     proc.kill()  # also after an answer: the group goes now, whatever the child does next
     _sb_os.close(read_fd)
     handover.close()
     status = None
-    if verdict or not answered:
+    if verdict or not complete:
         status = proc.reap()  # no zombies, no survivors
     else:  # reaped off the answer's path
         proc.reap_later()
@@ -567,11 +551,11 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None):
         _sb_os.close(listener)
     _sb_mark(phases, "reaped", started)
     if verdict:
-        return verdict
-    if not answered:
-        return _sb_died(status, kill_mode)
+        return _jan_settle(verdict, answered)
+    if not complete:
+        return _jan_settle(_sb_died(status, kill_mode), answered)
     try:
-        return _sb_json.loads(b"".join(chunks).decode())
+        return _jan_settle(_sb_json.loads(b"".join(chunks).decode()), answered)
     except ValueError:
         return {"outcome": "unavailable", "message": "the sandboxed copy answered garbage"}
 

@@ -48,7 +48,8 @@ _JSC_TABLE = """
     pidfd_send_signal:424 clone3:435 close_range:436 openat2:437 pidfd_getfd:438
     process_madvise:440 epoll_pwait2:441 mount_setattr:442 quotactl_fd:443 memfd_secret:447
     process_mrelease:448 fchmodat2:452 setxattrat:463 removexattrat:466 open_tree_attr:467
-    file_setattr:469 unshare:272
+    file_setattr:469 unshare:272 shutdown:48 getsockname:51 getpeername:52 setsockopt:54
+    getsockopt:55
 """
 _JSC_X86_64 = {name: int(number) for name, _, number in (pair.partition(":") for pair in _JSC_TABLE.split())}
 #: syscalls newer than 447 that only read or wait (futex_waitv, cachestat, futex_*, statmount,
@@ -64,6 +65,9 @@ _JSC_RET_USER_NOTIF = 0x7FC00000
 _JSC_RET_ALLOW = 0x7FFF0000
 _JSC_ENOSYS = 38
 _JSC_EBADF = 9
+_JSC_ENOTSOCK = 88
+#: harmless on any socket of the child's own; on a descriptor the jail replaced, they see /dev/null
+_JSC_REPLACED_SOCKET_CALLS = ("shutdown", "getsockname", "getpeername", "setsockopt", "getsockopt")
 _JSC_O_WRITES = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000 | 0o20000000  # WRONLY RDWR CREAT TRUNC APPEND TMPFILE
 _JSC_CLONE_THREAD = 0x00010000
 _JSC_AF_OK = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6 (creating one is harmless; connecting is not)
@@ -229,6 +233,10 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
     fd_rule("copy_file_range", 2, shared + written)
     fd_rule("splice", 2, shared + written)
     fd_rule("tee", 1, shared + written)
+    # socket calls on a replaced descriptor: the parent answers them as /dev/null does and notes
+    # that the cell saw the jail's work (``jail_answers``); without a listener the filter answers
+    for name in _JSC_REPLACED_SOCKET_CALLS:
+        fd_rule(name, 0, shared, notify if notify == _JSC_RET_USER_NOTIF else _JSC_RET_ERRNO | _JSC_ENOTSOCK)
     fd_rule("close", 0, pinned, _JSC_RET_ERRNO | 0)
     fd_rule("dup2", 1, pinned)
     fd_rule("dup3", 1, pinned)
@@ -256,7 +264,8 @@ def _jsc_build(pid, notify, shared_fds=(), written_fds=(), pinned_fds=(), handov
                "epoll_wait", "epoll_pwait", "epoll_pwait2", "write", "writev", "pwrite64",
                "pwritev", "pwritev2", "ftruncate", "fallocate", "fsync", "fdatasync",
                "sync_file_range", "flock", "sendfile", "vmsplice", "copy_file_range", "splice",
-               "tee", "close", "dup2", "dup3", "socketpair", "shmdt", *enosys}  # fmt: skip
+               "tee", "close", "dup2", "dup3", "socketpair", "shmdt", *enosys,
+               *_JSC_REPLACED_SOCKET_CALLS}  # fmt: skip
     for name in sorted(nr, key=lambda n: nr[n]):
         if name not in decided:
             p.skip_unless("eq", nr[name])
@@ -397,19 +406,6 @@ def _jsc_ask_listener():
     # SECCOMP_GET_ACTION_AVAIL (2) answers 0 for an action the kernel knows
     action = _jsc_ctypes.c_uint32(_JSC_RET_USER_NOTIF)
     return libc.syscall(317, 2, 0, _jsc_ctypes.byref(action)) == 0
-
-
-_JSC_NOTIF_RECV = 0xC0502100  # SECCOMP_IOCTL_NOTIF_RECV: _IOWR('!', 0, struct seccomp_notif)
-
-
-def _jsc_receive(listener_fd):
-    """One parked syscall from the listener: (pid, nr, args). Blocks; call it off the main path."""
-    libc = _jsc_libc()
-    buffer = _jsc_ctypes.create_string_buffer(80)  # zeroed, as the kernel demands
-    if libc.ioctl(listener_fd, _jsc_ctypes.c_ulong(_JSC_NOTIF_RECV), buffer) != 0:
-        return None
-    _id, pid, _flags, number, _arch, _ip, *args = _jsc_struct.unpack("QIIiIQ6Q", buffer.raw)
-    return pid, number, args
 
 
 def _jsc_read_string(pid, address, limit=512):

@@ -1,0 +1,264 @@
+"""Calls the jail answers itself instead of ending the run. STANDARD LIBRARY ONLY.
+
+Joined after ``jail_seccomp`` into the probe's private module: top-level names carry ``_jan_``.
+
+The seccomp filter parks every call that could act outside the child; the parent reads it off the
+listener (``_jan_listen``). Most end the run as ``blocked``. A few, made by libraries on their
+*first import* (matplotlib's ``mkdir`` of its existing config folder, joblib's semaphore probe,
+glibc's ``connect()`` to nscd), are answered instead: the parent sends back an error
+(``SECCOMP_IOCTL_NOTIF_SEND`` with a negative errno), so the kernel never runs the call. An
+answer can therefore have no side effect, whatever the child's memory says; a rule only decides
+whether the error is the truth or a fallback the library handles. Each rule has one class:
+
+* ``known outcome``: the real call would fail with exactly this errno (a ``mkdir`` of a path that
+  exists is EEXIST before any permission check). A crash through it is the real crash.
+* ``handled fallback``: the real call might succeed, but the library handles this errno and goes
+  on (joblib runs serially without semaphores, glibc reads its files without nscd). A crash whose
+  exception chain carries this errno is no verdict (``blocked``): the real run may not crash.
+* ``the jail's own work``: a call on a descriptor the jail replaced by /dev/null, answered as
+  /dev/null does. The cell saw the jail, not the kernel: if it then raises, the verdict is
+  ``blocked``.
+
+Anything no rule answers still ends the run, as before.
+"""
+
+import contextlib as _jan_contextlib
+import ctypes as _jan_ctypes
+import os as _jan_os
+import re as _jan_re
+import struct as _jan_struct
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # in the kernel these come from jail_seccomp, joined before this module
+    from crane_lsp.kernel.agent.jail_seccomp import _JSC_X86_64, _jsc_describe, _jsc_libc
+
+_JAN_KNOWN = "known outcome"
+_JAN_FALLBACK = "handled fallback"
+_JAN_SHAPED = "the jail's own work"
+_JAN_ERRNO_NAMES = {2: "ENOENT", 13: "EACCES", 17: "EEXIST", 88: "ENOTSOCK", 111: "ECONNREFUSED"}
+_JAN_AT_FDCWD = -100
+_JAN_O_PATH_DIR = 0o10000000 | 0o200000 | 0o2000000  # O_PATH | O_DIRECTORY | O_CLOEXEC
+_JAN_NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
+#: SECCOMP_IOCTL_NOTIF_SEND: _IOWR('!', 1, struct seccomp_notif_resp {u64 id; s64 val; s32 error; u32 flags})
+_JAN_NOTIF_SEND = 0xC0182101
+_JAN_NOTIF_RECV = 0xC0502100
+_JAN_MAX_NOTES = 8
+_JAN_ERRNO_TEXT = _jan_re.compile(r"\[Errno (\d+)\]")
+
+
+class _JanLog:
+    """The calls answered during one dry run, in order: ``(rule class, errno, what)``."""
+
+    def __init__(self):
+        self.answers = []
+
+
+def _jan_int(value):
+    """A descriptor argument as the kernel reads it: the low 32 bits, signed."""
+    return _jan_ctypes.c_int32(value & 0xFFFFFFFF).value
+
+
+def _jan_read(pid, address, size):
+    """Bytes from the parked child's memory (empty when unreadable)."""
+    try:
+        fd = _jan_os.open(f"/proc/{pid}/mem", _jan_os.O_RDONLY | _jan_os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return _jan_os.pread(fd, size, address)
+    except (OSError, OverflowError, ValueError):
+        return b""
+    finally:
+        _jan_os.close(fd)
+
+
+def _jan_path(pid, address):
+    raw = _jan_read(pid, address, 4096).split(b"\0", 1)
+    return raw[0].decode("utf-8", "surrogateescape") if len(raw) == 2 and raw[0] else None
+
+
+def _jan_exists(pid, dirfd, path):
+    """Whether ``path`` names something (a dangling link too) as the child resolves it: absolute,
+    or relative to its working folder or to ``dirfd``. Only looks; follows no last link."""
+    if path.startswith("/"):
+        base = "/"
+    elif dirfd == _JAN_AT_FDCWD:
+        base = f"/proc/{pid}/cwd"
+    else:
+        base = f"/proc/{pid}/fd/{dirfd}"
+    try:
+        folder = _jan_os.open(base, _JAN_O_PATH_DIR)
+    except OSError:
+        return False
+    try:
+        _jan_os.stat(path, dir_fd=folder, follow_symlinks=False)
+        return True
+    except (OSError, ValueError):
+        return False
+    finally:
+        _jan_os.close(folder)
+
+
+def _jan_mkdir_existing(pid, name, args):
+    """``mkdir`` of a path that exists fails with EEXIST before Linux checks write permission or a
+    read-only mount: the real call fails the same way (matplotlib's config and cache folders)."""
+    dirfd, at = (_JAN_AT_FDCWD, 0) if name == "mkdir" else (_jan_int(args[0]), 1)
+    path = _jan_path(pid, args[at])
+    if path is None or not _jan_exists(pid, dirfd, path):
+        return None
+    return 17, _JAN_KNOWN, f"{name}({path!r})"
+
+
+def _jan_nscd(pid, name, args):
+    """glibc's ``connect()`` to the nscd socket in a user or host lookup (``getpass.getuser``,
+    reached from ``import torch.optim``): no socket file is ENOENT, as the real call; a socket
+    that exists is refused, and glibc then reads its files (``nsswitch.conf``) as without nscd."""
+    size = min(args[2], 110)
+    raw = _jan_read(pid, args[1], size) if size > 2 else b""
+    if len(raw) < 3 or _jan_struct.unpack_from("H", raw)[0] != 1:  # AF_UNIX only
+        return None
+    path = raw[2:].split(b"\0", 1)[0].decode("utf-8", "replace")
+    if path not in _JAN_NSCD:
+        return None
+    if not _jan_exists(pid, _JAN_AT_FDCWD, path):
+        return 2, _JAN_KNOWN, f"connect({path!r})"
+    return 111, _JAN_FALLBACK, f"connect({path!r})"
+
+
+def _jan_shm(pid, name, args):
+    """Creating or writing a POSIX semaphore or shared-memory object in /dev/shm (``sem_open``,
+    ``shm_open``): EACCES. joblib's import probes semaphores this way and, on any OSError, runs in
+    serial mode; ``multiprocessing`` raises it (then no verdict: see ``_jan_settle``)."""
+    at = 0 if name == "open" else 1
+    path = _jan_path(pid, args[at])
+    if path is None or not path.startswith("/dev/shm/") or "/.." in path:
+        return None
+    return 13, _JAN_FALLBACK, f"{name}({path!r})"
+
+
+def _jan_replaced_socket(pid, name, args):
+    """A socket call on a descriptor the jail replaced by /dev/null (the filter sends only those):
+    ENOTSOCK, as /dev/null answers. The cell sees the jail's work, not the kernel's socket."""
+    return 88, _JAN_SHAPED, f"{name}() on descriptor {_jan_int(args[0])}, a socket the jail replaced"
+
+
+#: the answered calls: syscall names -> the rule that decides (None: the call still ends the run)
+_JAN_RULES = {
+    "mkdir": _jan_mkdir_existing,
+    "mkdirat": _jan_mkdir_existing,
+    "connect": _jan_nscd,
+    "open": _jan_shm,
+    "openat": _jan_shm,
+    "getsockname": _jan_replaced_socket,
+    "getpeername": _jan_replaced_socket,
+    "getsockopt": _jan_replaced_socket,
+    "setsockopt": _jan_replaced_socket,
+    "shutdown": _jan_replaced_socket,
+}
+
+
+def _jan_receive(listener):
+    """``(id, pid, nr, args)`` of the parked call, read in a helper thread (the ioctl blocks if the
+    notification vanished; a stuck helper must never hang the kernel), or None."""
+    import threading
+
+    found = []
+
+    def _receive():
+        try:
+            buffer = _jan_ctypes.create_string_buffer(80)  # zeroed, as the kernel demands
+            if _jsc_libc().ioctl(listener, _jan_ctypes.c_ulong(_JAN_NOTIF_RECV), buffer) == 0:
+                notif_id, pid, _flags, number, _arch, _ip, *args = _jan_struct.unpack("QIIiIQ6Q", buffer.raw)
+                found.append((notif_id, pid, number, args))
+        except Exception:
+            pass
+
+    helper = threading.Thread(target=_receive, name="crane-dryrun-notify", daemon=True)
+    helper.start()
+    helper.join(0.5)
+    return found[0] if found else None
+
+
+def _jan_answer(listener, notif_id, errno):
+    """The parked call returns ``-errno``; the kernel never runs it."""
+    response = _jan_ctypes.create_string_buffer(_jan_struct.pack("QqiI", notif_id, 0, -errno, 0), 24)
+    return _jsc_libc().ioctl(listener, _jan_ctypes.c_ulong(_JAN_NOTIF_SEND), response) == 0
+
+
+def _jan_decide(pid, number, args):
+    """``(errno, class, what)`` when a rule answers the call, else None."""
+    name = next((n for n, v in _JSC_X86_64.items() if v == number), "")
+    rule = _JAN_RULES.get(name)
+    if rule is None:
+        return None
+    try:
+        return rule(pid, name, args)
+    except Exception:
+        return None  # when in doubt, the call ends the run
+
+
+def _jan_listen(listener, log):
+    """Handle the call parked on ``listener``: answer it (None) or say why the run ends."""
+    parked = _jan_receive(listener)
+    if parked is None:
+        return "a forbidden system call"
+    notif_id, pid, number, args = parked
+    decided = _jan_decide(pid, number, args)
+    if decided is not None and _jan_answer(listener, notif_id, decided[0]):
+        log.answers.append(decided)
+        return None
+    try:
+        return _jsc_describe(pid, number, args)
+    except Exception:
+        return f"a forbidden system call ({number})"
+
+
+def _jan_errnos(exc):
+    """The errnos an exception and its causes and contexts carry (``OSError.errno`` and any
+    ``[Errno N]`` in their text): where an answered call may show up in a traceback."""
+    found: set[int] = set()
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen and len(seen) < 32:
+        seen.add(id(exc))
+        errno = getattr(exc, "errno", None)
+        if isinstance(errno, int):
+            found.add(errno)
+        with _jan_contextlib.suppress(Exception):  # a __str__ that fails
+            found.update(int(n) for n in _JAN_ERRNO_TEXT.findall(str(exc)[:2000]))
+        exc = exc.__cause__ or exc.__context__
+    return sorted(found)
+
+
+def _jan_note(answers):
+    listed = []
+    for errno, kind, what in answers:
+        text = f"{what} -> {_JAN_ERRNO_NAMES.get(errno, errno)} ({kind})"
+        if text not in listed:
+            listed.append(text)
+    more = len(listed) - _JAN_MAX_NOTES
+    shown = "; ".join(listed[:_JAN_MAX_NOTES]) + (f"; and {more} more" if more > 0 else "")
+    return f"answered by the jail without running them: {shown}"
+
+
+def _jan_settle(result, log):
+    """The verdict with the answered calls in its notes; a crash through a fallback answer, or
+    after the cell saw the jail's own work, is no verdict (``blocked``) with that reason."""
+    errnos = set(result.pop("errnos", None) or ())
+    if not log.answers:
+        return result
+    notes = result.get("notes") or []
+    notes.append(_jan_note(log.answers))
+    result["notes"] = notes
+    if result.get("outcome") != "raised":
+        return result
+    raised = result.get("exception") or "an exception"
+    through = [what for errno, kind, what in log.answers if kind == _JAN_FALLBACK and errno in errnos]
+    shaped = [what for _errno, kind, what in log.answers if kind == _JAN_SHAPED]
+    if through:
+        why = f"its {raised} follows a call the jail answered with an error ({through[0]})"
+    elif shaped:
+        why = f"it raised {raised} after seeing the jail's own work ({shaped[0]})"
+    else:
+        return result
+    result.update(outcome="blocked", exception=None, line=None, message=why)
+    return result

@@ -1,0 +1,197 @@
+"""Calls the jail answers instead of ending the run (``jail_answers.py``), in a REAL kernel.
+
+The kernel itself never imports matplotlib, scikit-learn, statsmodels or torch: every dry run
+below is their *first* import, in the forked child, as in the first cell of a notebook. Each
+answered call has no side effect (the kernel never runs it), is listed in the verdict's notes,
+and the first call that would really change the world still ends the run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from jail_util import JailKernel, jail_kernels
+
+from crane_lsp.kernel.agent.jail_answers import (
+    _JAN_FALLBACK,
+    _JAN_KNOWN,
+    _JAN_SHAPED,
+    _jan_errnos,
+    _jan_settle,
+    _JanLog,
+)
+
+PATHS = pytest.mark.parametrize("prepared", [False, True], ids=["cold", "prepared"])
+#: getpass.getuser() reads these first; without them it asks glibc (nscd, then /etc/passwd)
+NO_USER_ENV = "import os\nfor v in ('LOGNAME', 'USER', 'LNAME', 'USERNAME'):\n    os.environ.pop(v, None)\n"
+
+
+@pytest.fixture(scope="module")
+def jk() -> Iterator[JailKernel]:
+    # matplotlib's folders exist, as for anyone who imported it once (its mkdir of them is answered)
+    subprocess.run([sys.executable, "-c", "import matplotlib.pyplot"], check=True, timeout=300)
+    yield from jail_kernels("root")
+
+
+def _answered(result: dict, *words: str) -> str:
+    notes = [n for n in result.get("notes") or [] if n.startswith("answered by the jail")]
+    assert notes, result
+    for word in words:
+        assert word in notes[0], notes
+    return notes[0]
+
+
+def _verdict(result: dict) -> tuple:
+    return result["outcome"], result.get("exception"), result.get("line"), result.get("message")
+
+
+def test_matplotlib_first_import_gets_a_verdict(jk: JailKernel) -> None:
+    clean = jk.dry_run("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])", budget_s=60)
+    assert clean["outcome"] == "completed", _verdict(clean)
+    _answered(clean, "mkdir(", "EEXIST (known outcome)")
+    crash = jk.dry_run("import matplotlib.pyplot as plt\nplt.plot(undefined_values)", budget_s=60)
+    assert _verdict(crash)[:3] == ("raised", "NameError", 2)
+    _answered(crash, "mkdir(")
+
+
+@PATHS
+def test_scikit_learn_first_import_gets_a_verdict(jk: JailKernel, prepared: bool) -> None:
+    fit = "from sklearn.linear_model import LinearRegression\nLinearRegression().fit([[1], [2], [3]], {})"
+    clean = jk.dry_run(fit.format("[1, 2, 3]"), budget_s=60, prepared=prepared)
+    assert clean["outcome"] == "completed", _verdict(clean)
+    _answered(clean, "/dev/shm/sem.", "EACCES (handled fallback)")
+    crash = jk.dry_run(fit.format("[1, 2]"), budget_s=60, prepared=prepared)
+    assert _verdict(crash)[:3] == ("raised", "ValueError", 2)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("statsmodels") is None, reason="statsmodels is not installed")
+def test_statsmodels_first_import_gets_a_verdict(jk: JailKernel) -> None:
+    clean = jk.dry_run("import statsmodels.api as sm\nsm.add_constant([1.0, 2.0])", budget_s=90)
+    assert clean["outcome"] == "completed", _verdict(clean)
+    _answered(clean, "/dev/shm/sem.")
+
+
+def test_user_lookup_without_nscd_reads_the_files(jk: JailKernel) -> None:
+    me = pwd.getpwuid(os.getuid()).pw_name
+    lookup = jk.dry_run(NO_USER_ENV + f"import getpass\nassert getpass.getuser() == {me!r}")
+    assert lookup["outcome"] == "completed", _verdict(lookup)
+    nscd = "known outcome" if not os.path.exists("/var/run/nscd/socket") else "handled fallback"
+    _answered(lookup, "connect('/var/run/nscd/socket')", nscd)
+    optim = jk.dry_run(NO_USER_ENV + "import torch\nimport torch.optim as optim\n"
+                       "opt = optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1)\nopt.step()",
+                       budget_s=90)  # fmt: skip
+    assert optim["outcome"] == "completed", _verdict(optim)
+
+
+def test_a_real_write_after_the_first_imports_still_ends_the_run(jk: JailKernel) -> None:
+    target = jk.workdir / "after-imports.txt"
+    cell = (
+        NO_USER_ENV + "import getpass\ngetpass.getuser()\nimport matplotlib.pyplot as plt\n"
+        f"import sklearn.linear_model\nopen({str(target)!r}, 'w').write('x')"
+    )
+    result = jk.dry_run(cell, budget_s=90)
+    assert result["outcome"] == "blocked" and "writes a file" in result["message"], _verdict(result)
+    assert str(target) in result["message"]
+    _answered(result, "mkdir(", "/dev/shm/sem.", "nscd")
+    assert not target.exists()
+    new_folder = jk.workdir / "made-by-the-cell"
+    made = jk.dry_run(f"import os\nos.makedirs({str(new_folder)!r}, exist_ok=True)")
+    assert made["outcome"] == "blocked" and "creates a folder" in made["message"], _verdict(made)
+    assert not new_folder.exists()
+
+
+def test_mkdir_of_an_existing_folder_is_the_real_outcome(jk: JailKernel) -> None:
+    existing = jk.workdir / "existing"
+    existing.mkdir()
+    ok = jk.dry_run(f"import os\nos.makedirs({str(existing)!r}, exist_ok=True)\nx = 1")
+    assert ok["outcome"] == "completed", _verdict(ok)
+    # the real call fails with EEXIST too: the crash through a known-outcome answer is real
+    crash = jk.dry_run(f"import os\nx = 1\nos.mkdir({str(existing)!r})")
+    assert _verdict(crash)[:3] == ("raised", "FileExistsError", 3)
+    relative = jk.dry_run("import os\nos.mkdir('.')")
+    assert _verdict(relative)[:2] == ("raised", "FileExistsError")
+
+
+def test_a_crash_through_a_fallback_answer_is_no_verdict(jk: JailKernel) -> None:
+    # multiprocessing does not handle the semaphore's EACCES: the real Lock() works
+    result = jk.dry_run("import multiprocessing\nlock = multiprocessing.Lock()")
+    assert result["outcome"] == "blocked", _verdict(result)
+    assert "follows a call the jail answered" in result["message"] and "PermissionError" in result["message"]
+    assert result.get("exception") is None and result.get("line") is None
+    _answered(result, "/dev/shm/sem.")
+
+
+def test_a_verdict_the_jail_shaped_is_not_a_crash(jk: JailKernel) -> None:
+    jk.run("import socket\nserver = socket.socket()\nserver.bind(('127.0.0.1', 0))")
+    port = jk.eval("server.getsockname()[1]")
+    # the child's copy of the socket is /dev/null: the real getsockname() works
+    seen = jk.dry_run("address = server.getsockname()\nprint(address)")
+    assert seen["outcome"] == "blocked", _verdict(seen)
+    assert "after seeing the jail's own work" in seen["message"] and "getsockname()" in seen["message"]
+    _answered(seen, "ENOTSOCK (the jail's own work)")
+    handled = jk.dry_run("try:\n    server.getsockname()\nexcept OSError:\n    pass\nx = 1")
+    assert handled["outcome"] == "completed", _verdict(handled)
+    assert jk.eval("server.getsockname()[1]") == port
+    jk.run("server.close()")
+
+
+@PATHS
+def test_timeit_runs_the_statement_once(jk: JailKernel, prepared: bool) -> None:
+    once = jk.dry_run("calls = []\n%timeit calls.append(1)\nassert len(calls) == 1", prepared=prepared)
+    assert once["outcome"] == "completed", _verdict(once)
+    crash = jk.dry_run("x = 0\n%timeit 1 / x", prepared=prepared)
+    assert _verdict(crash)[:3] == ("raised", "ZeroDivisionError", 2)
+    body = jk.dry_run("%%timeit values = [1, 2]\ntotal = sum(values)\nvalues[5]", prepared=prepared)
+    assert _verdict(body)[:3] == ("raised", "IndexError", 3)
+    clean = jk.dry_run("%%timeit\nsorted(range(100000))", budget_s=3, prepared=prepared)
+    assert clean["outcome"] == "completed", _verdict(clean)
+    local = jk.dry_run("def f():\n    y = 2\n    %timeit y + 1\nf()", prepared=prepared)
+    assert local["outcome"] == "completed", _verdict(local)
+
+
+# the settling rules, without a kernel ---------------------------------------------------------
+
+
+def _log(*answers: tuple[int, str, str]) -> _JanLog:
+    log = _JanLog()
+    log.answers.extend(answers)
+    return log
+
+
+def test_settle_keeps_real_crashes_and_lists_the_answers() -> None:
+    raised = {"outcome": "raised", "exception": "KeyError", "line": 3, "notes": [], "errnos": []}
+    settled = _jan_settle(dict(raised), _log((13, _JAN_FALLBACK, "openat('/dev/shm/sem.x')")))
+    assert settled["outcome"] == "raised" and "errnos" not in settled
+    note = "answered by the jail without running them: openat('/dev/shm/sem.x') -> EACCES (handled fallback)"
+    assert settled["notes"] == [note]
+    known = _jan_settle({**raised, "errnos": [17]}, _log((17, _JAN_KNOWN, "mkdir('/tmp')")))
+    assert known["outcome"] == "raised"
+    through = _jan_settle({**raised, "errnos": [13]}, _log((13, _JAN_FALLBACK, "openat('/dev/shm/sem.x')")))
+    assert through["outcome"] == "blocked" and through["line"] is None
+    shaped = _jan_settle(dict(raised), _log((88, _JAN_SHAPED, "getpeername() on descriptor 7")))
+    assert shaped["outcome"] == "blocked" and "jail's own work" in shaped["message"]
+    untouched = _jan_settle({"outcome": "completed", "errnos": []}, _JanLog())
+    assert untouched == {"outcome": "completed"}
+
+
+def test_errnos_follow_causes_contexts_and_text() -> None:
+    try:
+        try:
+            raise PermissionError(13, "Permission denied")
+        except OSError as exc:
+            raise RuntimeError("wrapped") from exc
+    except RuntimeError as exc:
+        assert _jan_errnos(exc) == [13]
+    try:
+        try:
+            raise FileExistsError(17, "exists")
+        except OSError:
+            raise ValueError("joblib: [Errno 28] No space left") from None
+    except ValueError as exc:
+        assert _jan_errnos(exc) == [17, 28]  # a context ``from None`` hides still ran through the call
