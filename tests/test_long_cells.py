@@ -124,8 +124,9 @@ async def test_two_reads_through_a_real_link_first_part_then_every_line(kernel: 
         pipeline = Pipeline.from_settings(settings, link)
         first = await checkpass.run_checks_phase(_inline, pipeline, cell, [])
         assert not first.prediction.crash and first.unchecked_from == MAX_LINES
-        assert f"stop at line {MAX_LINES + 1} of this {LONG}-line cell: the rest is being read" in (
-            first.prediction.notes[0]
+        assert (
+            f"stop at line {MAX_LINES + 1} of this {LONG}-line cell: the rest is being read"
+            in (first.prediction.notes[0])
         )
         whole = await checkpass.finish_checks_phase(_inline, pipeline, cell, [], first)
         assert whole is not None and whole.snapshot is not None

@@ -100,9 +100,24 @@ def _sb_cuda_reason():
 def _sb_transform(source):
     ipython = _sb_sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and _sb_plain_long(source, shell):
+        return source, shell.user_ns
     if shell is not None:
         return shell.transform_cell(source), shell.user_ns
     return source, _sb_sys.modules["__main__"].__dict__
+
+
+def _sb_plain_long(source, shell):
+    """A long cell that already parses as Python, with no blank first line and no extension's
+    transformer: IPython's transform would leave it as it is, and its token passes cost seconds on
+    thousands of lines (H24l, issue 24: long cells are dry-run like any other)."""
+    if source.count("\n") < 500 or not source[:1].strip() or getattr(shell, "input_transformers_post", None):
+        return False
+    try:
+        compile(source, _SB_FILENAME, "exec", 0x2000 | 0x400)  # PyCF_ONLY_AST: a parse, no code
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _sb_limits(payload):
