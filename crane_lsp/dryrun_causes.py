@@ -331,17 +331,123 @@ def _array_for_scalar(exc: str, msg: str, facts: FailFacts, privacy: bool) -> st
     return None
 
 
+def _empty(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    if not re.search(r"n_samples=0|Found array with 0 sample", msg):
+        return None
+    v = next((v for v in facts.values if _rows(v) == 0 and v.summary.kind != Kind.DICT), None)
+    if v is None:
+        return None
+    shape = f" (shape {_fmt(v.summary.shape)})" if v.summary.shape is not None else ""
+    return f"`{v.name}` is empty{shape}: there are no samples to work on" + _bound(v)
+
+
+def _bound(v: FailValue) -> str:
+    return f" (assigned on line {v.assigned})" if v.assigned is not None and v.scope == "line" else ""
+
+
+def _feature_names(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    if "feature names should match those that were passed during fit" not in msg:
+        return None
+    missing = _listed(msg, "yet now missing:")
+    unseen = _listed(msg, "unseen at fit time:")
+    frame = next((v for v in facts.values if v.summary.kind == Kind.DATAFRAME), None)
+    est = next((v for v in facts.values if v.summary.estimator is not None), None)
+    if frame is None or est is None or not (missing or unseen):
+        return None
+    parts = []
+    if missing:
+        parts.append(f"lacks columns `{est.name}` was fitted on ({', '.join(missing)})")
+    if unseen:
+        parts.append(f"has columns it was not ({', '.join(unseen)})")
+    return f"`{frame.name}` ({describe_shape(frame)}) " + " and ".join(parts)
+
+
+def _listed(msg: str, head: str) -> list[str]:
+    if head not in msg:
+        return []
+    out = []
+    for line in msg.split(head, 1)[1].splitlines()[1:]:
+        if not line.startswith("- "):
+            break
+        out.append(line[2:].strip().replace("...", "…"))
+    return out[:6]
+
+
+def describe_shape(v: FailValue) -> str:
+    return f"{v.summary.type.rsplit('.', 1)[-1]} {_fmt(v.summary.shape or [])}"
+
+
+def _image(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(rf"Invalid shape {_SHAPE} for image data", msg)
+    if not m:
+        return None
+    shape = _shape(m[1])
+    v = _with_shape(facts, shape)
+    if v is None:
+        return None
+    text = f"`{v.name}` has shape {_fmt(shape)}: imshow needs (M, N), (M, N, 3) or (M, N, 4)"
+    if len(shape) == 3 and shape[0] in (1, 3, 4):
+        text += f"; the channels come first (`{v.name}.transpose(1, 2, 0)` puts them last)"
+    return text
+
+
+def _merge_keys(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(r"merge on (\S+) and (\S+) columns for key '(.+?)'", msg)
+    if not m:
+        return None
+    key = m[3]
+    typed = []
+    for v in facts.values:
+        dtype = next((c.dtype for c in v.summary.columns or [] if str(c.name) == key), None)
+        if dtype is not None:
+            typed.append(f"`{v.name}`[{key!r}] is {dtype}")
+    if len(typed) < 2:
+        return None
+    return " but ".join(typed[:2]) + ": merge keys need one dtype"
+
+
+def _inhomogeneous(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    if "inhomogeneous" not in msg:
+        return None
+    v = next((v for v in facts.values if v.summary.kind in (Kind.LIST, Kind.TUPLE)), None)
+    if v is None:
+        return None
+    items = "/".join(v.summary.element_types or [])
+    return (
+        f"`{v.name}` is a {v.summary.kind} of {v.summary.length} items ({items}) whose shapes differ: "
+        "NumPy cannot make one array of them"
+    )
+
+
+def _no_attribute(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    m = re.search(r"'(\w+)' object (has no attribute '(\w+)'|is not (subscriptable|iterable|callable))", msg)
+    if not m:
+        return None
+    owner = m[1]
+    v = next((v for v in facts.values if v.summary.type.rsplit(".", 1)[-1] == owner), None)
+    if v is None:
+        return None
+    what = "None" if owner == "NoneType" else f"a {v.summary.type}"
+    return f"`{v.name}` is {what}, which {m[2]}" + _bound(v)
+
+
 #: First match wins; each rule names the operands only when the facts say which they are.
 RULES: tuple[Rule, ...] = (
+    _image,
     _matmul,
     _gufunc,
     _broadcast,
     _dimensions,
     _samples,
     _features,
+    _feature_names,
+    _empty,
     _ticks,
     _text_values,
+    _inhomogeneous,
     _array_for_scalar,
+    _merge_keys,
+    _no_attribute,
     _missing_label,
     _arguments,
 )

@@ -142,6 +142,10 @@ LIBRARY_SETUP = (
     "lib_fitted = LinearRegression().fit(np.ones((5, 3)), np.arange(5.0))\nlib_X3 = np.ones((4, 2))\n"
     "lib_people = pd.DataFrame({'age': [1.0, 2.0], 'smoker': ['No', 'Yes']})\n"
     "lib_names = ['cat', 'dog']\n"
+    "from sklearn.model_selection import train_test_split\n"
+    "lib_adv = np.zeros((3, 224, 224))\nlib_ragged = [[1, 2], [3]]\n"
+    "lib_left = pd.DataFrame({'key': ['1', '2'], 'a': [1, 2]})\n"
+    "lib_right = pd.DataFrame({'key': [1, 2], 'b': [3, 4]})\n"
     "def lib_scale(x, factor=2):\n    return x * factor"
 )
 
@@ -173,8 +177,43 @@ LIBRARY_SETUP = (
             "(e.g. one per class)",
         ),
         ("lib_scale(3, fctor=4)", "TypeError: lib_scale() has no parameter 'fctor'"),
+        (
+            "plt.imshow(lib_adv)",
+            "TypeError: `lib_adv` has shape (3, 224, 224): imshow needs (M, N), (M, N, 3) or (M, N, 4); "
+            "the channels come first (`lib_adv.transpose(1, 2, 0)` puts them last)",
+        ),
+        (
+            "clean = lib_people.dropna(inplace=True)\nclean.head()",
+            "AttributeError: `clean` is None, which has no attribute 'head' (assigned on line 1)",
+        ),
+        (
+            "few = lib_people[lib_people['age'] > 5]\ntrain_test_split(few, test_size=0.2)",
+            "ValueError: `few` is empty (shape (0, 2)): there are no samples to work on (assigned on line 1)",
+        ),
+        (
+            "lib_left.merge(lib_right, on='key')",
+            "ValueError: `lib_left`['key'] is {text_dtype} but `lib_right`['key'] is int64: "
+            "merge keys need one dtype",
+        ),
+        (
+            "np.array(lib_ragged)",
+            "ValueError: `lib_ragged` is a list of 2 items (list) whose shapes differ: "
+            "NumPy cannot make one array of them",
+        ),
     ],
-    ids=["1d-X", "samples", "features", "text", "ticks", "keyword"],
+    ids=[
+        "1d-X",
+        "samples",
+        "features",
+        "text",
+        "ticks",
+        "keyword",
+        "image",
+        "none",
+        "empty",
+        "merge",
+        "ragged",
+    ],
 )
 async def test_library_errors_get_a_cause_naming_the_operands(
     state: TestKernel, cell: str, sentence: str
@@ -182,7 +221,8 @@ async def test_library_errors_get_a_cause_naming_the_operands(
     if state.eval("'lib_names' in globals()") != "True":
         state.run(LIBRARY_SETUP)
     p = await _observe(state, cell)
-    assert p.message == sentence
+    text_dtype = state.eval("str(lib_left['key'].dtype)").strip("'")  # object, or str on pandas 3
+    assert p.message == sentence.replace("{text_dtype}", text_dtype)
 
 
 async def test_the_llm_is_told_the_facts_with_the_observed_exception(
