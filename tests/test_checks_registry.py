@@ -17,6 +17,7 @@ from tests.lib_checks_util import Case, verify
 
 CASE_MODULES = (
     "tests.test_checks_arrays",
+    "tests.test_checks_generalised",
     "tests.test_checks_keras",
     "tests.test_checks_pandas",
     "tests.test_checks_plotting",

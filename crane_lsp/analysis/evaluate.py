@@ -12,6 +12,7 @@ import ast
 from dataclasses import replace
 from typing import Any
 
+from crane_lsp.analysis.built import built_array, dropped_columns
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.values import (
     _SAME_SHAPE,
@@ -21,6 +22,7 @@ from crane_lsp.analysis.values import (
     _slice_len,
     _Unknown,
     has_star,
+    kept_columns,
     literal,
     root_name,
     val_from_summary,
@@ -162,6 +164,8 @@ class Evaluator:
             v = self.env[node.id]
             if v is not None and v.kind in ("int", "str") and type(v.value) in (int, str):
                 return True, v.value
+            if v is not None and v.kind == "list_literal" and type(v.value) is list:
+                return True, list(v.value)  # ``cols = ['a', 'b']`` earlier in the cell, unchanged since
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
             (ok_l, left), (ok_r, right) = self.const(node.left), self.const(node.right)
             if ok_l and ok_r and type(left) is int and type(right) is int:
@@ -253,6 +257,8 @@ class Evaluator:
                         and base.qualname
                     ):
                         v = replace(v, qualname=f"{base.qualname}.{node.attr}")
+                    if v is not None and v.kind == "module" and v.qualname is None and s.module:
+                        v = replace(v, qualname=s.module)  # ``np.random``: a submodule the probe named
                     return v
             if base.kind == "module" and base.qualname:
                 return Val(kind="module_attr", text=self.text(node), qualname=f"{base.qualname}.{node.attr}")
@@ -365,6 +371,7 @@ class Evaluator:
             shape=(frame.shape[0], len(keys)),
             labels=tuple(keys),
             variables=frame.variables,
+            columns=kept_columns(frame, keys),
         )
 
     def _row_slice(self, base: Val, sl: ast.Slice, node: ast.AST) -> Val | None:
@@ -434,6 +441,10 @@ class Evaluator:
                 return replace(base, text=self.text(node), summary=None)
             if base is not None and base.kind == "dataframe" and func.attr == "copy" and not node.args:
                 return replace(base, text=self.text(node))
+            if base is not None and func.attr == "drop":
+                dropped = dropped_columns(self, node, base)
+                if dropped is not None:
+                    return dropped
             if base is not None and base.kind in ("dataframe", "series") and not has_star(node):
                 if func.attr == "to_numpy" and not node.args and not node.keywords:
                     return Val(
@@ -451,6 +462,9 @@ class Evaluator:
                             stats=None,
                             length=min(n, rows),
                         )
+        built = built_array(self, node)  # np.zeros((3, 2)) and the like: a shape known from literals
+        if built is not None:
+            return built
         if isinstance(func, ast.Name):  # a function the user defined: what its body returns (userfuncs)
             back = _user_function_value(self, node)
             if back is not None:

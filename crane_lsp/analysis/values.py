@@ -15,7 +15,7 @@ from typing import Any
 
 from crane_lsp.analysis.effects import PURE_LIBRARIES
 from crane_lsp.kernel.agent.wire import Kind
-from crane_lsp.snapshot import ObjectSummary, ValueStats
+from crane_lsp.snapshot import ColumnSummary, ObjectSummary, ValueStats
 
 #: What calls do (pure libraries and builtins, in-place library functions): the one effects table.
 PURE_LIBS = PURE_LIBRARIES
@@ -252,6 +252,9 @@ class Val:
     fresh: bool = False  # a new object the cell built from literals only: no one else can hold it
     qualname: str | None = None  # classes and functions: "sklearn.linear_model.LogisticRegression"
     variables: tuple[str, ...] = ()  # kernel variables it derives from (for origins)
+    # a DataFrame the cell derived from a kernel frame (a column selection, a drop): the kernel frame's
+    # summaries of exactly the columns it kept (a kernel frame's own are in ``summary.columns``)
+    columns: tuple[ColumnSummary, ...] | None = None
 
     @property
     def ndim(self) -> int | None:
@@ -532,3 +535,34 @@ def _index_shape(
         return None
     out.extend(shape[len(items) :])
     return tuple(out)
+
+
+def frame_columns(v: Val) -> tuple[ColumnSummary, ...] | None:
+    """A DataFrame value's column summaries, every column's, in order; None when not all are known."""
+    if v.kind != "dataframe":
+        return None
+    if v.columns is not None:
+        return v.columns
+    s = v.summary
+    if (
+        s is None
+        or not s.columns
+        or s.columns_truncated
+        or v.labels is None
+        or len(s.columns) != len(v.labels)
+    ):
+        return None
+    return tuple(s.columns)
+
+
+def kept_columns(v: Val, keys: list[Any] | tuple[Any, ...]) -> tuple[ColumnSummary, ...] | None:
+    """The summaries of ``keys`` (each naming exactly one column of ``v``), in the order given."""
+    cols = frame_columns(v)
+    if cols is None:
+        return None
+    by_name: dict[Any, list[ColumnSummary]] = {}
+    for c in cols:
+        by_name.setdefault(c.name if c.label_repr is None else ("repr", c.label_repr), []).append(c)
+    if not all(isinstance(k, str) and len(by_name.get(k, ())) == 1 for k in keys):
+        return None
+    return tuple(by_name[k][0] for k in keys)

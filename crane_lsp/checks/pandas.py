@@ -227,8 +227,9 @@ def _loc_rows(w: CellWalk, node: ast.Subscript, base: Val) -> tuple[list[Any], a
     return labels, key_node
 
 
-def _drop_rows(node: ast.Call) -> tuple[list[Any], ast.AST] | None:
-    """Row labels that ``x.drop(...)`` removes with ``errors='raise'``, and the node holding them."""
+def _drop_rows(w: CellWalk, node: ast.Call) -> tuple[list[Any], ast.AST] | None:
+    """Row labels that ``x.drop(...)`` removes with ``errors='raise'`` (literals, or names the cell bound
+    to literals), and the node holding them."""
     if has_star(node) or len(node.args) > 1:
         return None
     kw = {k.arg: k.value for k in node.keywords if k.arg}
@@ -251,9 +252,26 @@ def _drop_rows(node: ast.Call) -> tuple[list[Any], ast.AST] | None:
         key_node = node.args[0] if node.args else kw.get("labels")
     if key_node is None:
         return None
-    ok, value = literal(key_node)
+    ok, value = w.const(key_node)
     labels = _row_labels(value) if ok else None
     return (labels, key_node) if labels else None
+
+
+#: Index dtypes that hold numbers only: a text label is never in them (nor found by ``.loc`` or ``drop``).
+_NUMERIC_INDEX = frozenset({"int64", "int32", "uint64", "float64"})
+
+
+def _not_in_index(base: Val, label: Any) -> bool:
+    """Whether the probe proved ``label`` absent from ``base``'s index: its ``label in index`` lookup said
+    False, or, where it was not asked (a label bound by the cell), a text label and a plain numeric index."""
+    s = base.summary
+    if s is None:
+        return False
+    has = s.index_has or {}
+    if repr(label) in has:
+        return has[repr(label)] is False
+    single = base.index_names is not None and len(base.index_names) == 1
+    return type(label) is str and single and s.index_dtype in _NUMERIC_INDEX
 
 
 @step("pandas.missing-label", on=(ast.Subscript, ast.Call), words=("loc", "at", "drop"))
@@ -276,13 +294,12 @@ def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "drop":
             base = w.ev(node.func.value)
             if base is not None and base.kind in ("dataframe", "series"):
-                got = _drop_rows(node)
+                got = _drop_rows(w, node)
                 what = ".drop()"
-        if got is None or base is None or base.summary is None or not base.summary.index_has:
+        if got is None or base is None or base.summary is None:
             continue
         labels, key_node = got
-        has = base.summary.index_has
-        missing = [label for label in labels if has.get(repr(label)) is False]
+        missing = [label for label in labels if _not_in_index(base, label)]
         if not missing:
             continue
         shown = ", ".join(repr(m) for m in missing[:5]) + (", …" if len(missing) > 5 else "")

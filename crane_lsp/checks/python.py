@@ -446,9 +446,14 @@ def missing_file(facts: CellFacts, snap: Snapshot) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-def _dict_keys(summary: ObjectSummary) -> list[Any] | None:
+#: dict types whose ``[key]`` raises KeyError exactly when the key is absent (scikit-learn's ``Bunch`` only
+#: warns on a deprecated key first); a user subclass may define ``__missing__``, so only these exact types.
+PLAIN_MAPPINGS = frozenset({"builtins.dict", "collections.OrderedDict", "sklearn.utils._bunch.Bunch"})
+
+
+def dict_keys(summary: ObjectSummary) -> list[Any] | None:
     """Every key of a plain dict, parsed; None when capped or any key is not a literal."""
-    if type_name(summary) not in ("builtins.dict", "collections.OrderedDict") or summary.keys is None:
+    if type_name(summary) not in PLAIN_MAPPINGS or summary.keys is None:
         return None
     if summary.length is None or len(summary.keys) != summary.length:
         return None
@@ -471,7 +476,7 @@ def missing_key(facts: CellFacts, snap: Snapshot) -> list[Finding]:
         summary = kernel_value(facts, snap, sub.target, sub.span)
         if summary is None:
             continue
-        keys = _dict_keys(summary)
+        keys = dict_keys(summary)
         if keys is not None:
             try:
                 present = sub.key in keys

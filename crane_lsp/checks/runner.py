@@ -31,6 +31,8 @@ CHECK_MODULES: tuple[str, ...] = (
     "crane_lsp.checks.keras",
     "crane_lsp.checks.frames",
     "crane_lsp.checks.frame_ops",
+    "crane_lsp.checks.frame_keys",
+    "crane_lsp.checks.containers",
     "crane_lsp.checks.user_functions",
 )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 
-from crane_lsp.analysis.values import Est, Val, has_star, literal, parse_expr
+from crane_lsp.analysis.values import Est, Val, frame_columns, has_star, literal, parse_expr
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
 
@@ -402,8 +402,11 @@ def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 def _bad_values(x: Val, nan_matters: bool) -> tuple[str, str] | None:
     """(what, example) when the probe saw a string float() rejects, or a NaN where NaN matters."""
     stats = []
-    if x.kind == "dataframe" and x.summary is not None and x.summary.columns:
-        stats = [(c.name, c.stats) for c in x.summary.columns if c.stats is not None]
+    cols = frame_columns(x) if x.kind == "dataframe" else None
+    if x.kind == "dataframe" and (cols or (x.summary is not None and x.summary.columns)):
+        # every column when known (a selection or drop keeps the kernel frame's); else those the probe listed
+        shown = cols if cols else (x.summary.columns if x.summary is not None else None) or ()
+        stats = [(c.name, c.stats) for c in shown if c.stats is not None]
     elif x.stats is not None:
         stats = [(x.text, x.stats)]
     for col, st in stats:

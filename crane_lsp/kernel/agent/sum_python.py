@@ -253,6 +253,9 @@ _FORWARDING_WRAPPERS = frozenset(
         ("pandas.util._decorators", "deprecate_nonkeyword_arguments.<locals>.decorate.<locals>.wrapper"),
         ("matplotlib._api.deprecation", "make_keyword_only.<locals>.wrapper"),
         ("sklearn.utils._param_validation", "validate_params.<locals>.decorator.<locals>.wrapper"),
+        # validates the estimator's own parameters first, then calls ``fit`` with the same arguments
+        ("sklearn.base", "_fit_context.<locals>.decorator.<locals>.wrapper"),
+        ("sklearn.utils._set_output", "_wrap_method_output.<locals>.wrapped"),
     }
 )
 
