@@ -68,6 +68,7 @@ USER_SETTINGS = {
     "update.mode": "none",
     "remote.autoForwardPorts": False,
     "crane.debounce": 200,
+    "crane.runGuard": True,
 }
 
 
@@ -502,6 +503,105 @@ def test_recheck_cell_from_the_command_palette(workbench: Workbench, kernel: Ker
         lambda: not bench.squiggles() and bench.problems() == "No Problems",
         "Re-check cell to see the kernel's new column",
     )
+
+
+def modal(bench: Workbench) -> Any:
+    return bench.page.locator(".monaco-dialog-box:visible")
+
+
+def execution_attempt(bench: Workbench) -> Any:
+    """What VS Code shows when a cell is really run here: no kernel extension is installed, so the
+    run opens the kernel picker (a quick input) instead of executing."""
+    return bench.page.locator(".quick-input-widget:visible")
+
+
+def dismiss_execution_attempt(bench: Workbench) -> str:
+    picker = execution_attempt(bench)
+    picker.first.wait_for(timeout=15_000)
+    text = str(picker.first.inner_text())
+    bench.page.keyboard.press("Escape")
+    picker.first.wait_for(state="hidden", timeout=10_000)
+    return text
+
+
+def test_run_guard_asks_before_running_a_cell_that_will_crash(workbench: Workbench) -> None:
+    """crane.runGuard on (the User settings): Shift+Enter on the cell with a certain crash asks
+    first; Cancel runs nothing, "Show" opens the problem at its line, "Run anyway" runs it; a cell
+    crane has no verdict for runs at once; with the setting off, nothing is asked."""
+    bench, page = workbench, workbench.page
+    bench.edit_cell(1, "total = df['tax'].sum()", "tax", "Region")
+    bench.wait(lambda: bench.squiggles() in (["'Region'"], ["df['Region']"]), "the squiggle on 'Region'")
+    bench.cell_editor(1).locator(".view-lines").click()
+
+    page.keyboard.press("Shift+Enter")
+    dialog = modal(bench)
+    dialog.wait_for(timeout=15_000)
+    text = str(dialog.inner_text())
+    assert "crane: this cell raises KeyError at line 1" in text and "Region" in text, text
+    assert "Run anyway?" in text, text
+    page.screenshot(path=str(bench.folder.parent / "vscode-run-guard.png"))
+    page.keyboard.press("Escape")  # Cancel: nothing runs
+    dialog.wait_for(state="hidden", timeout=10_000)
+    page.wait_for_timeout(1000)
+    assert execution_attempt(bench).count() == 0, "a cancelled run must not run the cell"
+
+    bench.cell_editor(1).locator(".view-lines").click()
+    page.keyboard.press("Shift+Enter")
+    dialog.wait_for(timeout=15_000)
+    dialog.locator(".monaco-button", has_text="Show").first.click()
+    peek = page.locator(".marker-widget:visible, .zone-widget:visible", has_text="Region")
+    peek.first.wait_for(timeout=15_000)
+    assert execution_attempt(bench).count() == 0
+    page.keyboard.press("Escape")
+
+    bench.cell_editor(1).locator(".view-lines").click()
+    page.keyboard.press("Shift+Enter")
+    dialog.wait_for(timeout=15_000)
+    dialog.locator(".monaco-button", has_text="Run anyway").first.click()
+    print(f"\nrun anyway -> {dismiss_execution_attempt(bench)!r}")
+
+    # the setup cell: crane has no verdict for it, so it runs without a question
+    bench.cell_editor(0).locator(".view-lines").click()
+    page.keyboard.press("Control+Enter")
+    dismiss_execution_attempt(bench)
+    assert modal(bench).count() == 0
+
+    # the user turns the guard off in the Settings editor
+    bench.palette("Preferences: Open User Settings")
+    page.locator(
+        ".settings-editor .settings-header textarea, .settings-editor .settings-header input"
+    ).first.wait_for(timeout=15_000)
+    page.keyboard.type("crane.runGuard", delay=10)
+    box = page.locator(".settings-editor .setting-item-bool .setting-value-checkbox").first
+    bench.wait(
+        lambda: box.count() and box.get_attribute("aria-checked") == "true", "the runGuard checkbox", 30
+    )
+    box.click()
+    bench.wait(lambda: box.get_attribute("aria-checked") == "false", "the runGuard checkbox to clear", 10)
+    settings = bench.folder.parent / "user-data" / "User" / "settings.json"
+    # unchecked is the default: VS Code removes the entry (or writes false)
+    bench.wait(lambda: '"crane.runGuard": true' not in settings.read_text(), "the setting to be saved", 10)
+    # VS Code 1.139 shows the Settings editor as a modal over the notebook: close it
+    blocker = page.locator(".monaco-modal-editor-block")
+    if blocker.count():
+
+        def closed() -> bool:  # the first Escape may only clear the search box
+            if not blocker.count() or not blocker.first.is_visible():
+                return True
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(300)
+            return False
+
+        bench.wait(closed, "the settings to close", 15)
+    else:
+        page.locator(".tabs-container .tab", has_text="analysis.ipynb").first.click()
+    bench.cell_editor(1).locator(".view-lines").click()
+    page.keyboard.press("Shift+Enter")
+    dismiss_execution_attempt(bench)
+    assert modal(bench).count() == 0, "with crane.runGuard off nothing is asked"
+    # leave the notebook clean for the tests after this one
+    bench.edit_cell(1, "total = df['Region'].sum()", "Region", "tax")
+    bench.wait(lambda: not bench.squiggles(), "the notebook's squiggle to clear")
 
 
 def test_percent_script_squiggle(workbench: Workbench) -> None:

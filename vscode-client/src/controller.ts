@@ -513,6 +513,16 @@ export class Controller implements Disposable {
     });
   }
 
+  /**
+   * The server's `crane.cellVerdict` for a cell, judged against `text` (the editor's current text: a
+   * verdict for any other text comes back stale); undefined while no server runs.
+   */
+  async cellVerdict(uri: string, text: string): Promise<unknown> {
+    if (!this.client?.isRunning()) return undefined;
+    const params = { command: 'crane.cellVerdict', arguments: [{ uri, cell: uri, text }] };
+    return this.client.sendRequest('workspace/executeCommand', params);
+  }
+
   onNotebookOpened(notebookUri: string): void {
     if (this.client?.isRunning()) void this.attacher.attach(notebookUri);
   }

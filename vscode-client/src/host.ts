@@ -21,6 +21,7 @@ import * as os from 'node:os';
 import { Controller, type ActiveCell, type ClientSpec, type Host, type LspClient } from './controller';
 import type { JupyterLike, KernelLike } from './kernelAttach';
 import type { PickFileOptions } from './pickers';
+import { guardedRun, isKind, withTimeout, VERDICT_TIMEOUT_MS, type CellVerdict, type GuardCell, type GuardHost } from './runGuard';
 import { runProcess } from './serverCommand';
 import type { StatusView } from './status';
 
@@ -194,6 +195,49 @@ export function createHost(context: vscode.ExtensionContext, output: vscode.Outp
   };
 }
 
+/** A `vscode.NotebookCell` passed by a cell menu (the run button's menu), else undefined. */
+function menuCell(target: unknown): vscode.NotebookCell | undefined {
+  if (!target || typeof target !== 'object') return undefined;
+  const cell = target as Partial<vscode.NotebookCell>;
+  return cell.notebook && cell.document && typeof cell.index === 'number' ? (cell as vscode.NotebookCell) : undefined;
+}
+
+function guardHost(ctl: Controller, output: vscode.OutputChannel): GuardHost {
+  const asGuardCell = (cell: vscode.NotebookCell): GuardCell => ({ uri: cell.document.uri.toString(), text: cell.document.getText() });
+  return {
+    enabled: () => vscode.workspace.getConfiguration('crane').get<boolean>('runGuard', false) === true,
+    selectedCells: (target) => {
+      const cell = menuCell(target);
+      if (cell) return cell.kind === vscode.NotebookCellKind.Code ? [asGuardCell(cell)] : [];
+      const editor = vscode.window.activeNotebookEditor;
+      if (!editor || !NOTEBOOK_TYPES.has(editor.notebook.notebookType)) return undefined;
+      return editor.selections
+        .flatMap((range) => editor.notebook.getCells(range))
+        .filter((c) => c.kind === vscode.NotebookCellKind.Code)
+        .map(asGuardCell);
+    },
+    verdict: async (cell) =>
+      (await withTimeout(ctl.cellVerdict(cell.uri, cell.text), VERDICT_TIMEOUT_MS)) as CellVerdict | undefined,
+    ask: async (message, ...buttons) => vscode.window.showWarningMessage(message, { modal: true }, ...buttons),
+    show: async (cell, line) => {
+      const found = vscode.workspace.notebookDocuments
+        .flatMap((nb) => nb.getCells())
+        .find((c) => c.document.uri.toString() === cell.uri);
+      if (!found) return;
+      const at = new vscode.Position(Math.min(line, Math.max(found.document.lineCount - 1, 0)), 0);
+      await vscode.window.showTextDocument(found.document, { selection: new vscode.Range(at, at) });
+      await vscode.commands.executeCommand('editor.action.marker.next');
+    },
+    run: async (command, target) => {
+      const cell = menuCell(target);
+      if (!cell) return vscode.commands.executeCommand(command);
+      const ranges = [{ start: cell.index, end: cell.index + 1 }];
+      return vscode.commands.executeCommand(command, { ranges, document: cell.notebook.uri });
+    },
+    log: (line) => output.appendLine(`[${new Date().toISOString()}] ${line}`),
+  };
+}
+
 let controller: Controller | undefined;
 
 /** Restarts the server when the active interpreter changes and no setting pins the server's. */
@@ -217,6 +261,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   item.name = 'crane-lsp';
   const ctl = new Controller(createHost(context, output, item));
   controller = ctl;
+  const guard = guardHost(ctl, output);
   const isNotebook = (nb: vscode.NotebookDocument) => NOTEBOOK_TYPES.has(nb.notebookType);
   context.subscriptions.push(
     output,
@@ -227,6 +272,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
     vscode.commands.registerCommand('crane.attachKernelFromFile', () => ctl.attachKernelFromFile()),
     vscode.commands.registerCommand('crane.selectInterpreter', () => ctl.pickInterpreter()),
     vscode.commands.registerCommand('crane.showLog', () => output.show(true)),
+    vscode.commands.registerCommand('crane.runCell', (kind?: unknown, ...rest: unknown[]) =>
+      isKind(kind) ? guardedRun(guard, kind, rest[0]) : guardedRun(guard, 'execute', kind),
+    ),
     vscode.workspace.onDidChangeConfiguration((event) =>
       ctl.onConfigurationChanged((section) => event.affectsConfiguration(section)),
     ),

@@ -53,6 +53,9 @@ export const SETTINGS: Readonly<Record<keyof CraneOptions, Kind>> = {
 
 export const SETTING_KEYS = Object.keys(SETTINGS) as (keyof CraneOptions)[];
 
+/** `crane.*` settings the extension keeps to itself (besides `crane.server.*`): never sent to the server. */
+export const CLIENT_SETTINGS = ['runGuard'] as const;
+
 /** Reads one key of the `crane` configuration section (without the `crane.` prefix). */
 export type ConfigGetter = (key: string) => unknown;
 

@@ -404,6 +404,19 @@ describe('controller: status and commands', () => {
     ]);
   });
 
+  it('asks the server for a cell\'s verdict on the editor\'s current text (none while it is stopped)', async () => {
+    const host = new FakeHost();
+    const controller = new Controller(host);
+    assert.equal(await controller.cellVerdict('vscode-notebook-cell:/nb.ipynb#c2', 'x = 1'), undefined);
+    await controller.start();
+    host.client.requestResult = { found: true, blockRun: false };
+    assert.deepEqual(await controller.cellVerdict('vscode-notebook-cell:/nb.ipynb#c2', 'x = 1'), { found: true, blockRun: false });
+    const cell = 'vscode-notebook-cell:/nb.ipynb#c2';
+    assert.deepEqual(host.client.requests, [
+      { method: 'workspace/executeCommand', params: { command: 'crane.cellVerdict', arguments: [{ uri: cell, cell, text: 'x = 1' }] } },
+    ]);
+  });
+
   it('says when the server could not re-check the cell', async () => {
     const host = new FakeHost();
     await new Controller(host).start();

@@ -1,0 +1,126 @@
+/**
+ * The run guard (setting `crane.runGuard`, off by default): Shift+Enter, Ctrl+Enter and Alt+Enter on a
+ * notebook code cell first ask the server for the cell's verdict (`crane.cellVerdict`, the same
+ * decision JupyterLab's guard uses) and, only when it says `blockRun` for the cell's current text,
+ * ask the user before running it. No server, no verdict, a verdict for another text, a slow answer:
+ * the cell runs as if crane were not there. Pure: VS Code comes in through `GuardHost` (host.ts).
+ */
+
+export const RUN_ANYWAY = 'Run anyway';
+export const SHOW = 'Show';
+/** How long a run waits for the verdict before it goes ahead without one. */
+export const VERDICT_TIMEOUT_MS = 1500;
+
+/** The built-in notebook commands the guard stands in front of (their keys: Ctrl+Enter, Shift+Enter, Alt+Enter). */
+export const RUN_COMMANDS = {
+  execute: 'notebook.cell.execute',
+  executeAndSelectBelow: 'notebook.cell.executeAndSelectBelow',
+  executeAndInsertBelow: 'notebook.cell.executeAndInsertBelow',
+} as const;
+export type RunKind = keyof typeof RUN_COMMANDS;
+
+/** The fields of the server's `crane.cellVerdict` answer that the guard reads. */
+export interface CellVerdict {
+  found?: boolean;
+  checked?: boolean;
+  stale?: boolean;
+  ignored?: boolean;
+  crash?: boolean;
+  certainty?: string;
+  exception?: string | null;
+  /** 0-based line in the cell, as LSP counts. */
+  line?: number | null;
+  message?: string;
+  blockRun?: boolean;
+}
+
+export interface GuardCell {
+  uri: string;
+  text: string;
+}
+
+export interface GuardHost {
+  enabled(): boolean;
+  /**
+   * The code cells the run would execute: `target`'s (the cell whose run menu was used), else the
+   * notebook editor's selection; undefined: not a notebook.
+   */
+  selectedCells(target?: unknown): GuardCell[] | undefined;
+  /** `crane.cellVerdict` for the cell's current text; undefined when there is no answer (in time). */
+  verdict(cell: GuardCell): Promise<CellVerdict | undefined>;
+  /** A modal question; resolves to the button chosen, undefined for Cancel/Escape. */
+  ask(message: string, ...buttons: string[]): Promise<string | undefined>;
+  /** Reveals the cell and the crane diagnostic on `line` (0-based). */
+  show(cell: GuardCell, line: number): Promise<void>;
+  /** Runs the built-in notebook command (on `target`'s cell when given). */
+  run(command: string, target?: unknown): Promise<unknown>;
+  log(line: string): void;
+}
+
+export type GuardOutcome = 'ran' | 'ranAnyway' | 'cancelled' | 'shown';
+
+export function isKind(value: unknown): value is RunKind {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(RUN_COMMANDS, value);
+}
+
+/** Whether the verdict holds the run: a certain or observed crash, for this very text, not ignored. */
+export function blocks(verdict: CellVerdict | undefined): boolean {
+  if (!verdict || !verdict.blockRun || !verdict.crash || verdict.stale || verdict.ignored) return false;
+  return verdict.certainty === 'certain' || verdict.certainty === 'observed';
+}
+
+/** "crane: this cell raises KeyError at line 2 (column 'Region' ...). Run anyway?" */
+export function question(verdict: CellVerdict): string {
+  const exception = verdict.exception || 'an error';
+  const where = typeof verdict.line === 'number' ? ` at line ${verdict.line + 1}` : '';
+  const how = verdict.certainty === 'observed' ? 'raised' : 'raises';
+  const dryRun = verdict.certainty === 'observed' ? ' in a sandboxed dry run' : '';
+  const why = verdict.message ? ` (${verdict.message.trim().replace(/\.$/, '')})` : '';
+  return `crane: this cell ${how} ${exception}${where}${dryRun}${why}. Run anyway?`;
+}
+
+/** The guarded run: ask about the first selected cell that will crash, else run at once. */
+export async function guardedRun(host: GuardHost, kind: RunKind, target?: unknown): Promise<GuardOutcome> {
+  const command = RUN_COMMANDS[kind];
+  const cells = host.enabled() ? host.selectedCells(target) : undefined;
+  for (const cell of cells ?? []) {
+    let verdict: CellVerdict | undefined;
+    try {
+      verdict = await host.verdict(cell);
+    } catch (error) {
+      host.log(`Run guard: no verdict for ${cell.uri} (${String(error)}); running.`);
+      continue;
+    }
+    if (!verdict || !blocks(verdict)) continue;
+    const answer = await host.ask(question(verdict), RUN_ANYWAY, SHOW);
+    if (answer === RUN_ANYWAY) {
+      host.log(`Run guard: ${cell.uri} run anyway (${verdict.exception ?? 'crash'}).`);
+      await host.run(command, target);
+      return 'ranAnyway';
+    }
+    if (answer === SHOW) {
+      await host.show(cell, typeof verdict.line === 'number' ? verdict.line : 0);
+      return 'shown';
+    }
+    return 'cancelled';
+  }
+  await host.run(command, target);
+  return 'ran';
+}
+
+/** Resolves to undefined after `ms` unless `work` settles first (a late answer is dropped). */
+export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}
