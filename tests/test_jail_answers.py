@@ -118,6 +118,21 @@ def test_mkdir_of_an_existing_folder_is_the_real_outcome(jk: JailKernel) -> None
     assert _verdict(relative)[:2] == ("raised", "FileExistsError")
 
 
+def test_naming_a_thread_of_the_copy_goes_on(jk: JailKernel) -> None:
+    # glibc names another thread through /proc/self/task/<tid>/comm (TensorFlow names its pools so)
+    cell = (
+        "import ctypes, threading\nready = threading.Event()\n"
+        "worker = threading.Thread(target=ready.wait)\nworker.start()\n"
+        "status = ctypes.CDLL(None).pthread_setname_np(ctypes.c_ulong(worker.ident), b'crane-pool')\n"
+        "ready.set()\nworker.join()"
+    )
+    result = jk.dry_run(cell)
+    assert result["outcome"] == "completed", _verdict(result)
+    _answered(result, "/comm')", "EACCES (handled fallback)")
+    own = jk.dry_run("import os\nfd = os.open('/proc/1/comm', os.O_WRONLY)")  # not the copy's own name
+    assert own["outcome"] == "blocked" and "writes a file" in own["message"], _verdict(own)
+
+
 def test_a_crash_through_a_fallback_answer_is_no_verdict(jk: JailKernel) -> None:
     # multiprocessing does not handle the semaphore's EACCES: the real Lock() works
     result = jk.dry_run("import multiprocessing\nlock = multiprocessing.Lock()")

@@ -5,8 +5,9 @@ Joined after ``jail_seccomp`` into the probe's private module: top-level names c
 The seccomp filter parks every call that could act outside the child; the parent reads it off the
 listener (``_jan_listen``). Most end the run as ``blocked``. A few, made by libraries on their
 *first import* (matplotlib's ``mkdir`` of its existing config folder, joblib's semaphore probe,
-glibc's ``connect()`` to nscd), are answered instead: the parent sends back an error
-(``SECCOMP_IOCTL_NOTIF_SEND`` with a negative errno), so the kernel never runs the call. An
+glibc's ``connect()`` to nscd, TensorFlow naming its threads), are answered instead: the parent
+sends back an error (``SECCOMP_IOCTL_NOTIF_SEND`` with a negative errno), so the kernel never runs
+the call. An
 answer can therefore have no side effect, whatever the child's memory says; a rule only decides
 whether the error is the truth or a fallback the library handles. Each rule has one class:
 
@@ -44,6 +45,8 @@ _JAN_NOTIF_SEND = 0xC0182101
 _JAN_NOTIF_RECV = 0xC0502100
 _JAN_MAX_NOTES = 8
 _JAN_ERRNO_TEXT = _jan_re.compile(r"\[Errno (\d+)\]")
+#: a thread's own name: /proc/self/task/<tid>/comm, /proc/thread-self/comm, /proc/<pid>/comm...
+_JAN_COMM = _jan_re.compile(r"^/proc/(self|thread-self|\d+)/(?:task/\d+/)?comm$")
 
 
 class _JanLog:
@@ -136,6 +139,26 @@ def _jan_shm(pid, name, args):
     return 13, _JAN_FALLBACK, f"{name}({path!r})"
 
 
+def _jan_thread_name(pid, name, args):
+    """Naming one of the child's own threads (``pthread_setname_np`` opens
+    ``/proc/self/task/<tid>/comm`` for writing): EACCES. Only the child's name would change, and
+    callers treat a failed name as cosmetic (TensorFlow, torch and OpenMP name their pools)."""
+    at = 0 if name == "open" else 1
+    path = _jan_path(pid, args[at])
+    found = _JAN_COMM.match(path or "")
+    if found is None:
+        return None
+    owner = found.group(1)
+    if owner.isdigit() and not _jan_os.path.exists(f"/proc/{owner}/task/{pid}"):
+        return None  # another process's name (the parked thread is not one of its tasks)
+    return 13, _JAN_FALLBACK, f"{name}({path!r})"
+
+
+def _jan_opened(pid, name, args):
+    """An open for writing: a semaphore or shared memory in /dev/shm, or a thread's own name."""
+    return _jan_shm(pid, name, args) or _jan_thread_name(pid, name, args)
+
+
 def _jan_replaced_socket(pid, name, args):
     """A socket call on a descriptor the jail replaced by /dev/null (the filter sends only those):
     ENOTSOCK, as /dev/null answers. The cell sees the jail's work, not the kernel's socket."""
@@ -147,8 +170,8 @@ _JAN_RULES = {
     "mkdir": _jan_mkdir_existing,
     "mkdirat": _jan_mkdir_existing,
     "connect": _jan_nscd,
-    "open": _jan_shm,
-    "openat": _jan_shm,
+    "open": _jan_opened,
+    "openat": _jan_opened,
     "getsockname": _jan_replaced_socket,
     "getpeername": _jan_replaced_socket,
     "getsockopt": _jan_replaced_socket,
