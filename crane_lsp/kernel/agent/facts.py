@@ -269,7 +269,7 @@ def _column_values_named(df, loc, key):
     pd = _sys.modules["pandas"]
     try:
         values = df._mgr.iget_values(loc)
-        return pd.Series(values, index=df.index, name=key, copy=False)
+        return pd.Series(values, index=df.index, name=key, dtype=values.dtype, copy=False)  # no str inference
     except Exception:
         return df.iloc[:, loc]
 
