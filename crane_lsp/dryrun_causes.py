@@ -166,10 +166,11 @@ def _repeated(loop: FailLoop | None, labels: list[str]) -> str | None:
     )
 
 
+_TEXT_DTYPES = ("object", "string", "str", "category")
+
+
 def _text_columns(v: FailValue) -> list[str]:
-    return [
-        str(c.name) for c in v.summary.columns or [] if c.dtype in ("object", "string", "str", "category")
-    ]
+    return [str(c.name) for c in v.summary.columns or [] if c.dtype in _TEXT_DTYPES]
 
 
 def _text_values(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
@@ -180,8 +181,15 @@ def _text_values(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | N
         return None
     example = (m[1] or m[2] or "").strip()
     such = "" if privacy or not example else f" such as {example}"
-    for v in facts.values:
+    named = {v.summary.value: v.name for v in facts.values if v.summary.kind == Kind.STR and v.summary.value}
+    for v in sorted(facts.values, key=lambda v: "[" not in v.name):  # ``df['col']`` before ``df``
         cols = _text_columns(v)
+        picked = [c for c in cols if c in named]  # ``df[column]`` with the loop's ``column``
+        if picked:
+            return (
+                f"column {picked[0]!r} of `{v.name}` (`{named[picked[0]]}`) holds text{such}: "
+                "numbers are needed (encode or convert it first)"
+            )
         if cols:
             listed = ", ".join(repr(c) for c in cols[:6]) + ("…" if len(cols) > 6 else "")
             return (
@@ -190,9 +198,13 @@ def _text_values(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | N
             )
         dtype = v.summary.dtype or ""
         if v.summary.kind in (Kind.SERIES, Kind.NDARRAY, Kind.INDEX) and (
-            dtype == "object" or dtype.startswith("<U")
+            dtype in _TEXT_DTYPES or dtype.startswith("<U")
         ):
-            return f"`{v.name}` holds text{such} (dtype {dtype}): numbers are needed (convert it first)"
+            stats = v.summary.stats
+            nan = (
+                f"; NaN: {stats.nan_count}" if stats is not None and stats.has_nan and stats.nan_count else ""
+            )
+            return f"`{v.name}` holds text{such} (dtype {dtype}{nan}): numbers are needed (convert it first)"
     return None
 
 
@@ -396,14 +408,18 @@ def _merge_keys(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | No
     if not m:
         return None
     key = m[3]
-    typed = []
+    typed: list[tuple[str, str, str]] = []  # (operand, what, dtype): a key column, or an index joined on
     for v in facts.values:
         dtype = next((c.dtype for c in v.summary.columns or [] if str(c.name) == key), None)
         if dtype is not None:
-            typed.append(f"`{v.name}`[{key!r}] is {dtype}")
-    if len(typed) < 2:
+            typed.append((v.name, f"`{v.name}`[{key!r}]", dtype))
+        if v.summary.index_dtype:
+            typed.append((v.name, f"the index of `{v.name}`", v.summary.index_dtype))
+    left = next((t for t in typed if t[2] == m[1] and "index" not in t[1]), None)
+    right = next((t for t in typed if t[2] == m[2] and left is not None and t[0] != left[0]), None)
+    if left is None or right is None:
         return None
-    return " but ".join(typed[:2]) + ": merge keys need one dtype"
+    return f"{left[1]} is {left[2]} but {right[1]} is {right[2]}: the keys must have one dtype"
 
 
 def _inhomogeneous(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:

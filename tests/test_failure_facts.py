@@ -193,7 +193,7 @@ LIBRARY_SETUP = (
         (
             "lib_left.merge(lib_right, on='key')",
             "ValueError: `lib_left`['key'] is {text_dtype} but `lib_right`['key'] is int64: "
-            "merge keys need one dtype",
+            "the keys must have one dtype",
         ),
         (
             "np.array(lib_ragged)",
@@ -250,3 +250,15 @@ async def test_the_llm_is_told_the_facts_with_the_observed_exception(
     assert "shapes (75,4) and (1,4) not aligned" in sent  # the raw message it came from
     assert "w in ff_optimize() = ndarray (1, 4) float64" in sent  # the facts
     assert "sandboxed copy of the kernel: the crash was observed" in sent
+
+
+async def test_a_column_read_by_label_is_a_fact_of_its_own(state: TestKernel) -> None:
+    """``df['col']`` is read (one existing column of pandas' own frame): the cause names the column."""
+    state.run("ff_games = pd.DataFrame({'released': ['2001-05-01', None], 'name': ['a', 'b']})")
+    p = await _observe(
+        state, "years = ff_games['released'].apply(lambda x: str(x).split('-')[0]).astype('int')"
+    )
+    assert p.exception == "ValueError"
+    assert p.message.startswith("ValueError: `ff_games['released']` holds text such as 'nan' (dtype ")
+    assert p.message.endswith("NaN: 1): numbers are needed (convert it first)")
+    assert _rows(p)["ff_games['released']"].startswith("Series (2,) ")

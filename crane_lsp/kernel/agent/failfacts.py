@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.guard import _Clock, _Deadline
-    from crane_lsp.kernel.agent.safe import _MISSING, _mro, _static
+    from crane_lsp.kernel.agent.safe import _MISSING, _mro, _qualname, _static
     from crane_lsp.kernel.agent.summaries import _classify, _summarise
     from crane_lsp.kernel.agent.wire import (
         DEFAULT_BUDGETS,
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         FailLoopWire,
         FailValueWire,
         Kind,
+        ObjectWire,
         QueryWire,
     )
 
@@ -37,8 +38,12 @@ _FF_OBJECT_S = 0.25
 _FF_MAX_VALUES = 6  # per frame: the innermost user function's line, then the cell's
 _FF_MAX_BYTES = 24_000  # the whole facts block, as JSON: column statistics go first when it is bigger
 _FF_CELL_FILE = "<crane-dryrun>"
+_FF_MAX_SOURCE = 200_000  # characters of a cell parsed for its failing line (a long cell parses in ~0.1 s)
 #: Kinds that say nothing about a crash: ``np``, ``len``, a class.
 _FF_SKIP_KINDS = frozenset((Kind.MODULE, Kind.CLASS, Kind.FUNCTION))
+#: Kinds whose summary runs the user's code (a Dataset's ``__getitem__``): named, not read, so that
+#: code cannot reach the jail after the crash and turn the observed verdict into ``blocked``.
+_FF_UNREAD_KINDS = frozenset((Kind.TORCH_DATASET, Kind.TORCH_ITERABLE_DATASET, Kind.DATALOADER))
 
 
 def _ff_collect(exc, payload, started):
@@ -112,7 +117,7 @@ def _ff_fill(out, exc, payload, query, clock):
         if 0 < line <= len(lines):
             info["text"] = lines[line - 1].strip()[:160]
         out["frame"] = info
-        if lines:
+        if lines and sum(map(len, lines)) <= _FF_MAX_SOURCE:
             tree = ast.parse("".join(lines))
             scope = _ff_function_node(tree, code.co_name, code.co_firstlineno) or tree
             _ff_read_line(out, scope, frame, line, "frame", query, clock)
@@ -123,6 +128,8 @@ def _ff_fill(out, exc, payload, query, clock):
         shell = _ff_shell()
         if shell is not None:
             source = shell.transform_cell(source)
+        if len(source) > _FF_MAX_SOURCE or clock.request_over():
+            return
         tree = ast.parse(source)
         code = frame.f_code  # a function defined in the cell itself: its own body is the scope
         own = code.co_name != "<module>"
@@ -231,7 +238,8 @@ def _ff_text(node):
 
 def _ff_lookup(frame, text):
     """The value ``text`` names in ``frame``: names, stored attributes and plain subscripts only
-    (no property, no ``__getattr__``; a subscript of a builtin container or an array by an int)."""
+    (no property, no ``__getattr__``; a subscript of a builtin container, of an array by an int, of
+    a pandas DataFrame by one of its column labels)."""
     if "[" in text:
         base_text, key_text = text[:-1].split("[", 1)
         base = _ff_lookup(frame, base_text)
@@ -268,6 +276,11 @@ def _ff_item(base, key):
             return _MISSING
     if dict in mro and type(key) in (int, str):
         return dict.get(base, key, _MISSING)
+    pd = _ff_sys.modules.get("pandas")
+    if pd is not None and type(base) is pd.DataFrame and type(key) in (int, str):
+        columns = base.columns  # ``df['col']``: one existing column of pandas' own frame (a view)
+        if columns.is_unique and key in columns:
+            return base[key]
     np = _ff_sys.modules.get("numpy")
     if (np is not None and type(base) is np.ndarray and base.ndim >= 1 and _ff_is_int(key, np)
             and -base.shape[0] <= int(key) < base.shape[0]):  # fmt: skip
@@ -298,11 +311,16 @@ def _ff_add(out, frame, text, where, query, clock, assigned):
     if value is _MISSING:
         return False
     try:
-        if _classify(value) in _FF_SKIP_KINDS:
-            return False
+        kind = _classify(value)
     except Exception:
         return False
-    entry: FailValueWire = {"name": text, "scope": where, "summary": _summarise(value, query, clock)}
+    if kind in _FF_SKIP_KINDS:
+        return False
+    if kind in _FF_UNREAD_KINDS:
+        summary: ObjectWire = {"type": _qualname(type(value)), "kind": kind}
+    else:
+        summary = _summarise(value, query, clock)
+    entry: FailValueWire = {"name": text, "scope": where, "summary": summary}
     if assigned:
         entry.update(assigned)
     out["values"].append(entry)
