@@ -29,6 +29,7 @@ from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName, Screened
 from crane_lsp.prediction import Prediction, Source
 from crane_lsp.settings import Settings
+from crane_lsp.shortened import ShortenedRuns, judge
 
 log = logging.getLogger(__name__)
 
@@ -288,6 +289,7 @@ class DryRunOutcome(BaseModel):
     child_pid: int | None = None
     notes: list[str] | None = None
     prepared: bool | None = None  # run in a child prepared ahead (no fork, no jail on its way)
+    shortened: ShortenedRuns | None = None  # runs on samples beside a full run that did not finish
     facts: FailFacts | None = None  # what the failing line read (kernel/agent/failfacts.py)
 
 
@@ -351,7 +353,13 @@ class DryRunner:
 
     async def run_outcome(self, source: str, explicit: bool = False) -> DryRunOutcome:
         budget = self.budget(explicit)
-        payload = {"source": source, "budget_s": budget, "memory_mb": self.settings.dry_run_memory_mb}
+        payload: dict[str, Any] = {
+            "source": source,
+            "budget_s": budget,
+            "memory_mb": self.settings.dry_run_memory_mb,
+        }
+        if self.settings.dry_run_shorten:  # a slow cell runs again on a sample (Re-check: full run goes on)
+            payload["shorten"] = {"after_s": min(0.5, budget / 4), "stop_full": not explicit}
         payload["privacy"] = self.settings.privacy  # the failing line's facts honour it
         self._prepared = None  # a prepared child is used (or discarded) now: the next edit prepares again
         raw = await self.link.call("dry_run", payload, timeout=budget + 10)
@@ -444,6 +452,10 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
     text = f"dry run {outcome.outcome}: {outcome.message or ''}".rstrip(": ")
     if outcome.outcome == "timeout":  # never shown as "no crash": the headline says it did not finish
         budget = f"{outcome.budget_s:g} s" if outcome.budget_s else "its budget"
+        if outcome.shortened is not None:  # what runs on samples saw instead (shortened.py)
+            judged = judge(outcome.shortened, budget, target)
+            judged.source.latency_ms = (outcome.round_trip_s or 0) * 1000 if judged.crash else None
+            return judged
         return _note(text, headline=f"no verdict: the dry run did not finish in {budget}")
     if outcome.outcome == "exits":
         return _note(text, headline=f"the dry run saw the cell end the kernel: {outcome.message}")

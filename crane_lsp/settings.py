@@ -39,6 +39,8 @@ class Settings(BaseModel):
     # an explicit "Re-check cell" may wait longer than a check while typing; both niced and capped
     dry_run_recheck_budget_s: float = Field(default=30.0, gt=0, le=600, alias="dryRunRecheckBudget")
     dry_run_memory_mb: int = Field(default=4096, ge=64, alias="dryRunMemory")  # above the kernel's size
+    # a slow cell's dry run is also run shortened, on a sample of its data (docs/slow-cells.md)
+    dry_run_shorten: bool = Field(default=True, alias="dryRunShorten")
     explain_certain: bool = Field(
         default=False, alias="explainCertain"
     )  # ask the LLM to explain check findings

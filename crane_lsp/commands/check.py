@@ -54,6 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dry-run", choices=["off", "safe", "on"], default=None, help="sandboxed dry-run mode"
     )
     parser.add_argument(
+        "--dry-run-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a dry run may take before a slow cell is judged by shortened runs (default 3)",
+    )
+    parser.add_argument(
+        "--no-shortened-runs",
+        action="store_true",
+        help="a slow cell's dry run is not run again on a sample of its data",
+    )
+    parser.add_argument(
         "--cell-timeout",
         type=float,
         default=600.0,
@@ -75,6 +87,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         value = getattr(args, key, None)
         if value is not None:
             values[key] = value
+    if getattr(args, "dry_run_budget", None) is not None:
+        values["dry_run_budget_s"] = args.dry_run_budget
+    if getattr(args, "no_shortened_runs", False):
+        values["dry_run_shorten"] = False
     if args.no_runtime:
         values["runtime_info"] = False
     if args.privacy:

@@ -39,6 +39,8 @@ SOURCES = (
     "agent/dryrun_timeit.py",
     "agent/dryrun.py",
     "agent/dryrun_warm.py",
+    "agent/shorten_sample.py",
+    "agent/shorten.py",
 )
 PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in SOURCES)
 PROBE_VERSION = hashlib.sha1(PROBE_SOURCE.encode()).hexdigest()[:10]

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     )
     from crane_lsp.kernel.agent.jail_threads import _jth_pools, _jth_single_thread
     from crane_lsp.kernel.agent.refusal import _frm_refusal
+    from crane_lsp.kernel.agent.shorten_sample import _shs_failure_facts, _shs_sample
 
 _SB_FILENAME = "<crane-dryrun>"
 
@@ -409,6 +410,8 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
     begun = payload["_begun"]
     cell_magic = bool(payload.get("_cell_magic"))
     try:
+        if payload.get("_shorten"):  # a shortened run: the fork's copy of the data sampled (shorten.py)
+            result["shortened"] = _shs_sample(namespace, code, payload["_shorten"], state)
         _sb_execute(code, namespace, payload.get("async_mode", False))
     except _SandboxBlocked:
         pass
@@ -423,6 +426,8 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             errnos=_jan_errnos(exc),  # where a call the jail answered shows up (jail_answers.py)
         )
         result["facts"] = _ff_collect(exc, payload, started)  # the failing line's facts (failfacts.py)
+        if "shortened" in result:  # does it hinge on the sample? (shorten_sample.py)
+            result["shortened"]["failure"] = _shs_failure_facts(exc)
     if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
         shown, line = state["shown"]
         result.update(
@@ -503,7 +508,7 @@ def _sb_died(status, kill_mode):
     return {"outcome": "exits", "message": f"the cell ends the kernel process (os._exit({code}))"}
 
 
-def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None):
+def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, cancel_fd=-1):
     """Poll the child's answer, its handover socket and then its seccomp listener until the budget.
 
     The answer ends with a newline, so it is read as soon as it is written (waiting for EOF would
@@ -520,6 +525,8 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None):
     poller = select.poll()
     poller.register(read_fd, select.POLLIN)
     poller.register(handover.fileno(), select.POLLIN)
+    if cancel_fd >= 0:  # readable: another run's verdict supersedes this one (shorten.py)
+        poller.register(cancel_fd, select.POLLIN)
     chunks: list[bytes] = []
     listener = -1
     kill_mode = False
@@ -536,6 +543,9 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None):
                 if blocked is None:
                     continue
                 verdict = {"outcome": "blocked", "message": blocked}
+                break
+            if fd == cancel_fd:
+                verdict = {"outcome": "superseded", "message": "another run answered first"}
                 break
             if fd == handover.fileno():
                 poller.unregister(fd)
@@ -664,7 +674,8 @@ def _sb_cold(payload, started, compiled):
     theirs.close()
     proc = _SbProc(pid)
     try:
-        result = _sb_wait(proc, read_fd, ours, budget, begun, parent_phases)
+        cancel = payload.get("_cancel_fd", -1)  # a shortened run's verdict may supersede it (shorten.py)
+        result = _sb_wait(proc, read_fd, ours, budget, begun, parent_phases, None, cancel)
     except BaseException:  # an interrupt of the kernel while waiting: the child must not outlive it
         proc.kill()
         proc.reap()

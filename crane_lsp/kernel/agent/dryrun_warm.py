@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_sys,
         _sb_wait,
     )
+    from crane_lsp.kernel.agent.shorten import _sh_begin
     from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 
 _dw_state: dict[str, Any] = {}  # "child": this kernel's one prepared child
@@ -349,7 +350,8 @@ def _dw_use(child, payload, compiled, entered, started):
     _sb_mark(phases, "requested", child.begun)
     deadline = _dw_time.monotonic() + budget  # the budget counts from the request
     try:
-        result = _sb_wait(child, child.read_fd, child.handover, budget, child.begun, phases, deadline)
+        cancel = payload.get("_cancel_fd", -1)  # a shortened run's verdict may supersede it
+        result = _sb_wait(child, child.read_fd, child.handover, budget, child.begun, phases, deadline, cancel)
     except BaseException:  # an interrupt of the kernel while waiting: the child must not outlive it
         child.kill()
         child.reap()
@@ -376,9 +378,15 @@ def dry_run(payload_json):
     compiled = _sb_compile(payload)
     if isinstance(compiled, dict):  # the cell cannot even start: no child is needed (nor consumed)
         return _DryRunResult({**compiled, "prepared": False})
-    child = _dw_take(_dw_key(payload))
-    if child is not None:
-        result = _dw_use(child, payload, compiled, entered, started)
-        if result is not None:
-            return result
-    return _sb_cold(payload, started, compiled)
+    helper = _sh_begin(payload, compiled)  # a shortened run beside a slow one (shorten.py)
+    result = None
+    try:
+        child = _dw_take(_dw_key(payload))
+        if child is not None:
+            result = _dw_use(child, payload, compiled, entered, started)
+        if result is None:
+            result = _sb_cold(payload, started, compiled)
+    finally:
+        if helper is not None:
+            result = helper.finish(result)
+    return result

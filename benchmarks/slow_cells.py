@@ -1,0 +1,117 @@
+"""Slow cells: the real run time, the time to crane's verdict, and the verdict, per case.
+
+Each case of ``tests/slow_cells_util.py`` (a row-wise apply, a loop over groups, a KMeans with many
+restarts, a pairwise-distance loop, a torch training loop where torch imports; each ending in a real
+crash after 20 s or more of real work, with a clean twin) and each trap (a cell that runs clean in
+full but would crash on a naive sample) is dry-run through the real link and pipeline with the
+typing budget, then run for real in the same kernel. The aim: a crash after 20 s or more observed
+in under 3 s, and no false alarm.
+
+    python benchmarks/slow_cells.py [--budget 3] [--no-torch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from crane_lsp.dryrun import DryRunner
+from crane_lsp.kernel.link import KernelLink
+from crane_lsp.pipeline import Pipeline
+from crane_lsp.prediction import Prediction
+from crane_lsp.settings import Settings
+from tests.conftest import start_test_kernel, stop_test_kernel
+from tests.slow_cells_util import (
+    CASES,
+    SETUP,
+    TORCH_CASE,
+    TORCH_SETUP,
+    TRAP_SLOW,
+    TRAPS,
+    truth,
+)
+
+
+def _verdict(p: Prediction) -> str:
+    if p.crash:
+        return f"{p.certainty} {p.exception} at line {(p.line or 0) + 1}: {p.message}"
+    return p.message
+
+
+async def _crane(
+    connection_file: str, cells: dict[str, str], budget: float
+) -> dict[str, tuple[Prediction, float]]:
+    settings = Settings(dry_run="on", dry_run_budget_s=budget)
+    out = {}
+    async with await KernelLink.connect(connection_file) as link:
+        pipeline = Pipeline(settings, link=link, dryrun=DryRunner(link, settings))
+        for name, cell in cells.items():
+            started = time.perf_counter()
+            prediction = (await pipeline.predict(cell, layers={"dryrun"})).prediction
+            out[name] = (prediction, time.perf_counter() - started)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=float, default=3.0, help="the dry run's budget (s)")
+    parser.add_argument("--no-torch", action="store_true", help="leave the torch case out")
+    args = parser.parse_args()
+    console = Console()
+    with_torch = not args.no_torch and importlib.util.find_spec("torch") is not None
+    cases = [*CASES, *([TORCH_CASE] if with_torch else [])]
+    kernel = start_test_kernel(tempfile.mkdtemp(prefix="slow-cells-"))
+    try:
+        console.print("setting up (the work is calibrated to this machine) ...")
+        kernel.run(SETUP, timeout=900)
+        if with_torch:
+            kernel.run(TORCH_SETUP, timeout=900)
+        cells: dict[str, str] = {}
+        for case in cases:
+            cells[f"{case.name}: crash"] = case.slow + case.crash
+            cells[f"{case.name}: clean twin"] = case.slow + case.clean
+        for trap in TRAPS:
+            cells[f"trap: {trap.name}"] = TRAP_SLOW + trap.tail
+        said = asyncio.run(_crane(kernel.connection_file, cells, args.budget))
+        real: dict[str, tuple[float, str]] = {}
+        for case in cases:
+            console.print(f"running {case.name} for real ...")
+            found = truth(kernel, case.slow, {"crash": case.crash, "clean": case.clean})
+            real[f"{case.name}: crash"] = (found.slow_s, found.raised["crash"] or "runs clean")
+            real[f"{case.name}: clean twin"] = (found.slow_s, found.raised["clean"] or "runs clean")
+        found = truth(kernel, TRAP_SLOW, {t.name: t.tail for t in TRAPS})
+        for trap in TRAPS:
+            real[f"trap: {trap.name}"] = (found.slow_s, found.raised[trap.name] or "runs clean")
+    finally:
+        stop_test_kernel(kernel)
+    table = Table(title=f"slow cells: shortened dry run, budget {args.budget:g} s")
+    for column in ("cell", "real run", "really", "crane's verdict in", "crane's verdict", "right"):
+        table.add_column(column)
+    false_alarms = misses = 0
+    for name, (prediction, took) in said.items():
+        slow_s, really = real[name]
+        crashes = really != "runs clean"
+        right = prediction.crash == crashes and (not crashes or prediction.exception == really)
+        false_alarms += prediction.crash and not crashes
+        misses += crashes and not prediction.crash
+        table.add_row(
+            name, f"{slow_s:.1f} s", really, f"{took:.2f} s", _verdict(prediction), "yes" if right else "NO"
+        )
+    console.print(table)
+    crashes_in_all = sum(r[1] != "runs clean" for r in real.values())
+    console.print(f"false alarms: {false_alarms}; crashes missed: {misses} of {crashes_in_all}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

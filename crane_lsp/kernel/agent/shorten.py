@@ -1,0 +1,231 @@
+"""The shortened dry run, in the kernel: STANDARD LIBRARY ONLY, joined after ``shorten_sample.py``.
+
+A dry run asked with ``payload["shorten"]`` gets a helper thread beside the full run. When the full
+run has not answered ``after_s`` seconds in, the helper rewrites the cell (``for ... in range(n)``
+loops and iteration keywords such as ``n_init=``/``epochs=`` go through the child's capping helpers,
+``shorten_sample.py``), forks a fresh jailed child that samples the data the cell names and runs the
+rewrite, and, when that run raises, a second child on a DIFFERENT sample (other rows, another size,
+one more iteration per loop) to see whether the crash hinges on the sample. The full run wins
+whenever it answers within its budget; while typing (``stop_full``) two shortened runs that raise
+alike end the full run early (the client still judges whether the crash is trustworthy).
+
+Nothing here changes the kernel: the rewrite is compiled from the cell's text, the sampling and the
+capping happen only in the forked children, whose whole process groups die at the deadline.
+"""
+
+import os as _sh_os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
+    from crane_lsp.kernel.agent.dryrun import (
+        _SB_FILENAME,
+        _sb_cold,
+        _sb_contextlib,
+        _sb_sys,
+        _sb_time,
+        _sb_transform,
+    )
+    from crane_lsp.kernel.agent.shorten_sample import _SHS_CAP, _SHS_CAPS, _SHS_RANGE
+
+#: the two shortened runs: rows wanted (odd sizes, unlikely to be confused with a real dimension in
+#: an error message), the sample's seed, and iterations kept per shortened loop
+_SH_RUNS = ({"rows": 263, "seed": 0, "cap": 2}, {"rows": 391, "seed": 1, "cap": 3})
+_SH_MIN_LEFT_S = 0.2  # no shortened run is started with less time than this left
+
+
+class _ShHelper:
+    """The helper thread beside one full dry run: its two cancel pipes and what it observed."""
+
+    def __init__(self, payload, compiled, deadline):
+        import _thread
+
+        self.payload, self.compiled, self.deadline = payload, compiled, deadline
+        options = payload["shorten"]
+        budget = float(payload.get("budget_s", 3.0))
+        self.after_s = float(options.get("after_s", min(0.5, budget / 4)))
+        self.stop_full = bool(options.get("stop_full", True))
+        self.full_cancel = _sh_os.pipe()  # written: the full run is superseded
+        self.own_cancel = _sh_os.pipe()  # written: the full run answered, the helper stops
+        self.second_cancel = _sh_os.pipe()  # written: the second sample is not needed
+        self.runs: list[dict[str, Any]] = []
+        self.error = None
+        self.superseded = False
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
+        _thread.start_new_thread(self._main, ())
+
+    def _wait_cancelled(self, seconds):
+        import select
+
+        poller = select.poll()
+        poller.register(self.own_cancel[0], select.POLLIN)
+        return bool(poller.poll(max(0, int(seconds * 1000))))
+
+    def _main(self):
+        """Both samples side by side (a crash is confirmed in the time of one run); the second is
+        stopped as soon as the first does not raise."""
+        import _thread
+
+        try:
+            if self._wait_cancelled(self.after_s):
+                return
+            second: dict[str, Any] = {}
+            second_done = _thread.allocate_lock()
+            second_done.acquire()
+            _thread.start_new_thread(self._second, (second, second_done))
+            first = self._run(_SH_RUNS[0], self.own_cancel[0])
+            if first is None or first.get("outcome") != "raised":
+                self._cancel_second()
+            second_done.acquire(timeout=max(1.0, self.deadline - _sb_time.monotonic() + 5.0))
+            if first is not None:
+                self.runs.append(first)
+                if first.get("outcome") == "raised" and second.get("run") is not None:
+                    self.runs.append(second["run"])
+            if self.stop_full and _sh_alike(self.runs):
+                self.superseded = True
+                _sh_os.write(self.full_cancel[1], b"x")
+        except BaseException as exc:  # never in the kernel's way: the full run's verdict stands
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.done.release()
+
+    def _second(self, box, done):
+        try:
+            box["run"] = self._run(_SH_RUNS[1], self.second_cancel[0])
+        except BaseException as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            done.release()
+
+    def _cancel_second(self):
+        with _sb_contextlib.suppress(OSError):
+            _sh_os.write(self.second_cancel[1], b"x")
+
+    def _run(self, plan, cancel_fd):
+        left = self.deadline - _sb_time.monotonic()
+        if left < _SH_MIN_LEFT_S or self._wait_cancelled(0):
+            return None
+        code = _sh_compile(self.payload["source"], plan["cap"])
+        if code is None:
+            return None
+        payload = {
+            key: self.payload[key]
+            for key in ("source", "memory_mb", "async_mode", "_cell_magic", "measure_memory")
+            if key in self.payload
+        }
+        # no failing-line facts (failfacts.py): they would describe the sample
+        payload.update(budget_s=round(left, 3), _shorten=plan, _cancel_fd=cancel_fd, facts=False)
+        result = _sb_cold(payload, _sb_time.perf_counter(), (code, self.compiled[1]))
+        data = dict(result._data)
+        data["plan"] = plan
+        if data.get("outcome") == "superseded":
+            return None
+        return data
+
+    def finish(self, result):
+        """The full run's verdict, with the shortened runs when the full one did not answer."""
+        data = result._data if result is not None else {}  # None: the full run was interrupted
+        outcome = data.get("outcome")
+        if outcome not in ("timeout", "superseded"):
+            _sh_os.write(self.own_cancel[1], b"x")  # the full run answered: stop the helper
+            self._cancel_second()
+        self.done.acquire(timeout=max(1.0, self.deadline - _sb_time.monotonic() + 5.0))
+        for fd in (*self.full_cancel, *self.own_cancel, *self.second_cancel):
+            with _sb_contextlib.suppress(OSError):
+                _sh_os.close(fd)
+        if result is None:
+            return None
+        if outcome == "superseded":
+            data.update(outcome="timeout", message="stopped early: two shortened runs raised alike")
+        if data.get("outcome") == "timeout":
+            data["shortened"] = {"runs": self.runs, "after_s": self.after_s, "error": self.error}
+        return result
+
+
+def _sh_begin(payload, compiled):
+    """A helper for ``payload`` when it asks for shortening, else None (never raises)."""
+    if not payload.get("shorten") or payload.get("_shorten"):
+        return None
+    try:
+        budget = float(payload.get("budget_s", 3.0))
+        helper = _ShHelper(payload, compiled, _sb_time.monotonic() + budget)
+    except Exception:
+        return None
+    payload["_cancel_fd"] = helper.full_cancel[0]
+    return helper
+
+
+def _sh_alike(runs):
+    """Two shortened runs that raised the same exception on the same line."""
+    if len(runs) < 2 or any(r.get("outcome") != "raised" for r in runs):
+        return False
+    first, second = runs
+    return first.get("exception") == second.get("exception") and first.get("line") == second.get("line")
+
+
+def _sh_compile(source, cap):
+    """The cell's rewrite for a shortened run with ``cap`` iterations per loop, or None."""
+    ast = _sb_sys.modules.get("ast")  # IPython has it; nothing new is imported into the kernel
+    if ast is None:
+        return None
+    try:
+        text, _namespace = _sb_transform(source)
+        tree = _ShRewrite(ast).visit(ast.parse(text, _SB_FILENAME))
+        ast.fix_missing_locations(tree)
+        return compile(tree, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+    except Exception:
+        return None
+
+
+def _sh_rewriter_base():
+    ast = _sb_sys.modules.get("ast")
+    return ast.NodeTransformer if ast is not None else object
+
+
+class _ShRewrite(_sh_rewriter_base()):  # type: ignore[misc]
+    """``for x in range(n)`` (also inside ``tqdm(...)``/``enumerate(...)``) goes through the child's
+    range helper; ``n_init=50``-like keywords through its cap helper. Lines stay the cell's."""
+
+    def __init__(self, ast):
+        self.ast = ast
+        self.depth = 0  # loops around the node being visited
+
+    def _helper_call(self, name, args, node):
+        ast = self.ast
+        call = ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=args, keywords=[])
+        return ast.copy_location(call, node)
+
+    def _is_range(self, node):
+        ast = self.ast
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+
+    def _wrap_loop_iter(self, node):
+        """The loop's range through the helper; a nested loop says so (it is cut even when it runs
+        over the sampled rows: a pairwise loop over a sample is still quadratic)."""
+        ast = self.ast
+        nested = self.depth > 0
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        args = [ast.Constant(value=node.lineno), ast.Constant(value=nested)]
+        target = node.iter
+        if self._is_range(target):
+            node.iter = self._helper_call(_SHS_RANGE, [target, *args], target)
+        elif isinstance(target, ast.Call) and target.args and self._is_range(target.args[0]):
+            target.args[0] = self._helper_call(_SHS_RANGE, [target.args[0], *args], target.args[0])
+        return node
+
+    def visit_For(self, node):
+        return self._wrap_loop_iter(node)
+
+    def visit_AsyncFor(self, node):
+        return self._wrap_loop_iter(node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        ast = self.ast
+        for keyword in node.keywords:
+            if keyword.arg in _SHS_CAPS:
+                args = [keyword.value, ast.Constant(value=keyword.arg), ast.Constant(value=node.lineno)]
+                keyword.value = self._helper_call(_SHS_CAP, args, keyword.value)
+        return node

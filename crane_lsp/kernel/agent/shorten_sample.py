@@ -1,0 +1,355 @@
+"""The shortened dry run, in the jailed child: STANDARD LIBRARY ONLY, joined after ``dryrun_warm.py``.
+
+A slow cell is run again in a fresh jailed fork on a small, consistent sample of the large data it
+names: every array-like with the same number of rows gets the SAME sorted row positions (``X`` and
+``y`` stay aligned), which always hold the first and last row and members of every class of each
+label-like column; a length that is also a feature dimension of another object (``len(coef)`` ==
+``X.shape[1]``) is never sampled. Estimators named by the cell get fewer restarts/trees/iterations,
+and ``for ... in range(n)`` loops run their first iterations and their last (the rewrite is made in
+the kernel, ``shorten.py``; the helpers it calls live here). All of it happens in the child's own
+copy of the state: the fork may change it freely, the kernel never sees it.
+
+On a failure the child adds facts the client needs to judge whether the crash hinges on the
+sample: for a ``KeyError``, whether its key is a row label or a value of the full data.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
+    from crane_lsp.kernel.agent.dryrun import _SandboxBlocked, _sb_contextlib, _sb_sys, _sb_time
+
+_SHS_ROWS_MIN = 1000  # an object with fewer rows runs whole
+_SHS_MAX_CLASSES = 100  # a 1-D column with more distinct values is no label
+_SHS_LABEL_COLUMNS = 30  # at most this many columns of a frame are read for classes
+#: iteration parameters and their cap for a shortened run with ``cap`` iterations per loop (2 or 3)
+_SHS_CAPS = {
+    "n_init": lambda cap: cap - 1,
+    "n_estimators": lambda cap: 5 * cap,
+    "max_iter": lambda cap: 50 * cap,
+    "n_iter": lambda cap: 50 * cap,
+    "epochs": lambda cap: cap - 1,
+    "n_epochs": lambda cap: cap - 1,
+    "num_epochs": lambda cap: cap - 1,
+    "max_epochs": lambda cap: cap - 1,
+    "nb_epoch": lambda cap: cap - 1,
+    "num_boost_round": lambda cap: 5 * cap,
+    "iterations": lambda cap: 5 * cap,
+}
+_SHS_RANGE = "__crane_short_range__"
+_SHS_CAP = "__crane_short_cap__"
+
+_shs_state: dict[str, Any] = {}  # in the child only: the full objects, for the failure facts
+
+
+def _shs_code_names(code):
+    """Every global name the compiled cell (and the functions/comprehensions in it) may read."""
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, type(code)))
+    return names
+
+
+def _shs_kind(value):
+    """The row-sampling kind of ``value`` (by type name: nothing is imported), or None."""
+    kind = type(value)
+    module, name = kind.__module__ or "", kind.__name__
+    root = module.split(".", 1)[0]
+    try:
+        if module == "numpy" and name == "ndarray":
+            return "numpy" if value.ndim >= 1 else None
+        if root == "pandas" and name in ("DataFrame", "Series"):
+            return "pandas"
+        if root == "polars" and name in ("DataFrame", "Series"):
+            return "polars"
+        if root == "torch" and name == "Tensor":
+            return "torch" if value.dim() >= 1 and not value.requires_grad else None
+        if module.startswith("torch.utils.data") and name == "DataLoader":
+            sampler = getattr(value, "batch_sampler", None)
+            return "loader" if sampler is not None and hasattr(sampler, "sampler") else None
+        if module.startswith("scipy.sparse") and len(getattr(value, "shape", ())) == 2:
+            return "sparse"
+        if kind is list:
+            return "list"
+    except Exception:
+        return None
+    return None
+
+
+def _shs_rows(kind, value):
+    if kind == "loader":
+        return len(value.dataset)
+    if kind in ("numpy", "torch", "sparse"):
+        return int(value.shape[0])
+    return len(value)
+
+
+def _shs_feature_dims(kind, value):
+    """Sizes of ``value`` that are not rows (a length equal to one of them is a feature axis)."""
+    if kind in ("numpy", "torch", "sparse"):
+        return {int(d) for d in value.shape[1:]}
+    if kind in ("pandas", "polars") and len(getattr(value, "shape", ())) == 2:
+        return {int(value.shape[1])}
+    return set()
+
+
+def _shs_label_arrays(kind, value, np):
+    """``value``'s label-like columns (integer, boolean, text or categories): 1-D NumPy arrays, or
+    pandas series as they are (factorised without a copy to NumPy objects)."""
+    found: list[Any] = []
+    if np is None:
+        return found
+    try:
+        if kind == "numpy" and value.ndim == 1:
+            found.append(value)
+        elif kind == "torch" and value.dim() == 1:
+            found.append(value.numpy())
+        elif kind == "pandas" and value.ndim == 1:
+            found.append(value)
+        elif kind == "pandas":
+            for column in list(value.columns)[:_SHS_LABEL_COLUMNS]:
+                found.append(value[column])
+        elif kind == "loader":
+            dataset = value.dataset
+            tensors = getattr(dataset, "tensors", None)
+            targets = tensors[-1] if tensors else getattr(dataset, "targets", None)
+            if targets is not None:
+                found.append(np.asarray(targets.numpy() if hasattr(targets, "numpy") else targets))
+    except Exception:
+        pass
+    return [a for a in found if getattr(a, "ndim", 0) == 1 and a.dtype.kind in "iubOSUc"]
+
+
+def _shs_class_members(values, np, wanted, from_end):
+    """Positions of a few members of each class of ``values`` (enough for a stratified split or a
+    classifier; the last ones in the second sample); None if ``values`` are no labels."""
+    pandas = _sb_sys.modules.get("pandas")
+    try:
+        if pandas is not None and len(pandas.unique(values[:5000])) > _SHS_MAX_CLASSES:
+            return None  # an identifier, not a label: no need to read it all
+        if pandas is not None and (values.dtype.kind in "OSU" or not hasattr(values, "ravel")):
+            inverse, classes = pandas.factorize(values)  # hashing: sorting text is slow
+            inverse = np.asarray(inverse)
+        else:
+            classes, inverse = np.unique(values, return_inverse=True)
+    except Exception:  # unorderable or unhashable objects: no classes read
+        return None
+    count = len(classes)
+    if count > _SHS_MAX_CLASSES or count < 2:
+        return None
+    if inverse.size and inverse.min() < 0:  # factorize's missing values: a class of their own
+        inverse = np.where(inverse < 0, count, inverse)
+        count += 1
+    per_class = max(2, min(10, wanted // (2 * count)))
+    return _shs_first_members(inverse, count, per_class, from_end, np)
+
+
+def _shs_first_members(inverse, count, per_class, from_end, np):
+    """The first (or last) ``per_class`` positions of each class, read in blocks from that end: the
+    common classes are found in the first block, only the rare ones need a longer look."""
+    need = dict.fromkeys(range(count), per_class)
+    kept: list[int] = []
+    size, step = len(inverse), 1 << 16
+    for start in range(0, size, step):
+        if not need:
+            break
+        low, high = (max(0, size - start - step), size - start) if from_end else (start, start + step)
+        block = inverse[low:high]
+        for label in list(need):
+            hits = np.flatnonzero(block == label)
+            hits = hits[-need[label] :] if from_end else hits[: need[label]]
+            kept.extend((hits + low).tolist())
+            need[label] -= len(hits)
+            if need[label] <= 0:
+                del need[label]
+    return kept
+
+
+def _shs_positions(rows, wanted, seed, labels, np):
+    """Sorted row positions: the first and last row, members of every class, then a seeded fill."""
+    import random
+
+    chosen = {0, rows - 1}
+    deadline = _sb_time.perf_counter() + 0.3  # reading classes is a bonus: bounded
+    for values in labels:
+        if _sb_time.perf_counter() > deadline:
+            break
+        members = _shs_class_members(values, np, wanted, from_end=seed % 2 == 1)
+        if members is not None:
+            chosen.update(members)
+    fill = random.Random(seed).sample(range(rows), min(rows, max(0, wanted - len(chosen)) + 8))
+    for position in fill:
+        if len(chosen) >= wanted:
+            break
+        chosen.add(position)
+    return sorted(chosen)
+
+
+def _shs_take(kind, value, positions, np, seed):
+    """``value`` with only the rows at ``positions`` (a new object; the kernel's stays as it was)."""
+    if kind == "numpy":
+        return value[np.asarray(positions, dtype=np.intp)]
+    if kind == "pandas":
+        return value.iloc[positions]
+    if kind == "polars":
+        return value[positions]
+    if kind == "torch":
+        torch = _sb_sys.modules["torch"]
+        return value.index_select(0, torch.as_tensor(positions, dtype=torch.long))
+    if kind == "sparse":
+        return value.tocsr()[positions].asformat(value.format)
+    if kind == "list":
+        return [value[i] for i in positions]
+    if kind == "loader":  # the loader reads only the sampled items, shuffled if it shuffled
+        order = list(positions)
+        if type(value.batch_sampler.sampler).__name__ == "RandomSampler":
+            import random
+
+            random.Random(seed).shuffle(order)
+        value.batch_sampler.sampler = order
+        return value
+    return value
+
+
+def _shs_cap_estimators(namespace, names, cap, record):
+    """Fewer restarts/trees/iterations on the estimators the cell names (their copies in the fork)."""
+    for name in sorted(names):
+        value = namespace.get(name)
+        get_params = getattr(type(value), "get_params", None)
+        if get_params is None or not hasattr(type(value), "set_params"):
+            continue
+        try:
+            params = value.get_params(deep=True)
+        except Exception:
+            continue
+        changes = {}
+        for key, setting in params.items():
+            rule = _SHS_CAPS.get(key.rsplit("__", 1)[-1])
+            if rule is not None and type(setting) is int and setting > rule(cap):
+                changes[key] = rule(cap)
+                record.append({"what": f"{name}.{key}", "param": key, "kept": rule(cap), "of": setting})
+        if changes:
+            with _sb_contextlib.suppress(Exception):
+                value.set_params(**changes)
+
+
+def _shs_sample(namespace, code, plan, state):
+    """Replace the large data the cell names by samples in ``namespace`` (the child's copy).
+
+    ``plan``: ``{"rows": wanted rows, "seed": int, "cap": iterations per shortened loop}``.
+    Returns what was shortened: ``{"rows": [...], "params": [...], "loops": {}}``. A sample that
+    cannot be made (half the names replaced would invent crashes) stops the run: nothing of the
+    cell runs, the verdict is ``blocked`` with the reason."""
+    try:
+        return _shs_sample_names(namespace, code, plan)
+    except Exception as exc:
+        state["blocked"] = f"the sample could not be made: {type(exc).__name__}: {exc}"[:300]
+        raise _SandboxBlocked(state["blocked"]) from None
+
+
+def _shs_sample_names(namespace, code, plan):
+    started = _sb_time.perf_counter()
+    np = _sb_sys.modules.get("numpy")
+    wanted, seed, cap = int(plan["rows"]), int(plan["seed"]), int(plan["cap"])
+    names = _shs_code_names(code)
+    found, feature_dims = [], set()
+    for name in sorted(names):
+        value = namespace.get(name)
+        kind = _shs_kind(value) if value is not None else None
+        if kind is None:
+            continue
+        try:
+            rows = _shs_rows(kind, value)
+            feature_dims |= _shs_feature_dims(kind, value)
+        except Exception:
+            continue
+        found.append((name, kind, value, rows))
+    by_rows: dict[int, list[Any]] = {}
+    for name, kind, value, rows in found:
+        if rows >= max(_SHS_ROWS_MIN, 2 * wanted) and rows not in feature_dims:
+            by_rows.setdefault(rows, []).append((name, kind, value))
+    shortened: dict[str, Any] = {"rows": [], "params": [], "loops": {}, "sizes": []}
+    originals = _shs_state.setdefault("originals", [])
+    for rows, members in by_rows.items():
+        labels = [a for _n, kind, value in members for a in _shs_label_arrays(kind, value, np)]
+        positions = _shs_positions(rows, wanted, seed, labels, np)
+        done: dict[int, Any] = {}
+        for name, kind, value in members:
+            if id(value) not in done:
+                done[id(value)] = _shs_take(kind, value, positions, np, seed)
+                originals.append((kind, value))
+            namespace[name] = done[id(value)]
+            shortened["rows"].append({"what": name, "kept": len(positions), "of": rows})
+        shortened["sizes"].append(len(positions))
+    _shs_cap_estimators(namespace, names, cap, shortened["params"])
+    _shs_state["shortened"] = shortened
+    _shs_state["cap"] = cap
+    namespace[_SHS_RANGE] = _shs_range
+    namespace[_SHS_CAP] = _shs_cap
+    shortened["sample_s"] = round(_sb_time.perf_counter() - started, 4)
+    return shortened
+
+
+def _shs_range(iterable, line, nested=False):
+    """A ``for`` loop's ``range`` with its first ``cap - 1`` iterations and its last; a range as
+    long as a sample (a loop over the sampled rows) runs whole unless it is nested in another."""
+    shortened = _shs_state.get("shortened")
+    cap = _shs_state.get("cap", 2)
+    if type(iterable) is not range or shortened is None:
+        return iterable
+    size = len(iterable)
+    if size <= cap or (size in shortened["sizes"] and not nested):
+        return iterable
+    loops = shortened["loops"]
+    kept, of = loops.get(str(line), (0, 0))
+    loops[str(line)] = (kept + cap, of + size)
+    return [*iterable[: cap - 1], iterable[-1]]
+
+
+def _shs_cap(value, name, line):
+    """An iteration keyword (``n_init=50``, ``epochs=25``) capped for the shortened run."""
+    rule = _SHS_CAPS.get(name)
+    shortened = _shs_state.get("shortened")
+    if rule is None or shortened is None or type(value) is not int:
+        return value
+    cap = rule(_shs_state.get("cap", 2))
+    if value <= cap:
+        return value
+    shortened["params"].append({"what": f"{name} on line {line}", "param": name, "kept": cap, "of": value})
+    return cap
+
+
+def _shs_failure_facts(exc):
+    """Facts about a failure that say whether it hinges on the sample (a KeyError's key in the full
+    data's row labels or values); read within a short deadline, else ``unknown``."""
+    if not isinstance(exc, KeyError) or not exc.args:
+        return {}
+    key = exc.args[0]
+    facts: dict[str, Any] = {"key_type": type(key).__name__, "key": repr(key)[:200], "key_in_full": False}
+    deadline = _sb_time.perf_counter() + 0.5
+    for kind, value in _shs_state.get("originals", ()):
+        if _sb_time.perf_counter() > deadline:
+            facts["key_in_full"] = None  # unknown: read out of time
+            break
+        try:
+            if _shs_holds(kind, value, key):
+                facts["key_in_full"] = True
+                break
+        except Exception:
+            facts["key_in_full"] = None
+    return facts
+
+
+def _shs_holds(kind, value, key):
+    """Whether ``key`` is a row label or a value (in a text column) of the full object."""
+    if kind == "pandas":
+        if key in value.index:
+            return True
+        columns = [value] if value.ndim == 1 else [value[c] for c in value.columns]
+        return any(bool((c == key).any()) for c in columns if c.dtype.kind in "OSU")
+    if kind == "list":
+        return key in value
+    if kind == "numpy" and value.dtype.kind in "OUS":
+        return bool((value == key).any())
+    return False

@@ -1,0 +1,228 @@
+"""The verdict of a shortened dry run: what two runs on small samples of a slow cell's data can say.
+
+The kernel side (``kernel/agent/shorten*.py``) runs a cell whose full dry run did not finish on a
+sample of its data with fewer iterations, and, when that raises, on a second, different sample. A
+crash is reported (an Error, certainty ``observed``, the message saying it was a shortened run and
+what was shortened) only when both samples raise the same exception on the same line with the same
+message (sizes of the samples aside), and the failure is of a kind that does not hinge on how many
+rows or iterations ran: a name never bound in the cell, an attribute or type error that is not about
+``None``, a misspelt column label that the full data does not hold either, an index beyond a
+feature axis, a shape error that is not about the number of samples. Everything else (positions,
+labels or dates beyond the sample, too few rows for a parameter, size-dependent reshapes, a loop cut
+short that leaves a name unset) is no verdict, with the reason. A clean shortened run is "no crash
+seen in a shortened run", never "ran clean".
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from crane_lsp.prediction import Evidence, Prediction, Source
+
+#: Failures whose message names the reason a sample can cause: too few rows or classes for a
+#: parameter, empty selections, reshapes and sizes. Matched case-insensitively.
+_SAMPLE_SENSITIVE = re.compile(
+    r"n_samples|n_splits|n_neighbors|n_components|n_clusters|perplexity|least populated|class|"
+    r"sample\(s\)|samples|empty|reshape|array of size|size of|at least|minimum|insufficient|fewer|"
+    r"more than|less than|"
+    r"greater than|smaller than|larger than|out of bounds|out-of-bounds|not enough|zero|length|"
+    r"should be >=|must be >=|inconsistent numbers|degrees of freedom|singular|converge",
+    re.IGNORECASE,
+)
+#: Exceptions a run on fewer rows or iterations cannot bring about by itself (checked further below).
+_DATA_FREE = frozenset({"NameError", "UnboundLocalError", "AttributeError", "TypeError"})
+_IMPORTS = frozenset({"ImportError", "ModuleNotFoundError"})
+_SHAPE_ERRORS = frozenset({"ValueError", "RuntimeError"})
+_NAME = re.compile(r"name '([^']+)' is not defined|local variable '([^']+)'")
+_NUMPY_AXIS = re.compile(r"out of bounds for axis (\d+) with size")
+
+
+class ShortenedWhat(BaseModel):
+    what: str
+    param: str | None = None  # the iteration parameter lowered (``n_init``)
+    kept: int
+    of: int
+
+
+class ShortenedFacts(BaseModel):
+    """What one shortened run changed, and facts about its failure."""
+
+    rows: list[ShortenedWhat] = Field(default_factory=list)
+    params: list[ShortenedWhat] = Field(default_factory=list)
+    loops: dict[str, tuple[int, int]] = Field(default_factory=dict)
+    sizes: list[int] = Field(default_factory=list)
+    failure: dict[str, Any] = Field(default_factory=dict)
+
+
+class ShortenedRun(BaseModel):
+    outcome: str
+    exception: str | None = None
+    message: str | None = None
+    line: int | None = None
+    elapsed_s: float | None = None
+    plan: dict[str, int] = Field(default_factory=dict)
+    shortened: ShortenedFacts | None = None
+
+
+class ShortenedRuns(BaseModel):
+    """``DryRunOutcome.shortened``: the runs on samples beside a full run that did not finish."""
+
+    runs: list[ShortenedRun] = Field(default_factory=list)
+    after_s: float | None = None
+    error: str | None = None
+
+
+def describe(run: ShortenedRun) -> str:
+    """What a run shortened: "263 of 200,000 rows (df, X); 2 of 25 iterations of the loop on line 3"."""
+    facts = run.shortened or ShortenedFacts()
+    parts = []
+    by_size: dict[tuple[int, int], list[str]] = {}
+    for item in facts.rows:
+        by_size.setdefault((item.kept, item.of), []).append(item.what)
+    for (kept, of), names in by_size.items():
+        parts.append(f"{kept:,} of {of:,} rows ({', '.join(names)})")
+    for line, (kept, of) in sorted(facts.loops.items(), key=lambda kv: int(kv[0])):
+        parts.append(f"{kept:,} of {of:,} iterations of the loop on line {line}")
+    for item in facts.params:
+        parts.append(f"{item.what}: {item.kept:,} instead of {item.of:,}")
+    return "; ".join(parts) if parts else "nothing shortened"
+
+
+def _normal(run: ShortenedRun) -> str:
+    """The message with the run's own sample sizes as ``<rows>`` (a shape error names them)."""
+    sizes = {str(s) for s in (run.shortened.sizes if run.shortened else [])}
+    return re.sub(r"\b\d+\b", lambda m: "<rows>" if m.group(0) in sizes else m.group(0), run.message or "")
+
+
+def _bound_names(source: str) -> set[str]:
+    """Names the cell itself binds anywhere (a shortened loop may have left them unset)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def doubt(first: ShortenedRun, second: ShortenedRun, source: str) -> str | None:
+    """Why a crash both samples showed may come from the shortening; None when it cannot."""
+    exception = first.exception or ""
+    message = _normal(first)
+    capped = {(p.param or "").rsplit("__", 1)[-1] for r in (first, second)
+              for p in (r.shortened.params if r.shortened else [])}  # fmt: skip
+    if any(name and name in (first.message or "") for name in capped):
+        return "it names a parameter the shortened run lowered"
+    if exception in ("NameError", "UnboundLocalError"):
+        found = _NAME.search(first.message or "")
+        name = next((g for g in found.groups() if g), None) if found else None
+        if name is None or name in _bound_names(source):
+            return "the cell binds that name itself: a loop cut short may have left it unset"
+        return None
+    if exception in _DATA_FREE:
+        if "NoneType" in (first.message or ""):
+            return "a value is None: a loop cut short may have left it unset"
+        return None
+    if exception in _IMPORTS:
+        return None
+    if exception == "KeyError":
+        facts = [r.shortened.failure if r.shortened else {} for r in (first, second)]
+        if all(f.get("key_type") == "str" and f.get("key_in_full") is False for f in facts):
+            return None
+        return "the key may be a row label, a date or a value the sample left out"
+    if exception == "IndexError":
+        axis = _NUMPY_AXIS.search(first.message or "")
+        if axis and int(axis.group(1)) >= 1:  # only rows (axis 0) are sampled
+            return None
+        return "the position may lie beyond the sample"
+    full_sizes = {str(r.of) for r in (first.shortened.rows if first.shortened else [])}
+    if full_sizes & set(re.findall(r"\b\d+\b", first.message or "")):
+        return "a full-size object met a sampled one"
+    if exception in _SHAPE_ERRORS:
+        if _SAMPLE_SENSITIVE.search(message):
+            return "its message is about sizes, classes or counts the sample changes"
+        if re.search(r"<rows>", message) and not re.search(r"[\[(]\s*<rows>\s*[,x]", message):
+            return "its message names the sample's size"
+        return None
+    return f"a {exception} may hinge on the data the sample left out"
+
+
+def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
+    """The Prediction from the shortened runs beside a full dry run that did not finish."""
+    timed_out = f"no verdict: the dry run did not finish in {full_budget}"
+    notes = [f"full dry run: did not finish in {full_budget}"]
+    for number, run in enumerate(runs.runs, 1):
+        seen = run.outcome + (f" {run.exception} at line {run.line}" if run.outcome == "raised" else "")
+        seen += f" in {run.elapsed_s:.2f} s" if run.elapsed_s is not None and run.outcome != "timeout" else ""
+        notes.append(f"shortened run {number} ({describe(run)}): {seen}")
+    if not runs.runs:
+        why = f"the shortened run failed: {runs.error}" if runs.error else "no time left for a shortened run"
+        return _no_verdict(timed_out, [*notes, why])
+    first = runs.runs[0]
+    if first.outcome == "completed":
+        p = Prediction.nothing_found(f"no crash seen in a shortened run ({describe(first)})")
+        p.notes.extend([*notes, "a shortened run is no promise that the full run is clean"])
+        return p
+    if first.outcome != "raised":  # the headline of a plain timeout; the notes say what was tried
+        return _no_verdict(timed_out, [*notes, f"a shortened run did not help: {first.outcome}"])
+    what = f"a shortened run raised {first.exception} at line {first.line}"
+    if len(runs.runs) < 2:
+        return _no_verdict(f"no verdict: {what}, with no time to confirm it on a second sample", notes)
+    second = runs.runs[1]
+    if second.outcome != "raised":
+        return _no_verdict(f"no verdict: {what}, but not on a second sample: it hinges on the sample", notes)
+    if (second.exception, second.line, _normal(second)) != (first.exception, first.line, _normal(first)):
+        return _no_verdict(f"no verdict: {what}, a second sample raised differently", notes)
+    reason = doubt(first, second, source)
+    if reason is not None:
+        return _no_verdict(f"no verdict: {what}, which may come from the shortening ({reason})", notes)
+    return _observed(first, second, source, notes)
+
+
+def _no_verdict(headline: str, notes: list[str]) -> Prediction:
+    p = Prediction.nothing_found(headline)
+    p.notes.extend(notes)
+    return p
+
+
+def _observed(first: ShortenedRun, second: ShortenedRun, source: str, notes: list[str]) -> Prediction:
+    line = (first.line - 1) if first.line else None
+    lines = source.splitlines()
+    text = lines[line] if line is not None and 0 <= line < len(lines) else ""
+    col = len(text) - len(text.lstrip()) if text else 0
+    shortened = describe(first)
+    first_line = (first.message or "").strip().splitlines()[0] if (first.message or "").strip() else ""
+    where = f" at line {first.line}" if first.line else ""
+    return Prediction(
+        crash=True,
+        certainty="observed",
+        exception=first.exception,
+        line=line,
+        col=col if line is not None else None,
+        end_line=line,
+        end_col=len(text) if line is not None else None,
+        message=f"{first.exception}: {first_line} (raised{where} in a shortened run: {shortened})",
+        diagnosis=(
+            f"Observed in a shortened dry run (a sandboxed copy of the kernel, on a sample of the data): "
+            f"the cell raised {first.exception}{where}: {first_line}. A second, different sample "
+            f"({describe(second)}) raised the same, and this kind of failure does not depend on how "
+            "many rows or iterations ran."
+        ),
+        evidence=[Evidence(fact="shortened dry run", value=shortened)],
+        source=Source(layer="dryrun", latency_ms=None),
+        notes=[*notes, "observed in a shortened dry run: the full run did not finish in time"],
+    )
