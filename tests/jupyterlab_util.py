@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import secrets
 import socket
 import subprocess
@@ -40,6 +41,40 @@ def write_notebook(path: Path, sources: list[str]) -> None:
         "nbformat_minor": 5,
     }
     path.write_text(json.dumps(nb), encoding="utf-8")
+
+
+#: ceiling (not a delay) for a kernel's first answer: a kernel's first start on a cold machine (a fresh
+#: venv, first imports of ipykernel and its dependencies, a loaded CPU) can take minutes; warm, ~1 s
+KERNEL_READY_S = 240.0
+
+
+def wait_kernel_ready(client: Any, timeout: float = KERNEL_READY_S) -> None:
+    """Until the kernel answers ``kernel_info`` and its IOPub messages reach ``client``.
+
+    jupyter_client's ``wait_for_ready`` without its heartbeat check, which can fail while ipykernel 7
+    still starts. Without this, an execute sent to a kernel still starting can be handled before the
+    IOPub subscription is in place: its status messages are lost and ``execute_interactive`` waits
+    for output until it raises TimeoutError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        client.kernel_info()
+        try:
+            reply = client.get_shell_msg(timeout=1)
+        except queue.Empty:
+            reply = None
+        if reply is not None and reply["msg_type"] == "kernel_info_reply":
+            try:
+                client.get_iopub_msg(timeout=1)
+                break
+            except queue.Empty:
+                pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the kernel did not answer kernel_info within {timeout:g} s")
+    while True:  # what IOPub still holds belongs to kernel_info
+        try:
+            client.get_iopub_msg(timeout=0.2)
+        except queue.Empty:
+            return
 
 
 @dataclass
@@ -75,7 +110,7 @@ class JupyterProc:
         env.update(self.extra_env)
         return env
 
-    def start(self, timeout: float = 90.0) -> None:
+    def start(self, timeout: float = 180.0) -> None:
         for sub in ("config", "data", "runtime", "ipython", "xdg"):
             (self.dirs / sub).mkdir(parents=True, exist_ok=True)
         cmd = [

@@ -22,10 +22,10 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from crane_lsp.kernel.connection import ConnectionNotFound
 from crane_lsp.server.jupyter_sessions import discover_for_notebook
 from crane_lsp.server.jupyter_spec import spec
-from tests.jupyterlab_util import JupyterProc, write_notebook
+from tests.jupyterlab_util import JupyterProc, wait_kernel_ready, write_notebook
 from tests.server_client import SERVER_COMMAND, SERVER_ENV, has, start, wait_for, wait_status
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(600)  # a ceiling: the fixture's cold start may take minutes
 
 _DIRS = Path(tempfile.mkdtemp(prefix="crane-jl-server-"))
 ROOT = _DIRS / "root"
@@ -36,14 +36,13 @@ CONFIG = ClientServerConfig(
 
 
 def _run(connection_file: str, code: str) -> None:
-    """Run ``code`` in a kernel the Jupyter server started, as a user cell (it enters the history).
-
-    No ``wait_for_ready``: its heartbeat check can fail while ipykernel 7 still starts; the request
-    simply waits in ZeroMQ until the kernel answers."""
+    """Run ``code`` in a kernel the Jupyter server started, as a user cell (it enters the history),
+    once the kernel answers (its first start is what is slow on a cold machine)."""
     kc = BlockingKernelClient(connection_file=connection_file)
     kc.load_connection_file()
     kc.start_channels()
     try:
+        wait_kernel_ready(kc)
         reply = kc.execute_interactive(code, timeout=120, output_hook=lambda msg: None)
         assert reply["content"]["status"] == "ok"
     finally:
@@ -60,10 +59,10 @@ def jupyter() -> Iterator[dict[str, Any]]:
     proc.start()
     try:
         files = {}
-        for name in ("a", "b"):
+        for name in ("a", "b"):  # both kernels start together; b's is the newer
             session = proc.start_session(f"{name}.ipynb")
-            kernel_id = session["kernel"]["id"]
-            files[name] = str(proc.runtime_dir / f"kernel-{kernel_id}.json")
+            files[name] = str(proc.runtime_dir / f"kernel-{session['kernel']['id']}.json")
+        for name in ("a", "b"):
             _run(files[name], f"only_in_{name} = {1 if name == 'a' else 2}")
         yield {"proc": proc, "files": files}
     finally:
