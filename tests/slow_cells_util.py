@@ -66,9 +66,9 @@ _n = int({FULL_S} / _c)
 ap_df = pd.DataFrame({{'price': _rng.random(_n), 'qty': _rng.integers(1, 10, _n),
                       'region': _rng.choice(['n', 's', 'e', 'w'], _n)}})
 
-gr_df = pd.DataFrame({{'user': _rng.integers(0, 2000, 20_000), 'amount': _rng.random(20_000)}})
-_c = _per_unit(lambda: [p['amount'].sum() / len(p) for _u, p in gr_df.groupby('user')], 2000)
-_u = int({FULL_S} / _c)
+gr_df = pd.DataFrame({{'user': _rng.integers(0, 4000, 12_000), 'amount': _rng.random(12_000)}})
+_c = _per_unit(lambda: [p['amount'].sum() / len(p) for _u, p in gr_df.groupby('user')], 4000)
+_u = int(1.5 * {FULL_S} / _c)  # a margin: the cost per group falls as groups grow in number
 gr_df = pd.DataFrame({{'user': _rng.integers(0, _u, 3 * _u), 'amount': _rng.random(3 * _u)}})
 
 km_X = _rng.normal(size=(60_000, 8))
