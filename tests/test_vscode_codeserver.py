@@ -39,6 +39,7 @@ from typing import Any
 import pytest
 
 from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, screenshot_dir
+from tests.jupyterlab_util import KERNEL_READY_S
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.slow]
 
@@ -325,7 +326,7 @@ def start_kernel(folder: Path, setup: str) -> Kernel:
     client.start_channels()
     k = Kernel(manager, client)
     try:
-        client.wait_for_ready(timeout=120)
+        client.wait_for_ready(timeout=KERNEL_READY_S)  # a ceiling: a cold first start is slow
         k.run(setup)
     except BaseException:
         k.stop()
@@ -559,6 +560,17 @@ def test_run_guard_asks_before_running_a_cell_that_will_crash(workbench: Workben
     dialog.wait_for(timeout=15_000)
     dialog.locator(".monaco-button", has_text="Run anyway").first.click()
     print(f"\nrun anyway -> {dismiss_execution_attempt(bench)!r}")
+
+    # the menu of the cell's run button holds the guarded run (the button itself runs unasked)
+    bench.cell_editor(1).locator(".view-lines").click()
+    row = page.locator(".notebookOverlay .code-cell-row").nth(1)
+    row.hover()
+    row.locator(".run-button-container .dropdown-action-container").first.click()
+    page.locator(".context-view .action-label", has_text="Run cell (ask first").first.click()
+    dialog.wait_for(timeout=15_000)
+    assert "KeyError" in str(dialog.inner_text()), dialog.inner_text()
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="hidden", timeout=10_000)
 
     # the setup cell: crane has no verdict for it, so it runs without a question
     bench.cell_editor(0).locator(".view-lines").click()
