@@ -110,6 +110,9 @@ def _shs_label_arrays(kind, value, np):
         elif kind == "pandas":
             for column in list(value.columns)[:_SHS_LABEL_COLUMNS]:
                 found.append(value[column])
+        elif kind == "polars":
+            columns = [value] if not hasattr(value, "columns") else [value[c] for c in value.columns]
+            found.extend(c.to_numpy() for c in columns[:_SHS_LABEL_COLUMNS] if not c.dtype.is_float())
         elif kind == "loader":
             dataset = value.dataset
             tensors = getattr(dataset, "tensors", None)
