@@ -218,6 +218,9 @@ class ProbeQuery(_Model):
     # row labels the cell looks up on a frame/series (``.loc``/``.at`` reads, ``drop`` of rows), by the
     # object's expression ("df", "data.train"); answered in ``ObjectSummary.index_has``
     index_labels: dict[str, list[str | int | float]] = Field(default_factory=dict)
+    # summaries the client holds for this very kernel state (``kernel/snapshot_reuse.py``): a chain's base
+    # or a function's global among them is not summarised again
+    known: list[str] = Field(default_factory=list)
     max_columns: int = wire.MAX_COLUMNS
     max_list_items: int = wire.MAX_LIST_ITEMS
     sample_rows: int = wire.SAMPLE_ROWS

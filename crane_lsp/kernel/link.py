@@ -92,6 +92,7 @@ class ProbeAnswer:
     data: dict[str, Any]
     taken_while_busy: bool
     elapsed_ms: float
+    epoch: int | None = None  # ``KernelLink.state_epoch`` when the kernel started on it (main shell only)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,10 @@ _INSTALLED_KEY = "ok"
 #: the parent header of the request's status messages, so they are recognised statelessly, whenever
 #: they arrive (also those of other crane links on the same kernel)
 SILENT_ID_PREFIX = "crane-silent-"
+#: requests of other clients (and real cells) that may change the user's state: each moves ``state_epoch``
+STATE_MOVING = frozenset({"execute_request", "comm_open", "comm_msg", "comm_close"})
+#: how long a probe's answer waits for its own busy status (IOPub may trail the shell reply a little)
+STAMP_WAIT_S = 0.1
 
 
 def _read_and_check(path: Path) -> tuple[dict[str, Any], bool | None]:
@@ -152,6 +157,10 @@ class KernelLink:
         self.kernel_info: dict[str, Any] = {}  # never asked for: kernel_info moves the RNG (see _handshake)
         self.generation: int | None = None
         self.restarts = 0
+        # what may have moved the user's state, counted in IOPub order: any execute (silent too) or
+        # comm message of any client but crane's own silent requests, busy and idle both, and restarts
+        self.state_epoch = 0
+        self._epochs: dict[str, int | None] = {}  # own probes -> state_epoch when the kernel began them
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -330,7 +339,11 @@ class KernelLink:
             # come after its reply was handled and forgotten; the marked msg_id still says whose it is
             if state == "busy" and parent in self._pending:
                 self._started.add(parent)
+            if state == "busy" and parent in self._epochs:
+                self._epochs[parent] = self.state_epoch  # everything that ran before it is counted
             return
+        if parent_header.get("msg_type") in STATE_MOVING and state in ("busy", "idle"):
+            self.state_epoch += 1
         is_main_execute = parent_header.get("msg_type") == "execute_request" and not parent_header.get(
             "subshell_id"
         )
@@ -359,6 +372,7 @@ class KernelLink:
             self._ping = None
         self.generation = 0
         self.restarts += 1
+        self.state_epoch += 1
         self._update_idle()
         self._emit(KernelEvent("restarted", 0))
 
@@ -525,6 +539,12 @@ class KernelLink:
 
     async def snapshot(self, query: ProbeQuery, timeout: float | None = None) -> Snapshot:
         """Summaries and facts for ``query``, validated; ``taken_while_busy`` when probed on a subshell."""
+        return (await self.snapshot_stamped(query, timeout))[0]
+
+    async def snapshot_stamped(
+        self, query: ProbeQuery, timeout: float | None = None
+    ) -> tuple[Snapshot, int | None]:
+        """``snapshot`` and the ``state_epoch`` it read (None: unknown, e.g. beside a running cell)."""
         if timeout is None:
             timeout = query.request_budget_s * 2 + 5.0
         answer = await self.call_detailed("snapshot", query.model_dump(), timeout)
@@ -536,7 +556,7 @@ class KernelLink:
             snap.taken_while_busy = True
         if snap.generation is not None:
             self.generation = snap.generation
-        return snap
+        return snap, answer.epoch
 
     async def call(
         self, function: str, payload: dict[str, Any], timeout: float = 10.0, *, allow_busy: bool | None = None
@@ -558,17 +578,17 @@ class KernelLink:
         deadline = time.monotonic() + timeout
         for attempt in range(2):
             remaining = max(deadline - time.monotonic(), 0.05)
-            busy = self.busy
+            busy, epoch = self.busy, None
             if busy and not (allow_busy and self.supports_subshells):
                 raise KernelBusy(self._busy_message(allow_busy))
             if busy:
                 content = await self._probe_on_subshell(function, payload, remaining)
             else:
-                content, busy = await self._probe_on_main(function, payload, remaining, allow_busy)
+                content, busy, epoch = await self._probe_on_main(function, payload, remaining, allow_busy)
             data = self._parse(content, function)
             if data is not None:
                 self._probe_ready = True
-                return ProbeAnswer(data, busy, (time.perf_counter() - t0) * 1000)
+                return ProbeAnswer(data, busy, (time.perf_counter() - t0) * 1000, epoch)
             # the probe was missing or stale (a different crane version, or a restart whose
             # "starting" status we missed: then forget what we believed about the old process)
             if self._probe_ready:
@@ -607,8 +627,9 @@ class KernelLink:
 
     async def _probe_on_main(
         self, function: str, payload: dict[str, Any], timeout: float, allow_busy: bool
-    ) -> tuple[dict[str, Any], bool]:
+    ) -> tuple[dict[str, Any], bool, int | None]:
         msg_id, fut = self._send("shell", "execute_request", self._execute_content(function, payload))
+        self._epochs[msg_id] = None
         try:
             deadline = time.monotonic() + timeout
             next_alive_check = time.monotonic() + self.alive_check_s
@@ -616,14 +637,16 @@ class KernelLink:
                 step = min(0.05, max(deadline - time.monotonic(), 0))
                 done, _ = await asyncio.wait({fut}, timeout=step)
                 if done:
-                    return fut.result()["content"], False
+                    return fut.result()["content"], False, await self._stamp(msg_id)
                 if msg_id not in self._started and self.busy:
                     # a cell started before our request: it waits in the queue (harmless, silent);
                     # answer beside the cell instead
                     if allow_busy and self.supports_subshells:
-                        return await self._probe_on_subshell(
-                            function, payload, deadline - time.monotonic()
-                        ), True
+                        return (
+                            await self._probe_on_subshell(function, payload, deadline - time.monotonic()),
+                            True,
+                            None,
+                        )
                     raise KernelBusy(self._busy_message(allow_busy))
                 if time.monotonic() >= next_alive_check:
                     next_alive_check = time.monotonic() + self.alive_check_s
@@ -637,6 +660,14 @@ class KernelLink:
                     raise KernelTimeout(f"the probe did not answer within {timeout:g} s")
         finally:
             self._forget(msg_id)
+            self._epochs.pop(msg_id, None)
+
+    async def _stamp(self, msg_id: str) -> int | None:
+        """``state_epoch`` when the kernel began ``msg_id`` (from its busy status), None if unseen."""
+        until = time.monotonic() + STAMP_WAIT_S
+        while self._epochs.get(msg_id) is None and time.monotonic() < until:
+            await asyncio.sleep(0.001)
+        return self._epochs.get(msg_id)
 
     async def _ensure_subshell(self, timeout: float) -> str:
         if self._subshell_id is None:

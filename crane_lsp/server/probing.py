@@ -1,5 +1,7 @@
-"""The kernel link as the server uses it: probes counted (the count feeds ``crane/status``), the
-history cached per kernel generation, and the empty probe the watcher asks for the generation.
+"""The kernel link as the server uses it: probes counted (the count feeds ``crane/status``), what the
+probe read kept while the kernel stands still (``kernel/snapshot_reuse.py``: a keystroke asks only for
+what it adds), the history cached per kernel generation, and the empty probe the watcher asks for the
+generation.
 
 The link itself takes concurrent requests; this wrapper only adds the server's bookkeeping, and
 offers the pipeline exactly what it may ask of a kernel (``layers.KernelReader``).
@@ -9,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from crane_lsp.kernel.snapshot_reuse import SnapshotReuse
 
 if TYPE_CHECKING:
     from crane_lsp.kernel.link import ExecutedCell, KernelLink
@@ -35,6 +39,7 @@ class CountedLink:
         self._stats = stats
         self._history_key: tuple[int | None, int] | None = None
         self._history: list[ExecutedCell] = []
+        self.reuse = SnapshotReuse()
 
     @property
     def busy(self) -> bool:
@@ -42,7 +47,7 @@ class CountedLink:
 
     async def snapshot(self, query: ProbeQuery, timeout: float | None = None) -> Snapshot:
         self._stats.probes += 1
-        snap = await self.link.snapshot(query, timeout)
+        snap = await self.reuse.snapshot(self.link, query, timeout)
         self._stats.kernel_busy = bool(snap.taken_while_busy)
         return snap
 

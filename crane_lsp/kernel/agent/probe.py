@@ -184,10 +184,12 @@ def _snapshot(query: QueryWire) -> SnapshotWire:
             variables[name] = _summarise(ns[name], query, clock, wanted.get(name, ()))
         elif not hasattr(_builtins, name):
             out["undefined"].append(name)
+    known = frozenset(query.get("known") or ())  # the client holds these for this state already
     done: set = set()
     for _depth in range(3):  # what cell functions read (and the functions those call), two levels deep
         for name in _free_globals_wanted(variables, ns, done):
-            variables[name] = _summarise(dict.__getitem__(ns, name), query, clock)
+            if name not in known:
+                variables[name] = _summarise(dict.__getitem__(ns, name), query, clock)
 
     for chain in query.get("chains", []):
         parts = chain.split(".")
@@ -201,7 +203,7 @@ def _snapshot(query: QueryWire) -> SnapshotWire:
                 out["undefined"].append(parts[0])
             continue
         base = ns[parts[0]]
-        if parts[0] not in variables:
+        if parts[0] not in variables and parts[0] not in known:
             variables[parts[0]] = _summarise(base, query, clock, wanted.get(parts[0], ()))
         try:
             steps = _resolve_chain(base, parts[1:])
@@ -211,7 +213,7 @@ def _snapshot(query: QueryWire) -> SnapshotWire:
         for n_attrs, fact, value, plain, drop_self in steps:
             key = ".".join(parts[: n_attrs + 1])
             out["attributes"][key] = _fact_wire(fact)
-            if value is not _MISSING and plain and key not in variables:
+            if value is not _MISSING and plain and key not in variables and key not in known:
                 if drop_self:
                     s: ObjectWire = {"type": _qualname(type(value)), "kind": Kind.FUNCTION}
                     clock.begin_object()

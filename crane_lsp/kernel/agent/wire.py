@@ -178,6 +178,7 @@ class QueryWire(Budgets, total=False):
     paths: list[str]
     modules: list[str]
     index_labels: dict[str, list[str | int | float]]
+    known: list[str]  # what the client holds for this state already: never summarised again here
     privacy: bool
 
 
