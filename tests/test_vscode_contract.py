@@ -112,5 +112,18 @@ async def test_attach_kernel_as_the_extension_does_then_diagnostics(
     )
     assert shown is None  # provider "none": no LLM exchange to show
 
+    # the run guard: the verdict for the cell's text as the editor shows it holds the run; for any
+    # other text (an edit the server has not seen yet) it does not
+    guard = CONTRACT["cellVerdict"]
+    shown_text = "print(vsc_df.shape)\nprint(vsc_not_defined)\n"
+    for text, blocks in ((shown_text, True), ("print(vsc_df.shape)\n", False)):
+        values = {"uri": nb.cell_uris[1], "cell": nb.cell_uris[1], "text": text}
+        argument = {name: values[name] for name in guard["argumentNames"]}
+        verdict = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=guard["command"], arguments=[argument])
+        )
+        assert verdict[guard["blockField"]] is blocks and verdict["exception"] == "NameError", verdict
+        assert verdict["stale"] is not blocks and verdict["line"] == 1, verdict
+
     nb.edit(1, "print(vsc_df.shape)\n")
     await wait_for(client, nb.cell_uris[1], lambda ds: len(ds) == 0)

@@ -6,6 +6,7 @@
 import { apiKeyEnvName, buildServerEnv, redact, secretId, type Env } from './apiKey';
 import { ATTACH_NOTIFICATION, KernelAttacher, type CancelSource, type Consent, type Disposable, type JupyterLike } from './kernelAttach';
 import { attachFromFile, jupyterRuntimeDir, pickInterpreter, type AttachFromFileOutcome, type PickFileOptions, type PickInterpreterOutcome } from './pickers';
+import { CELL_VERDICT_COMMAND, cellVerdictArgument } from './runGuard';
 import { checkServer, describeLaunch, resolveServerLaunch, type Runner } from './serverCommand';
 import {
   configurationFor,
@@ -519,7 +520,7 @@ export class Controller implements Disposable {
    */
   async cellVerdict(uri: string, text: string): Promise<unknown> {
     if (!this.client?.isRunning()) return undefined;
-    const params = { command: 'crane.cellVerdict', arguments: [{ uri, cell: uri, text }] };
+    const params = { command: CELL_VERDICT_COMMAND, arguments: [cellVerdictArgument(uri, text)] };
     return this.client.sendRequest('workspace/executeCommand', params);
   }
 

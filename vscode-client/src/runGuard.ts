@@ -34,6 +34,13 @@ export interface CellVerdict {
   blockRun?: boolean;
 }
 
+export const CELL_VERDICT_COMMAND = 'crane.cellVerdict';
+
+/** The one argument of `crane.cellVerdict`: the cell (by its URI) and its text as the editor shows it. */
+export function cellVerdictArgument(uri: string, text: string): { uri: string; cell: string; text: string } {
+  return { uri, cell: uri, text };
+}
+
 export interface GuardCell {
   uri: string;
   text: string;

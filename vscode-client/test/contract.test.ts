@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { CONNECTION_FILE_CODE, CONNECTION_MARKER } from '../src/connectionFile';
 import { DOCUMENT_SELECTOR, SERVER_COMMANDS, STATUS_NOTIFICATION } from '../src/controller';
 import { ATTACH_NOTIFICATION, attachKernelParams } from '../src/kernelAttach';
+import { CELL_VERDICT_COMMAND, cellVerdictArgument } from '../src/runGuard';
 import { SERVER_MODULE_ARGS } from '../src/serverCommand';
 import { didChangeConfigurationParams, readCraneOptions, type CraneOptions } from '../src/settings';
 
@@ -24,6 +25,7 @@ const contract = JSON.parse(readFileSync(path.join(root, 'test', 'fixtures', 'co
   didChangeConfiguration: unknown;
   connectionFileCode: string;
   connectionFileMarker: string;
+  cellVerdict: { command: string; argumentNames: string[]; blockField: string };
 };
 const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
   contributes: { configuration: { properties: Record<string, { default?: unknown }> } };
@@ -58,6 +60,12 @@ describe('contract with the server (test/fixtures/contract.json)', () => {
 
   it('sends the pinned didChangeConfiguration payload', () => {
     assert.deepEqual(didChangeConfigurationParams(contract.changedOptions), contract.didChangeConfiguration);
+  });
+
+  it('asks the run guard\'s verdict with the pinned command and argument names', () => {
+    assert.equal(CELL_VERDICT_COMMAND, contract.cellVerdict.command);
+    assert.deepEqual(Object.keys(cellVerdictArgument('vscode-notebook-cell:/nb.ipynb#c1', 'x')).sort(), contract.cellVerdict.argumentNames);
+    assert.equal(contract.cellVerdict.blockField, 'blockRun');
   });
 
   it('asks the kernel with the pinned code', () => {
