@@ -156,7 +156,7 @@ async def test_the_last_line_of_a_6000_line_cell_gets_its_certain_diagnostic(
 
 async def test_a_long_cell_is_dry_run_like_any_other(client: LanguageClient, kernel: TestKernel) -> None:
     """Only running the cell shows this crash: the dry run (safe mode, screened in the worker) does."""
-    nb = await open_with_kernel(client, kernel, {"dryRun": "safe"})
+    nb = await open_with_kernel(client, kernel, {"dryRun": "safe", "dryRunBudget": 30})  # a loaded CI machine
     nb.edit(1, long_cell("raise RuntimeError(f'long dry run {w5998}')"))
 
     def observed(d: types.Diagnostic) -> bool:

@@ -98,27 +98,37 @@ def _sb_cuda_reason():
     return None
 
 
-def _sb_transform(source):
+def _sb_shell():
     ipython = _sb_sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is not None and _sb_plain_long(source, shell):
-        return source, shell.user_ns
+    return ipython.get_ipython() if ipython is not None else None
+
+
+def _sb_transform(source):
+    shell = _sb_shell()
+    if shell is not None and _sb_plain_long(source, shell) and _sb_plain_code(source, 0x400) is not None:
+        return source, shell.user_ns  # PyCF_ONLY_AST: a parse is enough to know it is plain Python
     if shell is not None:
         return shell.transform_cell(source), shell.user_ns
     return source, _sb_sys.modules["__main__"].__dict__
 
 
 def _sb_plain_long(source, shell):
-    """A long cell that already parses as Python, with no blank first line and no extension's
-    transformer: IPython's transform would leave it as it is, and its token passes cost seconds on
-    thousands of lines (H24l, issue 24: long cells are dry-run like any other)."""
-    if source.count("\n") < 500 or not source[:1].strip() or getattr(shell, "input_transformers_post", None):
-        return False
+    """A long cell with no blank first line, in a shell with no extension's transformer: if it already
+    compiles as Python, IPython's transform would leave it as it is, and its token passes cost seconds
+    on thousands of lines (issue 24: long cells are dry-run like any other)."""
+    return (
+        source.count("\n") >= 500
+        and bool(source[:1].strip())
+        and not getattr(shell, "input_transformers_post", None)
+    )
+
+
+def _sb_plain_code(source, flags=0):
+    """``source`` compiled as plain Python (top-level await allowed), or None when it is not."""
     try:
-        compile(source, _SB_FILENAME, "exec", 0x2000 | 0x400)  # PyCF_ONLY_AST: a parse, no code
+        return compile(source, _SB_FILENAME, "exec", 0x2000 | flags)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
     except (SyntaxError, ValueError):
-        return False
-    return True
+        return None
 
 
 def _sb_limits(payload):
@@ -618,8 +628,14 @@ def _sb_compile(payload):
     """The cell transformed (magics, ``!cmd``) and compiled in the kernel: ``(code, namespace)``,
     or the verdict when it cannot even start (a SyntaxError, as the real run)."""
     try:
-        code_text, namespace = _sb_transform(payload["source"])
-        code = compile(code_text, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+        shell = _sb_shell()
+        source = payload["source"]
+        code = _sb_plain_code(source) if shell is not None and _sb_plain_long(source, shell) else None
+        if code is not None:  # one compile, no transform (see ``_sb_plain_long``)
+            namespace = shell.user_ns
+        else:
+            code_text, namespace = _sb_transform(source)
+            code = compile(code_text, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
     except SyntaxError as exc:  # as the real run: the cell does not even start
         raised = {"outcome": "raised", "exception": type(exc).__name__, "message": str(exc)[:500]}
         return {**raised, "line": exc.lineno}
