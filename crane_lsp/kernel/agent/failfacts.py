@@ -59,6 +59,7 @@ def _ff_collect(exc, payload, started):
     query: QueryWire = {
         **DEFAULT_BUDGETS,
         "sample_rows": 1000,
+        "max_columns": 6,  # every column's name and dtype; statistics (NaN counts) for the first six
         "max_list_items": 20,
         "object_budget_s": _FF_OBJECT_S,
         "request_budget_s": min(_FF_MAX_S, left / 2),
