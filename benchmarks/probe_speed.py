@@ -8,7 +8,11 @@ Starts a fresh kernel and measures, through the real ``KernelLink`` (silent exec
 beside the cost of exact full-length statistics (nunique, NaN counts, min/max, value counts) on the
 same frame, computed in the kernel. ``--baseline REV`` also installs git revision REV's agent in the
 same kernel and times both inside it, alternating rounds, so the ratio holds under a shared machine's
-load. Run by hand: ``python benchmarks/probe_speed.py [--rows N] [--baseline REV]``.
+load. ``--pandas2 DIR`` (``pip install --target DIR "pandas>=2.2,<3"``, as ``.ci/run`` does) adds a
+second kernel with DIR laid over the venv: the big frame's probe on pandas 2 and on the venv's pandas
+(3) side by side, rounds alternating between the two kernels, wall and CPU time inside each kernel
+(the CPU time is what a shared machine's load does not inflate). Run by hand:
+``python benchmarks/probe_speed.py [--rows N] [--baseline REV] [--pandas2 DIR] [--side-by-side-only]``.
 """
 
 from __future__ import annotations
@@ -175,6 +179,82 @@ async def _in_kernel_ms(link: KernelLink, module: str, query: ProbeQuery, repeat
     return times
 
 
+#: Inside the kernel: ``snapshot()`` of the big frame timed (wall and this thread's CPU), and how many of
+#: its columns got their statistics; printed as one JSON line.
+TIMED_BIG = (
+    "import sys as _s, json as _j, time as _t\n"
+    "_m, _q, _out = _s.modules[{module!r}], {query}, []\n"
+    "for _ in range({repeat}):\n"
+    "    _t0, _c0 = _t.perf_counter(), _t.thread_time()\n"
+    "    _a = _m.snapshot(_q)._repr_json_(); _j.dumps(_a)\n"
+    "    _cols = _a['variables']['big']['columns']\n"
+    "    _out.append(((_t.perf_counter() - _t0) * 1000, (_t.thread_time() - _c0) * 1000,\n"
+    "                 sum(1 for c in _cols if c.get('stats')), len(_cols)))\n"
+    "print('TIMES', _j.dumps(_out)); del _s, _j, _t, _m, _q, _out, _t0, _c0, _a, _cols\n"
+)
+
+
+async def _timed_big(link: KernelLink, module: str, repeat: int) -> list[tuple[float, float, int, int]]:
+    query = json.dumps(ProbeQuery(names=["big"]).model_dump_json())
+    result = await link.execute(TIMED_BIG.format(module=module, query=query, repeat=repeat), timeout=600)
+    line = next((x for x in result.stdout.splitlines() if x.startswith("TIMES ")), None)
+    if line is None:
+        raise RuntimeError(f"timing failed: {result.ename}: {result.evalue}")
+    return [tuple(x) for x in json.loads(line[6:])]  # type: ignore[misc]
+
+
+async def side_by_side(pandas2: str, rows: int, repeat: int, baseline: str | None) -> Table:
+    """The big frame's probe in a pandas-3 kernel (the venv) and a pandas-2 kernel (``pandas2`` over the
+    venv), both built alike, rounds alternating between the kernels (and agents) so both see one load."""
+    links: dict[str, KernelLink] = {}
+    saved = os.environ.get("PYTHONPATH")
+    try:
+        links["venv"] = await KernelLink.start(quiet=True)
+        os.environ["PYTHONPATH"] = pandas2 + (os.pathsep + saved if saved else "")
+        links["pandas2"] = await KernelLink.start(quiet=True)
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    agents = {"this tree": probe_install.MODULE_NAME}
+    if baseline:
+        agents[baseline] = "_crane_probe_base"
+    try:
+        versions = {}
+        for label, link in links.items():
+            await link.snapshot(ProbeQuery())  # installs this tree's agent
+            if baseline:
+                code = probe_install.install_code(_baseline_source(baseline), "base", agents[baseline])
+                await link.execute(code, timeout=60)
+            result = await link.execute(
+                BIG.format(rows=rows) + "print('PANDAS', pd.__version__)", timeout=600
+            )
+            assert result.ok, result.evalue
+            versions[label] = next(x for x in result.stdout.splitlines() if x.startswith("PANDAS")).split()[1]
+        times: dict[tuple[str, str], list[tuple[float, float, int, int]]] = {}
+        for _ in range(max(1, repeat // 3)):
+            for label, link in links.items():
+                for agent, module in agents.items():
+                    times.setdefault((label, agent), []).extend(await _timed_big(link, module, 3))
+    finally:
+        for link in links.values():
+            await link.close()
+    table = Table(title=f"{rows:,} x 20 frame, in-kernel snapshot(): pandas 2 and 3 side by side (one run)")
+    for col in ("pandas", "agent", "wall ms (median, p90)", "CPU ms (median)", "columns with stats"):
+        table.add_column(col)
+    for (label, agent), runs in times.items():
+        covered = sorted({f"{n}/{total}" for _, _, n, total in runs})
+        table.add_row(
+            versions[label],
+            agent,
+            _ms([w for w, _, _, _ in runs]),
+            f"{statistics.median([c for _, c, _, _ in runs]):.0f}",
+            ", ".join(covered),
+        )
+    return table
+
+
 async def compare_baseline(link: KernelLink, rev: str, queries: dict[str, ProbeQuery], repeat: int) -> Table:
     """This tree's agent beside revision ``rev``'s in the same kernel, alternating rounds (same load)."""
     base = "_crane_probe_base"
@@ -194,10 +274,22 @@ async def compare_baseline(link: KernelLink, rev: str, queries: dict[str, ProbeQ
 
 
 async def main(
-    rows: int, repeat: int, exact: bool, frames: bool = True, pandas: bool = True, baseline: str | None = None
+    rows: int,
+    repeat: int,
+    exact: bool,
+    frames: bool = True,
+    pandas: bool = True,
+    baseline: str | None = None,
+    pandas2: str | None = None,
+    only_side_by_side: bool = False,
 ) -> None:
     console = Console(width=160)
     console.print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if pandas2:
+        console.print(await side_by_side(pandas2, rows, repeat, baseline))
+        if only_side_by_side:
+            console.print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            return
     table = Table(title=f"probe round trips (median of {repeat}; fresh ipykernel, KernelLink)")
     for col in ("what", "round trip", "inside the probe", "notes"):
         table.add_column(col)
@@ -312,9 +404,18 @@ if __name__ == "__main__":
     parser.add_argument(
         "--baseline", metavar="REV", help="also time git revision REV's agent in the same kernel"
     )
+    parser.add_argument("--pandas2", metavar="DIR", help="a pandas 2 --target install: side by side")
+    parser.add_argument("--side-by-side-only", action="store_true", help="with --pandas2: only that")
     args = parser.parse_args()
     asyncio.run(
         main(
-            args.rows, args.repeat, not args.no_exact, not args.no_frames, not args.frames_only, args.baseline
+            args.rows,
+            args.repeat,
+            not args.no_exact,
+            not args.no_frames,
+            not args.frames_only,
+            args.baseline,
+            args.pandas2,
+            args.side_by_side_only,
         )
     )
