@@ -262,3 +262,17 @@ async def test_a_column_read_by_label_is_a_fact_of_its_own(state: TestKernel) ->
     assert p.message.startswith("ValueError: `ff_games['released']` holds text such as 'nan' (dtype ")
     assert p.message.endswith("NaN: 1): numbers are needed (convert it first)")
     assert _rows(p)["ff_games['released']"].startswith("Series (2,) ")
+
+
+async def test_a_child_prepared_ahead_reports_the_facts_too(state: TestKernel) -> None:
+    """The dry run usually finds a child forked and jailed while the user typed: same facts."""
+    settings = Settings(dry_run="on")
+    async with await KernelLink.connect(state.connection_file) as link:
+        runner = DryRunner(link, settings)
+        ready = await runner.prepare()
+        assert ready is not None and ready.outcome == "prepared", ready
+        outcome = await runner.run_outcome("total = 1\nff_c = ff_a + ff_b * total")
+    assert outcome.prepared is True and outcome.outcome == "raised", outcome
+    assert outcome.facts is not None
+    read = [(v.name, v.summary.shape, v.assigned) for v in outcome.facts.values]
+    assert read == [("ff_a", [68], None), ("ff_b", [272], None), ("total", None, 1)]
