@@ -142,10 +142,18 @@ def _safe_transform(source: str) -> tuple[str, ast.Module | None]:
     is left as it is (IPython would not change it), which skips IPython's token passes: they cost
     seconds on a cell of thousands of lines."""
     try:
-        return source, ast.parse(source)
+        return source, _parsed(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
     try:
         return _transform(source), None
     except Exception:  # IPython rejects some malformed magics; parse the text as it is
         return source, None
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed(source: str) -> ast.Module:
+    """One parse per text: the server's first read of a long cell and its whole read share the tree (a
+    parse of 20,000 lines costs half a second). Nothing changes a parsed tree: the first read keeps a
+    new ``Module`` over the start of its body (``_within``)."""
+    return ast.parse(source)
