@@ -172,3 +172,17 @@ def _wait_idle_of(k: TestKernel, msg_id: str, timeout: float = 30) -> None:
             and msg["content"]["execution_state"] == "idle"
         ):
             return
+
+
+async def test_a_new_subscript_reads_a_held_frame_again_only_for_columns_it_lacks(linked: Any) -> None:
+    _k, link, reuse, spy = linked
+    narrow = ProbeQuery(names=["df"], max_columns=1)  # stats for x only
+    first = await reuse.snapshot(link, narrow)
+    assert [c.stats is not None for c in first.variables["df"].columns or []] == [True, False]
+    misspelt = await reuse.snapshot(link, narrow.model_copy(update={"subscripts": ["df['nope']"]}))
+    assert spy.asked[-1].names == [] and "df" in spy.asked[-1].known  # nothing more to read in df
+    assert misspelt.variables["df"] == first.variables["df"]
+    wanted = await reuse.snapshot(link, narrow.model_copy(update={"subscripts": ["df['y']"]}))
+    assert spy.asked[-1].names == ["df"] and "df" not in spy.asked[-1].known
+    assert all(c.stats is not None for c in wanted.variables["df"].columns or [])
+    assert (reuse.full, reuse.reused) == (1, 2)

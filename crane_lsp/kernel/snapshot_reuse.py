@@ -8,7 +8,10 @@ same state: its answer (the names, chains, subscripts, paths and modules the hel
 merged into it, and the query's part of the whole is returned. The held snapshot is dropped as soon
 as the stamp differs (the new query is then asked in full), when a probe ran beside a busy cell, after
 ``REUSE_WINDOW_S`` (what changes with no message at all, a thread of the user's, is seen within it),
-and when the budgets or the privacy mode differ. Every query still costs one round trip: it is the
+and when the budgets or the privacy mode differ. A summary its budget cut short stays as it is for
+that state (its unknown fields stay unknown; asking again on every keystroke would spend the budget
+again for the same answer), except that a frame is asked again for a new subscript of a column
+whose statistics it lacks. Every query still costs one round trip: it is the
 barrier that makes "nothing ran since" a fact rather than a guess.
 """
 
@@ -51,8 +54,9 @@ def _chain_keys(chain: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _subscript_base(text: str) -> str | None:
-    """``"data.train.loc['x']"`` -> ``"data.train"``: the object a subscript reads (as the agent does)."""
+def _subscript_read(text: str) -> tuple[str, list[str] | None] | None:
+    """``"data.train.loc['x']"`` -> ``("data.train", ["x"])``: the object a subscript reads (as the agent
+    parses it) and its literal keys as text (None: not literal)."""
     try:
         node = ast.parse(text, mode="eval").body
     except SyntaxError:
@@ -68,15 +72,26 @@ def _subscript_base(text: str) -> str | None:
     parts = [target.id, *reversed(parts)]
     if len(parts) > 1 and parts[-1] in ("loc", "iloc", "at", "iat"):
         parts.pop()
-    return ".".join(parts)
+    try:
+        key = ast.literal_eval(node.slice)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ".".join(parts), None
+    return ".".join(parts), [str(k) for k in (key if isinstance(key, list) else [key])]
 
 
-def _lacks_column_stats(summary: ObjectSummary | None) -> bool:
-    """A frame summary that a new subscript could want more of (a column past ``max_columns``, or cut
-    short by its budget): the frame is asked again with the subscript."""
+def _wants_more_columns(summary: ObjectSummary | None, keys: list[str] | None) -> bool:
+    """Whether a new subscript of a held frame summary wants stats it lacks: a column it names whose
+    stats are missing, or maybe one past the listed columns. A misspelt key wants nothing more."""
     if summary is None or summary.kind != "dataframe":
         return False
-    return summary.columns_truncated or any(c.stats is None for c in summary.columns or [])
+    columns = summary.columns or []
+    if keys is None:
+        return summary.columns_truncated or any(c.stats is None for c in columns)
+    listed = {c.name: c for c in columns}
+    return any(
+        (key in listed and listed[key].stats is None) or (key not in listed and summary.columns_truncated)
+        for key in keys
+    )
 
 
 @dataclass
@@ -124,9 +139,9 @@ class HeldSnapshot:
         subscripts = [s for s in query.subscripts if s not in self.subscripts]
         again: set[str] = set()  # held summaries to read again (a new subscript or row label wants more)
         for text in subscripts:
-            base = _subscript_base(text)
-            if base is not None and _lacks_column_stats(held.get(base)):
-                again.add(base)
+            read = _subscript_read(text)
+            if read is not None and _wants_more_columns(held.get(read[0]), read[1]):
+                again.add(read[0])
         labels = {}
         for text, wanted in query.index_labels.items():
             if not set(wanted) <= self.labels.get(text, set()):
@@ -163,17 +178,6 @@ class HeldSnapshot:
         snap.errors += [e for e in answer.errors if e not in snap.errors]
         snap.imported, snap.versions, snap.cwd = answer.imported, answer.versions, answer.cwd
         self.record(query)
-
-    def forget_cut_short(self) -> None:
-        """Summaries the budget cut short are asked again next time (a later probe may afford them)."""
-        for key in [k for k, s in self.snap.variables.items() if s.error == "deadline"]:
-            del self.snap.variables[key]
-            self.names.discard(key)
-            self.chains.discard(key)
-            self.subscripts.discard(key)
-        for text in list(self.labels):
-            if text not in self.snap.variables:
-                del self.labels[text]
 
     def answer_for(self, query: ProbeQuery, delta: Snapshot) -> Snapshot:
         """What a fresh probe of ``query`` would have answered, from the held whole."""
@@ -235,9 +239,7 @@ class SnapshotReuse:
             ):
                 held.merge(delta, answer)
                 self.reused += 1
-                out = held.answer_for(query, answer)
-                held.forget_cut_short()
-                return out
+                return held.answer_for(query, answer)
         self.held = None
         self.full += 1
         snap, epoch = await link.snapshot_stamped(query, timeout)
@@ -251,7 +253,6 @@ class SnapshotReuse:
                 snap.model_copy(deep=True),
             )
             kept.record(query)
-            kept.forget_cut_short()
             self.held = kept
         return snap
 
