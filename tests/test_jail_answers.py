@@ -106,6 +106,13 @@ def test_a_real_write_after_the_first_imports_still_ends_the_run(jk: JailKernel)
     assert not new_folder.exists()
 
 
+def test_a_blocked_connection_names_its_address(jk: JailKernel) -> None:
+    inet = jk.dry_run("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)")
+    assert inet["outcome"] == "blocked" and "connect(127.0.0.1:9)" in inet["message"], _verdict(inet)
+    unix = jk.dry_run("import socket\nsocket.socket(socket.AF_UNIX).bind('\\0crane-test')")
+    assert unix["outcome"] == "blocked" and "bind('@crane-test')" in unix["message"], _verdict(unix)
+
+
 def test_mkdir_of_an_existing_folder_is_the_real_outcome(jk: JailKernel) -> None:
     existing = jk.workdir / "existing"
     existing.mkdir()

@@ -437,4 +437,33 @@ def _jsc_describe(pid, number, args):
         detail = f"pid {target}"
     elif name in ("fork", "vfork", "clone"):
         what = "starts a process"
+    elif name in ("connect", "bind", "sendto"):
+        detail = _jsc_address(pid, *((args[1], args[2]) if name != "sendto" else (args[4], args[5])))
     return f"{what}: {name}({detail})"
+
+
+def _jsc_address(pid, address, size):
+    """A socket address in the stopped child's memory, for the verdict: a path, @abstract, ip:port."""
+    try:
+        fd = _jsc_os.open(f"/proc/{pid}/mem", _jsc_os.O_RDONLY)
+    except OSError:
+        return ""
+    try:
+        raw = _jsc_os.pread(fd, min(size, 128), address) if size > 2 else b""
+    except (OSError, OverflowError, ValueError):
+        return ""
+    finally:
+        _jsc_os.close(fd)
+    family = _jsc_struct.unpack_from("H", raw)[0] if len(raw) >= 2 else -1
+    if family == 1:  # AF_UNIX: a path, or an abstract name after a NUL
+        path = raw[2:]
+        if path[:1] == b"\0":
+            return repr("@" + path[1:].split(b"\0", 1)[0].decode("utf-8", "replace"))
+        return repr(path.split(b"\0", 1)[0].decode("utf-8", "replace"))
+    if family == 2 and len(raw) >= 8:  # AF_INET
+        port = _jsc_struct.unpack_from("!H", raw, 2)[0]
+        return f"{'.'.join(str(b) for b in raw[4:8])}:{port}"
+    if family == 10 and len(raw) >= 24:  # AF_INET6
+        port = _jsc_struct.unpack_from("!H", raw, 2)[0]
+        return f"[{':'.join(raw[8:24].hex()[i : i + 4] for i in range(0, 32, 4))}]:{port}"
+    return ""
