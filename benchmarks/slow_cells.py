@@ -43,9 +43,8 @@ from tests.slow_cells_util import (
 
 
 def _verdict(p: Prediction) -> str:
-    if p.crash:
-        return f"{p.certainty} {p.exception} at line {(p.line or 0) + 1}: {p.message}"
-    return p.message
+    text = f"{p.certainty} {p.exception} at line {(p.line or 0) + 1}: {p.message}" if p.crash else p.message
+    return text if len(text) <= 150 else text[:149] + "…"
 
 
 async def _crane(
@@ -67,7 +66,7 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=3.0, help="the dry run's budget (s)")
     parser.add_argument("--no-torch", action="store_true", help="leave the torch case out")
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=240)
     with_torch = not args.no_torch and importlib.util.find_spec("torch") is not None
     cases = [*CASES, *([TORCH_CASE] if with_torch else [])]
     kernel = start_test_kernel(tempfile.mkdtemp(prefix="slow-cells-"))
