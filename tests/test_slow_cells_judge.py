@@ -1,0 +1,121 @@
+"""The rules that turn two shortened runs into a verdict (``crane_lsp.shortened.judge``), on the
+answers the kernel gives: a crash is reported only when both samples raise alike and its kind
+cannot hinge on the sample; everything else is no verdict, with the reason. (The same rules on real
+slow cells in a real kernel: ``test_slow_cells.py``.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from crane_lsp.shortened import ShortenedRuns, judge
+
+CELL = "for i in range(n):\n    acc = step(i)\nresult = acc.mean()\n"
+
+
+def _run(rows: int, exception: str | None, message: str, **facts: Any) -> dict[str, Any]:
+    outcome = "raised" if exception else "completed"
+    shortened = {"rows": [{"what": "df", "kept": rows, "of": 200_000}], "sizes": [rows], **facts}
+    return {"outcome": outcome, "exception": exception, "message": message, "line": 3, "shortened": shortened}
+
+
+def _judge(first: dict[str, Any], second: dict[str, Any] | None = None) -> Any:
+    runs = [first] if second is None else [first, second]
+    return judge(ShortenedRuns.model_validate({"runs": runs}), "3 s", CELL)
+
+
+@pytest.mark.parametrize(
+    ("exception", "message_for"),
+    [
+        ("AttributeError", lambda r: "'DataFrame' object has no attribute 'plott'"),
+        ("TypeError", lambda r: "unsupported operand type(s) for +: 'int' and 'str'"),
+        ("NameError", lambda r: "name 'never_bound' is not defined"),
+        ("ModuleNotFoundError", lambda r: "No module named 'nope'"),
+        ("ValueError", lambda r: "X has 5 features, but KMeans is expecting 8 features as input."),
+        ("RuntimeError", lambda r: "mat1 and mat2 shapes cannot be multiplied (32x10 and 12x5)"),
+        ("ValueError", lambda r: f"operands could not be broadcast together with shapes ({r},5) ({r},4)"),
+        ("IndexError", lambda r: "index 9 is out of bounds for axis 1 with size 8"),
+    ],
+)
+def test_a_crash_that_cannot_hinge_on_the_sample_is_observed(exception: str, message_for: Any) -> None:
+    prediction = _judge(_run(263, exception, message_for(263)), _run(391, exception, message_for(391)))
+    assert prediction.crash and prediction.certainty == "observed" and prediction.exception == exception
+    assert prediction.line == 2 and "in a shortened run: 263 of 200,000 rows (df)" in prediction.message
+    assert prediction.evidence[0].value == "263 of 200,000 rows (df)"
+
+
+def test_a_key_error_on_a_label_missing_from_the_full_data_is_observed() -> None:
+    facts = {"failure": {"key_type": "str", "key": "'regoin'", "key_in_full": False}}
+    first, second = _run(263, "KeyError", "'regoin'", **facts), _run(391, "KeyError", "'regoin'", **facts)
+    assert _judge(first, second).crash
+
+
+@pytest.mark.parametrize(
+    ("exception", "message_for", "failure", "why"),
+    [
+        ("KeyError", lambda r: "'2020-01-15'", {"key_type": "str", "key_in_full": True}, "row label, a date"),
+        ("KeyError", lambda r: "25001", {"key_type": "int", "key_in_full": False}, "row label, a date"),
+        ("IndexError", lambda r: "single positional indexer is out-of-bounds", {}, "beyond the sample"),
+        (
+            "IndexError",
+            lambda r: f"index 300 is out of bounds for axis 0 with size {r}",
+            {},
+            "beyond the sample",
+        ),
+        ("NameError", lambda r: "name 'acc' is not defined", {}, "binds that name itself"),
+        ("AttributeError", lambda r: "'NoneType' object has no attribute 'fit'", {}, "None"),
+        ("ValueError", lambda r: "perplexity must be less than n_samples", {}, "sizes, classes or counts"),
+        (
+            "ValueError",
+            lambda r: "n_samples=500 should be >= n_clusters=600.",
+            {},
+            "sizes, classes or counts",
+        ),
+        ("ValueError", lambda r: "This solver needs samples of at least 2 classes", {}, "sizes, classes"),
+        ("ValueError", lambda r: f"shapes ({r},) (200000,) not aligned", {}, "full-size object"),
+        ("ValueError", lambda r: f"Length mismatch: expected {r} items", {}, "sizes, classes or counts"),
+        ("ZeroDivisionError", lambda r: "division by zero", {}, "may hinge on the data"),
+        ("StopIteration", lambda r: "", {}, "may hinge on the data"),
+    ],
+)
+def test_a_crash_that_may_come_from_the_shortening_is_no_verdict(
+    exception: str, message_for: Any, failure: dict[str, Any], why: str
+) -> None:
+    first = _run(263, exception, message_for(263), failure=failure)
+    second = _run(391, exception, message_for(391), failure=failure)
+    prediction = _judge(first, second)
+    assert not prediction.crash
+    assert prediction.message.startswith("no verdict: a shortened run raised") and why in prediction.message
+
+
+def test_a_parameter_the_run_lowered_is_no_verdict() -> None:
+    params = {"params": [{"what": "tsne.max_iter", "param": "max_iter", "kept": 100, "of": 1000}]}
+    message = "The 'max_iter' parameter of TSNE must be an int in the range [250, inf)."
+    prediction = _judge(
+        _run(263, "ValueError", message, **params), _run(391, "ValueError", message, **params)
+    )
+    assert not prediction.crash and "lowered" in prediction.message
+
+
+def test_samples_that_disagree_or_a_lone_crash_are_no_verdict() -> None:
+    reshape = "cannot reshape array of size {} into shape (1000,newaxis)"
+    differ = _judge(
+        _run(263, "ValueError", reshape.format(526)), _run(391, "ValueError", reshape.format(782))
+    )
+    assert not differ.crash and "a second sample raised differently" in differ.message
+    lone = _judge(_run(263, "ValueError", "x"), _run(391, None, ""))
+    assert not lone.crash and "hinges on the sample" in lone.message
+    unconfirmed = _judge(_run(263, "AttributeError", "'X' object has no attribute 'y'"))
+    assert not unconfirmed.crash and "no time to confirm" in unconfirmed.message
+
+
+def test_a_clean_shortened_run_is_never_ran_clean_and_a_timeout_keeps_its_headline() -> None:
+    clean = _judge(_run(263, None, ""))
+    assert not clean.crash and clean.message == "no crash seen in a shortened run (263 of 200,000 rows (df))"
+    assert any("no promise" in n for n in clean.notes)
+    stuck = judge(ShortenedRuns.model_validate({"runs": [{"outcome": "timeout"}]}), "3 s", CELL)
+    assert stuck.message == "no verdict: the dry run did not finish in 3 s"
+    assert "shortened run 1 (nothing shortened): timeout" in stuck.notes
+    none = judge(ShortenedRuns(), "3 s", CELL)
+    assert none.message == "no verdict: the dry run did not finish in 3 s"
