@@ -26,6 +26,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
 from crane_lsp.kernel.replay import start_and_replay
@@ -161,7 +162,7 @@ def print_report(rows: list[Case], console: Console, markdown: Path | None) -> N
         ]
         if r.error:
             cells[3] = f"error: {r.error}"
-        table.add_row(*cells)
+        table.add_row(*(Text(c) for c in cells))  # ``labels[i]`` is no markup
         md.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     console.print(table)
     crashed = [r for r in rows if r.after is not None and r.after.crash]
@@ -201,7 +202,7 @@ def print_report(rows: list[Case], console: Console, markdown: Path | None) -> N
             else ""
         )
     for line in lines:
-        console.print(line)
+        console.print(line, markup=False)
     if markdown is not None:
         markdown.write_text("\n".join([*md, "", *(f"- {line}" for line in lines if line)]) + "\n")
 
@@ -219,6 +220,7 @@ async def main_async(args: argparse.Namespace) -> list[Case]:
         console.print(
             f"[{time.perf_counter() - started:5.0f} s] {case.name}: {_shown(row.after)}{row.error}",
             highlight=False,
+            markup=False,
         )
     return rows
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
 _FF_MAX_S = 0.6
 #: Per value: shape, dtype and columns come first, then statistics on a small sample (NaN counts).
 _FF_OBJECT_S = 0.25
+_FF_MARGIN_S = 0.15
 _FF_MAX_VALUES = 6  # per frame: the innermost user function's line, then the cell's
 _FF_MAX_BYTES = 24_000  # the whole facts block, as JSON: column statistics go first when it is bigger
 _FF_CELL_FILE = "<crane-dryrun>"
@@ -51,7 +52,8 @@ def _ff_collect(exc, payload, started):
     if not payload.get("facts", True):
         return None
     begun = _ff_time.perf_counter()
-    left = float(payload.get("budget_s", 3.0)) - (begun - started)
+    # the parent's clock started before the fork (and the answer must travel back): keep a margin
+    left = float(payload.get("budget_s", 3.0)) - (begun - started) - _FF_MARGIN_S
     out: FailFactsWire = {"values": [], "loops": [], "privacy": bool(payload.get("privacy"))}
     if left < 0.1:
         out["error"] = "no time left in the dry run's budget"
