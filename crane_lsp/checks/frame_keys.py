@@ -192,8 +192,8 @@ def _data_shape(w: CellWalk, node: ast.expr) -> tuple[int, int] | None:
     if v is not None and v.kind == "ndarray":
         shape = v.full_shape()
         dtype = v.dtype or ""
-        if shape is None or not dtype or not dtype.replace("[", "").isalnum():
-            return None  # a structured or unknown dtype: the fields may be the columns
+        if shape is None or not dtype.isalnum() or dtype == "object":
+            return None  # structured (the fields may be the columns), object (rows of lists?) or unknown
         if len(shape) == 2 and shape[0] > 0:
             return shape[0], shape[1]
         if len(shape) == 1 and shape[0] > 0:
