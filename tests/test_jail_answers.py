@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from jail_util import JailKernel, jail_kernels
+from jail_util import NOBODY, JailKernel, jail_kernels
 
 from crane_lsp.kernel.agent.jail_answers import (
     _JAN_FALLBACK,
@@ -27,16 +27,32 @@ from crane_lsp.kernel.agent.jail_answers import (
     _JanLog,
 )
 
+#: torch creates its inductor cache folder (/tmp/torchinductor_<user>) on an optimizer's first step
+TORCH_STEP = (
+    "import torch\nimport torch.optim as optim\n"
+    "opt = optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1)\nopt.step()"
+)
 PATHS = pytest.mark.parametrize("prepared", [False, True], ids=["cold", "prepared"])
 #: getpass.getuser() reads these first; without them it asks glibc (nscd, then /etc/passwd)
 NO_USER_ENV = "import os\nfor v in ('LOGNAME', 'USER', 'LNAME', 'USERNAME'):\n    os.environ.pop(v, None)\n"
 
 
-@pytest.fixture(scope="module")
-def jk() -> Iterator[JailKernel]:
-    # matplotlib's folders exist, as for anyone who imported it once (its mkdir of them is answered)
-    subprocess.run([sys.executable, "-c", "import matplotlib.pyplot"], check=True, timeout=300)
-    yield from jail_kernels("root")
+@pytest.fixture(scope="module", params=["root", "nobody"])
+def jk(request: pytest.FixtureRequest) -> Iterator[JailKernel]:
+    kernels = jail_kernels(request.param)
+    kernel = next(kernels)
+    # matplotlib's and torch's folders exist, as for anyone who imported them once (the mkdir of an
+    # existing one is answered; a first import ever creates them: a real write, which ends the run)
+    argv = [sys.executable, "-c", "import matplotlib.pyplot\n" + TORCH_STEP]
+    if kernel.user == "nobody":  # as the kernel's user, with its HOME and MPLCONFIGDIR
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(kernel.workdir)}
+        env["MPLCONFIGDIR"] = str(kernel.workdir / ".mpl")
+        argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+        subprocess.run(argv, check=True, timeout=300, cwd=kernel.workdir, env=env)
+    else:
+        subprocess.run(argv, check=True, timeout=300)
+    yield kernel
+    next(kernels, None)
 
 
 def _answered(result: dict, *words: str) -> str:
@@ -78,14 +94,12 @@ def test_statsmodels_first_import_gets_a_verdict(jk: JailKernel) -> None:
 
 
 def test_user_lookup_without_nscd_reads_the_files(jk: JailKernel) -> None:
-    me = pwd.getpwuid(os.getuid()).pw_name
+    me = pwd.getpwuid(NOBODY if jk.user == "nobody" else os.getuid()).pw_name
     lookup = jk.dry_run(NO_USER_ENV + f"import getpass\nassert getpass.getuser() == {me!r}")
     assert lookup["outcome"] == "completed", _verdict(lookup)
     nscd = "known outcome" if not os.path.exists("/var/run/nscd/socket") else "handled fallback"
     _answered(lookup, "connect('/var/run/nscd/socket')", nscd)
-    optim = jk.dry_run(NO_USER_ENV + "import torch\nimport torch.optim as optim\n"
-                       "opt = optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1)\nopt.step()",
-                       budget_s=90)  # fmt: skip
+    optim = jk.dry_run(NO_USER_ENV + TORCH_STEP, budget_s=90)
     assert optim["outcome"] == "completed", _verdict(optim)
 
 
