@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 from jail_util import NOBODY, JailKernel, jail_kernels
 
+from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
 from crane_lsp.kernel.agent.jail_answers import (
     _JAN_FALLBACK,
     _JAN_KNOWN,
@@ -231,3 +232,12 @@ def test_errnos_follow_causes_contexts_and_text() -> None:
             raise ValueError("joblib: [Errno 28] No space left") from None
     except ValueError as exc:
         assert _jan_errnos(exc) == [17, 28]  # a context ``from None`` hides still ran through the call
+
+
+def test_a_blocked_verdict_keeps_the_answered_calls_in_its_notes() -> None:
+    note = "answered by the jail without running them: mkdir('/home/me/.config/matplotlib') -> EEXIST"
+    outcome = DryRunOutcome(outcome="blocked", message="writes a file: openat('/data/out.csv')", notes=[note])
+    prediction = outcome_to_prediction(outcome, "import matplotlib.pyplot as plt\ndf.to_csv('/data/out.csv')")
+    assert not prediction.crash
+    assert prediction.message.startswith("no verdict: the dry run was stopped (writes a file")
+    assert note in prediction.notes

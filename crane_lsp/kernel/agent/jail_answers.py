@@ -246,7 +246,7 @@ def _jan_errnos(exc):
         errno = getattr(exc, "errno", None)
         if isinstance(errno, int):
             found.add(errno)
-        with _jan_contextlib.suppress(Exception):  # a __str__ that fails
+        with _jan_contextlib.suppress(BaseException):  # a __str__ that fails
             found.update(int(n) for n in _JAN_ERRNO_TEXT.findall(str(exc)[:2000]))
         exc = exc.__cause__ or exc.__context__
     return sorted(found)
