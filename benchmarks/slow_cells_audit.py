@@ -86,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name} ({label}): {rows}", flush=True)
                 continue
             count(tallies[label], name, rows)
-        print(f"{name}: walked", flush=True)
+        before, after = tallies["before"], tallies["after"]
+        print(
+            f"{name}: walked; so far no verdict {before.no_verdict} before, {after.no_verdict} after, "
+            f"false alarms {len(before.false_alarms)} before, {len(after.false_alarms)} after",
+            flush=True,
+        )
     print()
     print(f"{'':<7} {'cells':>6} {'no verdict':>10} {'shortened clean':>15} {'shortened crash':>15} "
           f"{'right':>5} {'false alarms':>12}")  # fmt: skip
