@@ -24,6 +24,8 @@ class Settings(BaseModel):
     temperature: float = Field(default=0.01, ge=0.0, le=2.0)
     request_timeout_s: float = Field(default=60.0, gt=0, alias="requestTimeout")
     retries: int = Field(default=3, ge=0, le=10)
+    # a verdict needs a few hundred tokens; without a cap a local server generates until its context is full
+    max_tokens: int = Field(default=512, ge=16, le=65536, alias="maxTokens")
     runtime_info: bool = Field(default=True, alias="runtimeInfo")
     privacy: bool = False  # structure only: shapes, dtypes, column names; no values
     max_columns: int = Field(default=wire.MAX_COLUMNS, ge=1, le=5000, alias="maxColumns")

@@ -15,7 +15,9 @@ formats, so the REAL SDKs can be tested offline. Reusable by any test:
         fake_llm.requests[-1].json["text"]["format"]    # what the SDK really sent
 
 ``Answer(text)`` takes a dict (sent as JSON) or any string (to test garbled answers); ``Error(status,
-message, retry_after_s)``; ``Slow(seconds, then)`` for timeouts; ``Raw(status, body)`` for anything else.
+message, retry_after_s)``; ``Slow(seconds, then)`` for timeouts; ``Raw(status, body)`` for anything else;
+``Trickle(text, every_s)`` for a slow streamed answer (``hangups`` counts clients that left mid-stream).
+A chat request with ``"stream": true`` gets its ``Answer`` as server-sent events, as real servers do.
 
 One server answers every format; the path decides the envelope: ``/v1/responses`` (Responses API),
 ``/v1/chat/completions`` (Chat Completions), ``.../models/<model>:generateContent`` (Gemini).
@@ -59,6 +61,7 @@ class Answer:
     text: str | dict[str, Any]
     prompt_tokens: int = 120
     completion_tokens: int = 30
+    finish_reason: str = "stop"  # "length": the server stopped at max_tokens
 
 
 @dataclass
@@ -83,7 +86,17 @@ class Raw:
     content_type: str = "application/json"
 
 
-Reply = Answer | Error | Slow | Raw
+@dataclass
+class Trickle:
+    """A streamed answer (``"stream": true`` requests) sent one piece every ``every_s`` seconds, like a
+    slow local model; a client that hangs up is counted in ``server.hangups`` (generation stopped)."""
+
+    text: str
+    every_s: float = 0.2
+    pieces: int = 50
+
+
+Reply = Answer | Error | Slow | Raw | Trickle
 
 
 def crash_answer(
@@ -171,7 +184,11 @@ def _envelope(req: RecordedRequest, answer: Answer) -> dict[str, Any]:
             "created": int(time.time()),
             "model": model,
             "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                {
+                    "index": 0,
+                    "finish_reason": answer.finish_reason,
+                    "message": {"role": "assistant", "content": text},
+                }
             ],
             "usage": {
                 "prompt_tokens": answer.prompt_tokens,
@@ -210,6 +227,7 @@ class FakeLLMServer:
     def __init__(self, handler: Callable[[RecordedRequest], Reply] | None = None) -> None:
         self.handler = handler
         self.requests: list[RecordedRequest] = []
+        self.hangups = 0  # streamed answers the client stopped reading before the end
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -275,8 +293,50 @@ class FakeLLMServer:
                     if server._stopping.wait(reply.seconds):
                         return
                     reply = reply.then
+                streamed = req.wire == "chat" and isinstance(req.json, dict) and req.json.get("stream")
+                if isinstance(reply, Trickle) or (streamed and isinstance(reply, Answer)):
+                    try:
+                        self._stream(req, reply)
+                    except (BrokenPipeError, ConnectionResetError):
+                        server.hangups += 1
+                    self.close_connection = True
+                    return
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
                     self._send(req, reply)
+
+            def _stream(self, req: RecordedRequest, reply: Answer | Trickle) -> None:
+                """Server-sent events as Chat Completions streams them, ending in ``[DONE]``."""
+                if isinstance(reply, Trickle):
+                    step = max(1, len(reply.text) // reply.pieces)
+                    pieces = [reply.text[i : i + step] for i in range(0, len(reply.text), step)]
+                    every, finish, usage = reply.every_s, "stop", (120, len(pieces))
+                else:
+                    text = reply.text if isinstance(reply.text, str) else json.dumps(reply.text)
+                    pieces = [text[i : i + 16] for i in range(0, len(text), 16)] or [""]
+                    every, finish = 0.0, reply.finish_reason
+                    usage = (reply.prompt_tokens, reply.completion_tokens)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0}
+                base["model"] = _model_of(req)
+
+                def event(data: Any) -> None:
+                    self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+                    self.wfile.flush()
+
+                for piece in pieces:
+                    delta = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                    event({**base, "choices": [delta]})
+                    if every and server._stopping.wait(every):
+                        return
+                event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+                if (req.json.get("stream_options") or {}).get("include_usage"):
+                    counts = {"prompt_tokens": usage[0], "completion_tokens": usage[1]}
+                    event({**base, "choices": [], "usage": {**counts, "total_tokens": sum(usage)}})
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
 
             def _send(self, req: RecordedRequest, reply: Reply) -> None:
                 headers: dict[str, str] = {}

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from crane_lsp.commands.llm_options import add_budget_arguments
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -48,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--setting", help="+RT, -RT or both")
     parser.add_argument("--votes", type=int, help="answers per instance, majority vote (default 5)")
     parser.add_argument("--temperature", type=float, help="sampling temperature for LLM providers")
+    add_budget_arguments(parser)
     parser.add_argument(
         "--concurrency",
         type=int,

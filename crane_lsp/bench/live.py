@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from crane_lsp.bench.cache import AnswerCache, request_key
 from crane_lsp.bench.cases import BenchCase
 from crane_lsp.bench.runner import Answer, RateLimiter, Setting, majority
+from crane_lsp.commands.llm_options import budget_values
 from crane_lsp.layers import Ask, LayerName
 from crane_lsp.prediction import Prediction
 from crane_lsp.settings import Settings
@@ -28,6 +29,7 @@ def llm_settings(provider: str, args: Any) -> Settings:
             values[field] = getattr(args, attr)
     if getattr(args, "temperature", None) is not None:
         values["temperature"] = args.temperature
+    values.update(budget_values(args))
     return Settings(**values)
 
 

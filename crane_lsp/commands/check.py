@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crane_lsp.commands.llm_options import add_budget_arguments, budget_values
+
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
@@ -44,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-key-env", default=None, help="name of the environment variable holding the key"
     )
     parser.add_argument("--votes", type=int, default=None, help="LLM samples per prediction (majority vote)")
+    add_budget_arguments(parser)
     parser.add_argument(
         "--no-runtime", action="store_true", help="do not send runtime information to the LLM"
     )
@@ -87,6 +90,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         value = getattr(args, key, None)
         if value is not None:
             values[key] = value
+    values.update(budget_values(args))
     if getattr(args, "dry_run_budget", None) is not None:
         values["dry_run_budget_s"] = args.dry_run_budget
     if getattr(args, "no_shortened_runs", False):

@@ -105,6 +105,19 @@ def request_key(messages: Sequence[Message], signature: dict[str, Any], votes: i
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def corrective_turn(text: str, why: str, truncated: bool) -> list[Message]:
+    """The follow-up to a malformed answer: the answer itself (shortened) and what to do instead."""
+    shorter = " Keep the reasoning to two sentences." if truncated else ""
+    return [
+        Message("assistant", text[-1500:] if text else "(empty)"),
+        Message(
+            "user",
+            f"That answer could not be used: {why}. Reply again with only the JSON object "
+            f"(keys reasoning, crash, line, exception, evidence, fix) and nothing else.{shorter}",
+        ),
+    ]
+
+
 def _evidence(items: Sequence[str]) -> list[Evidence]:
     out = []
     for item in items:
@@ -217,6 +230,8 @@ class LLMPredictor:
         return prediction, exchange
 
     async def _sample(self, messages: list[Message]) -> Sample:
+        """One vote. A malformed answer is not asked again byte for byte (a prefix-caching server would
+        repeat it): the follow-up turn shows the model its answer and says what was wrong with it."""
         sample = Sample()
         for _ in range(self.malformed_retries + 1):
             try:
@@ -234,8 +249,12 @@ class LLMPredictor:
                 sample.error = None
                 return sample
             except MalformedAnswer as exc:
-                sample.error = f"malformed answer ({exc})"
+                why = str(exc)
+                if completion.truncated:
+                    why = f"the answer was cut off at the {self.provider.policy.max_tokens}-token cap"
+                sample.error = f"malformed answer ({why})"
                 log.info("malformed answer from %s/%s; asking again", self.provider.name, self.provider.model)
+                messages = [*messages, *corrective_turn(completion.text, why, completion.truncated)]
         return sample
 
     def _combine(self, samples: Sequence[Sample], target: str) -> Prediction:

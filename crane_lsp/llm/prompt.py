@@ -31,7 +31,7 @@ PROMPT_VERSION = "1"
 
 @dataclass(frozen=True)
 class Message:
-    role: Literal["system", "user"]
+    role: Literal["system", "user", "assistant"]
     content: str
 
     def as_dict(self) -> dict[str, str]:
@@ -450,7 +450,7 @@ class MalformedAnswer(ValueError):
 
 def _json_objects(text: str) -> Iterable[Any]:
     """Every JSON object in ``text``: fenced blocks first, then each ``{`` that starts a valid one."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # raw newlines in strings: grammar-bound local models
     for chunk in [*_FENCE.findall(text), text]:
         for start in (m.start() for m in re.finditer(r"\{", chunk)):
             try:

@@ -2,8 +2,9 @@
 
 - ``openai``: the Responses API with a strict JSON schema (``text.format``).
 - ``openai-compatible``: any server with Chat Completions at ``base_url`` (vLLM, Ollama, llama.cpp,
-  LM Studio): ``response_format`` json_schema, falling back to plain instructions + tolerant parsing
-  when the server rejects it.
+  LM Studio), streamed and capped at ``max_tokens``: ``response_format`` json_schema, then llama.cpp's
+  json_object + schema, then plain instructions + tolerant parsing, stepping down only when the server
+  names the format in an error.
 - ``gemini``: ``google-genai`` with ``response_schema`` (``http_options.base_url`` for a local server).
 
 Retries (429, 5xx, timeouts, dropped connections) use exponential backoff via tenacity; the SDKs' own
@@ -50,10 +51,16 @@ class RetryPolicy:
     backoff_s: float = 1.0  # first wait; doubles each time
     max_backoff_s: float = 30.0
     timeout_s: float = 60.0  # per request
+    max_tokens: int = 512  # a verdict needs a few hundred; a local server otherwise fills its context
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> RetryPolicy:
-        return cls(**{"retries": settings.retries, "timeout_s": settings.request_timeout_s, **overrides})
+        values = {
+            "retries": settings.retries,
+            "timeout_s": settings.request_timeout_s,
+            "max_tokens": settings.max_tokens,
+        }
+        return cls(**{**values, **overrides})
 
     def wait(self, state: RetryCallState) -> float:
         """Exponential backoff, never shorter than a server's ``Retry-After`` (capped)."""
@@ -73,6 +80,7 @@ class Completion:
     completion_tokens: int | None = None
     latency_ms: float = 0.0
     attempts: int = 1
+    truncated: bool = False  # the server stopped at the max_tokens cap (finish_reason "length")
 
 
 def accepts_temperature(model: str) -> bool:
@@ -114,6 +122,9 @@ class Provider(ABC):
     """One model behind one SDK. ``complete`` is safe to call concurrently."""
 
     name: str = "provider"
+    #: a server on this machine: one slot, so a timed-out request is not sent again (it would queue
+    #: behind the generation still running for it) and the stream is cut when we give up
+    local: bool = False
 
     def __init__(self, model: str, *, temperature: float | None, policy: RetryPolicy) -> None:
         self.model = model
@@ -142,7 +153,8 @@ class Provider(ABC):
                     completion = await asyncio.wait_for(self._request(messages), self.policy.timeout_s + 5)
                 except (TimeoutError, asyncio.TimeoutError) as exc:
                     raise ProviderError(
-                        f"{self.name}: no answer within {self.policy.timeout_s:g} s", transient=True
+                        f"{self.name}: no answer within {self.policy.timeout_s:g} s{self._where()}",
+                        transient=not self.local,
                     ) from exc
                 except ProviderError as exc:
                     if exc.transient:
@@ -151,6 +163,9 @@ class Provider(ABC):
         completion.attempts = attempts
         completion.latency_ms = (time.perf_counter() - started) * 1000
         return completion
+
+    def _where(self) -> str:
+        return ""
 
     @abstractmethod
     async def _request(self, messages: Sequence[Message]) -> Completion: ...
@@ -167,6 +182,7 @@ class _Remote(Provider):
     ) -> None:
         super().__init__(model, temperature=temperature, policy=policy)
         self.base_url = base_url
+        self.local = is_local(base_url)
         self._key = key
         self._client = self._connect()
 
@@ -175,7 +191,10 @@ class _Remote(Provider):
         """The SDK's client for ``self._key`` at ``self.base_url`` (its own retries off: ours run)."""
 
     def signature(self) -> dict[str, Any]:
-        return {**super().signature(), "base_url": self.base_url}
+        return {**super().signature(), "base_url": self.base_url, "max_tokens": self.policy.max_tokens}
+
+    def _where(self) -> str:
+        return f" from {self.base_url}" if self.base_url else ""
 
 
 class _OpenAIBase(_Remote):
@@ -192,13 +211,15 @@ class _OpenAIBase(_Remote):
     def _error(self, exc: Exception) -> ProviderError:
         import openai
 
+        where = f" at {self.base_url}" if self.base_url else ""
         if isinstance(exc, openai.APITimeoutError):
             return ProviderError(
-                f"{self.name}: request timed out after {self.policy.timeout_s:g} s", transient=True
+                f"{self.name}: request timed out after {self.policy.timeout_s:g} s{self._where()}",
+                transient=not self.local,
             )
         if isinstance(exc, openai.APIConnectionError):
             return ProviderError(
-                f"{self.name}: cannot reach the server ({type(exc).__name__})", transient=True
+                f"{self.name}: cannot reach the server{where} ({type(exc).__name__})", transient=True
             )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
@@ -209,8 +230,11 @@ class _OpenAIBase(_Remote):
                 retry_after = None
             detail = _scrub(str(getattr(exc, "message", exc)), self._key)
             transient = status in (408, 409, 429) or status >= 500
+            if status == 404 and self.base_url and not urlparse(self.base_url).path.rstrip("/"):
+                detail += f" (the base URL {self.base_url} has no path: OpenAI-compatible servers "
+                detail += "usually serve under /v1, e.g. http://localhost:8080/v1)"
             return ProviderError(
-                f"{self.name}: HTTP {status}: {detail}",
+                f"{self.name}: HTTP {status}{where}: {detail}",
                 status=status,
                 transient=transient,
                 retry_after_s=retry_after,
@@ -230,10 +254,20 @@ def _rejects(err: ProviderError, word: str) -> bool:
     return err.status in (400, 422) and word in str(err).lower()
 
 
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar", "format")
+
+
+def is_context_error(err: ProviderError) -> bool:
+    """The prompt is longer than the model's context: a fact about this prompt, not about the format."""
+    text = str(err).lower()
+    return "context" in text and any(w in text for w in ("length", "exceed", "window", "token", "size"))
+
+
 def _rejects_format(err: ProviderError) -> bool:
-    """Older llama.cpp / Ollama / LM Studio builds: unknown field, unsupported schema, or a crash on it."""
-    said = any(w in str(err).lower() for w in ("response_format", "json_schema", "schema", "grammar"))
-    return err.status in (400, 422, 501) or (err.status == 500 and said)
+    """An error that NAMES the structured-output format (unknown field, unsupported schema, a crash on
+    it); any other 400 (a context-length error above all) leaves the format alone."""
+    said = any(w in str(err).lower() for w in _FORMAT_WORDS)
+    return err.status in (400, 422, 500, 501) and said and not is_context_error(err)
 
 
 class OpenAIResponsesProvider(_OpenAIBase):
@@ -278,48 +312,92 @@ class OpenAIResponsesProvider(_OpenAIBase):
         )
 
 
+#: Structured-output dialects of Chat Completions servers, best first: OpenAI's (vLLM, Ollama, LM
+#: Studio, recent llama.cpp), llama.cpp's ``json_object`` + ``schema`` (llama-cpp-python), then none.
+DIALECTS = ("json_schema", "json_object", "instructions")
+
+
+def response_format(dialect: str) -> dict[str, Any] | None:
+    if dialect == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": ANSWER_SCHEMA_NAME, "schema": ANSWER_SCHEMA, "strict": True},
+        }
+    if dialect == "json_object":
+        return {"type": "json_object", "schema": ANSWER_SCHEMA}
+    return None
+
+
 class OpenAICompatibleProvider(_OpenAIBase):
-    """Chat Completions on any OpenAI-compatible server; degrades to instructions when needed."""
+    """Chat Completions on any OpenAI-compatible server, streamed (giving up closes the connection, which
+    stops a local server's generation) and capped at ``max_tokens``; the structured-output dialect
+    steps down only when the server names the format in an error."""
 
     name = "openai-compatible"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.structured = True  # False once the server rejected response_format
+        self.dialect = DIALECTS[0]
+
+    @property
+    def structured(self) -> bool:
+        return self.dialect != "instructions"
 
     async def _request(self, messages: Sequence[Message]) -> Completion:
         while True:
             wire = [m.as_dict() for m in messages]
-            kwargs: dict[str, Any] = {"model": self.model, "messages": wire}
-            if self.structured:
-                kwargs["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {"name": ANSWER_SCHEMA_NAME, "schema": ANSWER_SCHEMA, "strict": True},
-                }
+            kwargs: dict[str, Any] = {
+                "model": self.model,
+                "messages": wire,
+                "max_tokens": self.policy.max_tokens,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+            fmt = response_format(self.dialect)
+            if fmt is not None:
+                kwargs["response_format"] = fmt
             else:
                 wire[0] = {"role": wire[0]["role"], "content": wire[0]["content"] + "\n" + JSON_INSTRUCTIONS}
             if self.temperature is not None:
                 kwargs["temperature"] = self.temperature
             try:
-                resp = await self._call(functools.partial(self._client.chat.completions.create, **kwargs))
-                break
+                return await self._call(functools.partial(self._stream, kwargs))
             except ProviderError as err:
                 if self.temperature is not None and _rejects(err, "temperature"):
                     self.temperature = None
                 elif self.structured and _rejects_format(err):
+                    following = DIALECTS[DIALECTS.index(self.dialect) + 1]
+                    if "schema" not in str(err).lower():  # response_format itself is unknown here
+                        following = "instructions"
                     log.info(
-                        "%s rejected response_format (%s); using instructions", self.base_url, err.status
+                        "%s rejected %s (%s); trying %s", self.base_url, self.dialect, err.status, following
                     )
-                    self.structured = False
+                    self.dialect = following
                 else:
                     raise
-        choice = resp.choices[0] if resp.choices else None
-        usage = resp.usage
+
+    async def _stream(self, kwargs: dict[str, Any]) -> Completion:
+        stream = await self._client.chat.completions.create(**kwargs)
+        parts: list[str] = []
+        finish: str | None = None
+        usage: Any = None
+        model: str | None = None
+        try:
+            async for chunk in stream:
+                model = chunk.model or model
+                usage = chunk.usage or usage
+                for choice in chunk.choices or ():
+                    if choice.delta is not None and choice.delta.content:
+                        parts.append(choice.delta.content)
+                    finish = choice.finish_reason or finish
+        finally:  # also on cancellation: closing the connection tells the server to stop generating
+            await stream.close()
         return Completion(
-            text=(choice.message.content if choice and choice.message else None) or "",
-            model=resp.model or self.model,
+            text="".join(parts),
+            model=model or self.model,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None) if usage else len(parts),
+            truncated=finish == "length",
         )
 
 

@@ -1,0 +1,143 @@
+"""The openai-compatible provider as local servers (llama.cpp, Ollama, vLLM) need it, against the fake
+server taught their behaviour: token caps, streaming cut-off, no blind retries, structured-output
+dialects, corrective follow-ups and errors that name the server. The same pipeline meets a REAL
+llama.cpp server in tests/test_llm_real_server.py."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fake_llm_servers import Answer, Error, FakeLLMServer, Trickle, crash_answer
+
+from crane_lsp.layers import Ask
+from crane_lsp.llm.predictor import LLMPredictor
+from crane_lsp.llm.prompt import ANSWER_SCHEMA, parse_answer
+from crane_lsp.llm.providers import OpenAICompatibleProvider
+from crane_lsp.settings import Settings
+
+EXECUTED = ["import pandas as pd", "df = pd.DataFrame({'a': [1, 2]})"]
+TARGET = "x = 1\ndf['b'].sum()"
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+def local(server: FakeLLMServer, **extra: Any) -> LLMPredictor:
+    values: dict[str, Any] = {
+        "provider": "openai-compatible",
+        "model": "smollm2",
+        "base_url": server.openai_url,
+        "retries": 2,
+        "request_timeout_s": 5,
+        **extra,
+    }
+    return LLMPredictor(Settings(**values), backoff_s=0.01)
+
+
+def dialect(llm: LLMPredictor) -> str:
+    assert isinstance(llm.provider, OpenAICompatibleProvider)
+    return llm.provider.dialect
+
+
+async def test_every_request_is_streamed_and_capped(fake_llm: FakeLLMServer) -> None:
+    fake_llm.push(Answer(crash_answer(line=2), completion_tokens=41))
+    llm = local(fake_llm, max_tokens=300)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
+    body = fake_llm.requests[-1].json
+    assert (body["max_tokens"], body["stream"]) == (300, True)
+    assert p.crash and p.line == 1 and p.source.completion_tokens == 41
+
+
+async def test_giving_up_on_a_local_server_stops_its_generation_and_is_not_retried(
+    fake_llm: FakeLLMServer,
+) -> None:
+    fake_llm.push(Trickle("x" * 500, every_s=0.1, pieces=100), Answer(crash_answer()))
+    llm = local(fake_llm, request_timeout_s=0.5)
+    started = time.monotonic()
+    p = await llm.predict(Ask(TARGET, EXECUTED))
+    assert time.monotonic() - started < 7
+    assert len(fake_llm.requests) == 1  # no second request queued behind the first on a one-slot server
+    deadline = time.monotonic() + 3
+    while fake_llm.hangups == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake_llm.hangups == 1  # the connection was closed: the server stops generating
+    assert p.certainty == "none" and not p.crash
+    assert any(fake_llm.openai_url in note and "0.5 s" in note for note in p.notes), p.notes
+
+
+async def test_a_malformed_answer_gets_a_corrective_turn_not_an_identical_retry(
+    fake_llm: FakeLLMServer,
+) -> None:
+    fake_llm.push(Answer("I think it will crash."), Answer(crash_answer(line=2)))
+    llm = local(fake_llm)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
+    first, second = (r.json["messages"] for r in fake_llm.requests)
+    assert second[: len(first)] == first and len(second) == len(first) + 2
+    assert second[-2] == {"role": "assistant", "content": "I think it will crash."}
+    assert second[-1]["role"] == "user" and "could not be used" in second[-1]["content"]
+    assert p.crash
+
+
+async def test_an_answer_cut_at_the_cap_says_so(fake_llm: FakeLLMServer) -> None:
+    cut = '{"reasoning": "The frame has one column, a, so selecting b'
+    fake_llm.push(Answer(cut, finish_reason="length"), Answer(cut, finish_reason="length"))
+    p = await local(fake_llm, max_tokens=64).predict(Ask(TARGET, EXECUTED))
+    assert p.certainty == "none" and "could not be parsed" in p.message
+    assert any("cut off at the 64-token cap" in n for n in p.notes), p.notes
+    assert "two sentences" in fake_llm.requests[-1].json["messages"][-1]["content"]
+
+
+async def test_llama_cpp_json_schema_crash_switches_to_its_own_dialect_once(fake_llm: FakeLLMServer) -> None:
+    # llama-cpp-python answers OpenAI's json_schema with a 500 that names it; it takes json_object+schema
+    fake_llm.push(Error(500, "'json_schema'"), Answer(crash_answer()), Answer(crash_answer()))
+    llm = local(fake_llm)
+    await llm.predict(Ask(TARGET, EXECUTED))
+    await llm.predict(Ask("y = 2\n" + TARGET, EXECUTED))
+    formats = [r.json.get("response_format") for r in fake_llm.requests]
+    assert formats[0]["type"] == "json_schema"
+    assert formats[1] == formats[2] == {"type": "json_object", "schema": ANSWER_SCHEMA}
+    assert dialect(llm) == "json_object"
+
+
+async def test_a_context_length_error_keeps_structured_output(fake_llm: FakeLLMServer) -> None:
+    fake_llm.push(Error(400, "Requested tokens (3100) exceed context window of 2048"), Answer(crash_answer()))
+    llm = local(fake_llm)
+    p = await llm.predict(Ask(TARGET, EXECUTED))
+    assert p.certainty == "none" and any("context window" in n for n in p.notes)
+    assert dialect(llm) == "json_schema" and len(fake_llm.requests) == 1  # a 400 is not retried
+    await llm.predict(Ask("y = 2\n" + TARGET, EXECUTED))
+    assert fake_llm.requests[-1].json["response_format"]["type"] == "json_schema"
+
+
+async def test_an_unrelated_400_keeps_structured_output(fake_llm: FakeLLMServer) -> None:
+    fake_llm.push(Error(400, "model 'smollm2' not found"), Answer(crash_answer()))
+    llm = local(fake_llm)
+    await llm.predict(Ask(TARGET, EXECUTED))
+    assert dialect(llm) == "json_schema"
+
+
+async def test_errors_name_the_server_and_hint_at_v1(fake_llm: FakeLLMServer) -> None:
+    fake_llm.push(Error(404, "Not Found"))
+    p = await local(fake_llm, base_url=fake_llm.url).predict(Ask(TARGET, EXECUTED))
+    note = " ".join(p.notes)
+    assert f"HTTP 404 at {fake_llm.url}" in note and "/v1" in note
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = f"http://127.0.0.1:{port}/v1"
+    p = await local(fake_llm, base_url=dead, retries=0).predict(Ask(TARGET, EXECUTED))
+    assert p.certainty == "none" and f"cannot reach the server at {dead}" in " ".join(p.notes)
+
+
+def test_raw_newlines_inside_json_strings_parse() -> None:
+    text = '{"reasoning": "line one\nline two", "crash": false, "line": null, "exception": null, ' + (
+        '"evidence": [], "fix": null}'
+    )
+    assert parse_answer(text).reasoning == "line one\nline two"
