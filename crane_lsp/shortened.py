@@ -15,30 +15,12 @@ seen in a shortened run", never "ran clean".
 
 from __future__ import annotations
 
-import ast
-import re
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_doubt
 from crane_lsp.prediction import Evidence, Prediction, Source
-
-#: Failures whose message names the reason a sample can cause: too few rows or classes for a
-#: parameter, empty selections, reshapes and sizes. Matched case-insensitively.
-_SAMPLE_SENSITIVE = re.compile(
-    r"n_samples|n_splits|n_neighbors|n_components|n_clusters|perplexity|least populated|class|"
-    r"sample\(s\)|samples|empty|reshape|array of size|size of|at least|minimum|insufficient|fewer|"
-    r"more than|less than|"
-    r"greater than|smaller than|larger than|out of bounds|out-of-bounds|not enough|zero|length|"
-    r"should be >=|must be >=|inconsistent numbers|degrees of freedom|singular|converge",
-    re.IGNORECASE,
-)
-#: Exceptions a run on fewer rows or iterations cannot bring about by itself (checked further below).
-_DATA_FREE = frozenset({"NameError", "UnboundLocalError", "AttributeError", "TypeError"})
-_IMPORTS = frozenset({"ImportError", "ModuleNotFoundError"})
-_SHAPE_ERRORS = frozenset({"ValueError", "RuntimeError"})
-_NAME = re.compile(r"name '([^']+)' is not defined|local variable '([^']+)'")
-_NUMPY_AXIS = re.compile(r"out of bounds for axis (\d+) with size")
 
 
 class ShortenedWhat(BaseModel):
@@ -92,73 +74,10 @@ def describe(run: ShortenedRun) -> str:
     return "; ".join(parts) if parts else "nothing shortened"
 
 
-def _normal(run: ShortenedRun) -> str:
-    """The message with the run's own sample sizes as ``<rows>`` (a shape error names them)."""
-    sizes = {str(s) for s in (run.shortened.sizes if run.shortened else [])}
-    return re.sub(r"\b\d+\b", lambda m: "<rows>" if m.group(0) in sizes else m.group(0), run.message or "")
-
-
-def _bound_names(source: str) -> set[str]:
-    """Names the cell itself binds anywhere (a shortened loop may have left them unset)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-    return names
-
-
 def doubt(first: ShortenedRun, second: ShortenedRun, source: str) -> str | None:
-    """Why a crash both samples showed may come from the shortening; None when it cannot."""
-    exception = first.exception or ""
-    message = _normal(first)
-    capped = {(p.param or "").rsplit("__", 1)[-1] for r in (first, second)
-              for p in (r.shortened.params if r.shortened else [])}  # fmt: skip
-    if any(name and name in (first.message or "") for name in capped):
-        return "it names a parameter the shortened run lowered"
-    if exception in ("NameError", "UnboundLocalError"):
-        found = _NAME.search(first.message or "")
-        name = next((g for g in found.groups() if g), None) if found else None
-        if name is None or name in _bound_names(source):
-            return "the cell binds that name itself: a loop cut short may have left it unset"
-        return None
-    if exception in _DATA_FREE:
-        if "NoneType" in (first.message or ""):
-            return "a value is None: a loop cut short may have left it unset"
-        return None
-    if exception in _IMPORTS:
-        return None
-    if exception == "KeyError":
-        facts = [r.shortened.failure if r.shortened else {} for r in (first, second)]
-        if all(f.get("key_type") == "str" and f.get("key_in_full") is False for f in facts):
-            return None
-        return "the key may be a row label, a date or a value the sample left out"
-    if exception == "IndexError":
-        axis = _NUMPY_AXIS.search(first.message or "")
-        if axis and int(axis.group(1)) >= 1:  # only rows (axis 0) are sampled
-            return None
-        return "the position may lie beyond the sample"
-    full_sizes = {str(r.of) for r in (first.shortened.rows if first.shortened else [])}
-    if full_sizes & set(re.findall(r"\b\d+\b", first.message or "")):
-        return "a full-size object met a sampled one"
-    if exception in _SHAPE_ERRORS:
-        if _SAMPLE_SENSITIVE.search(message):
-            return "its message is about sizes, classes or counts the sample changes"
-        if re.search(r"<rows>", message) and not re.search(r"[\[(]\s*<rows>\s*[,x]", message):
-            return "its message names the sample's size"
-        return None
-    return f"a {exception} may hinge on the data the sample left out"
+    """Why a crash both samples showed may come from the shortening; None when it cannot (the
+    rules the kernel applies too: ``kernel/agent/shorten_rules.py``)."""
+    return _shr_doubt(first.model_dump(), second.model_dump(), source)  # type: ignore[no-any-return]
 
 
 def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
@@ -185,7 +104,7 @@ def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
     second = runs.runs[1]
     if second.outcome != "raised":
         return _no_verdict(f"no verdict: {what}, but not on a second sample: it hinges on the sample", notes)
-    if (second.exception, second.line, _normal(second)) != (first.exception, first.line, _normal(first)):
+    if not _shr_alike(first.model_dump(), second.model_dump()):
         return _no_verdict(f"no verdict: {what}, a second sample raised differently", notes)
     reason = doubt(first, second, source)
     if reason is not None:

@@ -40,6 +40,7 @@ SOURCES = (
     "agent/dryrun.py",
     "agent/dryrun_warm.py",
     "agent/shorten_sample.py",
+    "agent/shorten_rules.py",
     "agent/shorten.py",
 )
 PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in SOURCES)

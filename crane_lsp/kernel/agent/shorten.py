@@ -7,7 +7,7 @@ loops and iteration keywords such as ``n_init=``/``epochs=`` go through the chil
 rewrite, and, when that run raises, a second child on a DIFFERENT sample (other rows, another size,
 one more iteration per loop) to see whether the crash hinges on the sample. The full run wins
 whenever it answers within its budget; while typing (``stop_full``) two shortened runs that raise
-alike end the full run early (the client still judges whether the crash is trustworthy).
+alike, of a kind that cannot hinge on the sample (``shorten_rules.py``), end the full run early.
 
 Nothing here changes the kernel: the rewrite is compiled from the cell's text, the sampling and the
 capping happen only in the forked children, whose whole process groups die at the deadline.
@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_time,
         _sb_transform,
     )
+    from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_doubt
     from crane_lsp.kernel.agent.shorten_sample import _SHS_CAP, _SHS_CAPS, _SHS_RANGE
 
 #: the two shortened runs: rows wanted (odd sizes, unlikely to be confused with a real dimension in
@@ -81,13 +82,23 @@ class _ShHelper:
                 self.runs.append(first)
                 if first.get("outcome") == "raised" and second.get("run") is not None:
                     self.runs.append(second["run"])
-            if self.stop_full and _sh_alike(self.runs):
+            if self.stop_full and self._trusted():
                 self.superseded = True
                 _sh_os.write(self.full_cancel[1], b"x")
         except BaseException as exc:  # never in the kernel's way: the full run's verdict stands
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             self.done.release()
+
+    def _trusted(self):
+        """Two runs that raised alike, of a kind that cannot hinge on the sample (shorten_rules.py):
+        only then may they end the full run early (which might still have observed it whole)."""
+        if len(self.runs) < 2 or not _shr_alike(*self.runs):
+            return False
+        try:
+            return _shr_doubt(self.runs[0], self.runs[1], self.payload["source"]) is None
+        except Exception:
+            return False
 
     def _second(self, box, done):
         try:
@@ -153,14 +164,6 @@ def _sh_begin(payload, compiled):
         return None
     payload["_cancel_fd"] = helper.full_cancel[0]
     return helper
-
-
-def _sh_alike(runs):
-    """Two shortened runs that raised the same exception on the same line."""
-    if len(runs) < 2 or any(r.get("outcome") != "raised" for r in runs):
-        return False
-    first, second = runs
-    return first.get("exception") == second.get("exception") and first.get("line") == second.get("line")
 
 
 def _sh_compile(source, cap):
