@@ -65,7 +65,7 @@ def test_unreachable_llm_exits_non_zero_with_one_line() -> None:
     errors = [line for line in _error_lines(proc.stderr) if line.startswith("error:")]
     assert len(errors) == 1, proc.stderr
     assert "gave no answer" in errors[0] and _error_lines(proc.stderr)[-1] == errors[0]
-    assert "Traceback" not in proc.stderr and proc.stdout.strip() == ""
+    assert "Traceback" not in proc.stderr and "no verdict" in proc.stdout  # the cell says so too
 
 
 @pytest.mark.parametrize(

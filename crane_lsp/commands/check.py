@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         _error(err, f"{args.notebook} has no code cells")
         return 2
     executed_at: dict[int, list[int]] = {}
+    llm_failures: list[str] = []
     try:
         checked = asyncio.run(
             _check(
@@ -138,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
                 console=err,
                 cell_timeout=args.cell_timeout,
                 executed_at=executed_at,
+                llm_failures=llm_failures,
             )
         )
     except _UsageError as exc:
@@ -166,6 +168,11 @@ def run(args: argparse.Namespace) -> int:
         from crane_lsp.commands.render import print_checked
 
         print_checked(Console(), notebook, checked, walk=target is None)
+    if llm_failures:  # after every verdict made: the walk is never lost to one failed answer
+        failed = [c.position for c in checked if c.prediction.message.startswith("no verdict: the LLM")]
+        cells = ", ".join(map(str, failed)) or "?"
+        _error(err, f"no verdict for cell {cells} of {len(checked)}: {llm_failures[0]}")
+        return 2
     return 1 if any(c.prediction.crash for c in checked) else 0
 
 
@@ -211,22 +218,28 @@ def _make_llm(settings: Settings, layers: set[LayerName] | None) -> _StrictLLM |
 
 
 class _StrictLLM:
-    """The LLM layer for the terminal: a provider that gives no valid answer is an error, not a
-    silent "no crash found" (the editor keeps the lenient layer and shows a note instead)."""
+    """The LLM layer for the terminal: a provider that gives no valid answer makes that cell's verdict
+    "no verdict: <why>" and the run's exit status 2, never a silent "no crash found" nor a lost walk
+    (the verdicts already made are kept and printed)."""
 
     name: LayerName = "llm"
 
     def __init__(self, inner: LLMPredictor) -> None:
         self._inner = inner
+        self.failures: list[str] = []
 
     async def predict(self, ask: Ask) -> Prediction:
         from crane_lsp.llm.errors import LLMError
+        from crane_lsp.prediction import Prediction, Source
 
         try:
             return await self._inner.predict(ask, raise_errors=True)
         except LLMError as exc:
             name = self._inner.settings.provider
-            raise _UsageError(f"the LLM ({name}) gave no answer: {exc}") from exc
+            why = f"the LLM ({name}) gave no answer: {exc}"
+            self.failures.append(why)
+            source = Source(layer="llm", provider=name, model=self._inner.provider.model)
+            return Prediction(crash=False, certainty="none", message=f"no verdict: {why}", source=source)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -265,6 +278,7 @@ async def _check(
     console: Any,
     cell_timeout: float = 600.0,
     executed_at: dict[int, list[int]] | None = None,
+    llm_failures: list[str] | None = None,
 ) -> list[CheckedCell]:
     from crane_lsp.kernel.link import KernelLinkError
 
@@ -280,6 +294,8 @@ async def _check(
     finally:
         if job.llm is not None:
             await job.llm.aclose()
+            if llm_failures is not None:
+                llm_failures.extend(job.llm.failures)
 
 
 async def _check_target(notebook: Notebook, target: int, job: _Job) -> list[CheckedCell]:

@@ -129,8 +129,9 @@ def print_checked(
     console: Console, notebook: Notebook, checked: Sequence[CheckedCell], *, walk: bool
 ) -> None:
     for c in checked:
-        if walk and not c.prediction.crash and not c.actual:
-            continue  # walking: show only the cells where something happened or was predicted
+        unanswered = c.prediction.source.layer == "llm" and c.prediction.message.startswith("no verdict")
+        if walk and not c.prediction.crash and not c.actual and not unanswered:
+            continue  # walking: show only the cells where something happened, was predicted or failed
         console.print(prediction_panel(c.position, c.source, c.prediction, c.actual if walk else None))
     if walk:
         predicted = sum(c.prediction.crash for c in checked)
