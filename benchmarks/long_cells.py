@@ -1,6 +1,6 @@
 """Long cells through ``crane-lsp serve``: time to the final diagnostic, and hovers meanwhile.
 
-Run by hand: ``python3 benchmarks/long_cells.py [--lines 6000 20000] [--repeats 3]``.
+Run by hand: ``python3 benchmarks/long_cells.py [--lines 6000 20000] [--repeats 3] [--budget 3]``.
 Starts a real kernel holding a small DataFrame, the server over stdio (debounce 0, dry run "safe"),
 attaches the kernel the way the VS Code client does, then for each cell size edits one cell to a
 generated cell whose LAST line crashes, and prints (medians over ``--repeats`` edits, each a new text):
@@ -93,13 +93,13 @@ def _median(values: list[float], fmt: Callable[[float], str]) -> str:
     return fmt(statistics.median(values)) if values else "-"
 
 
-async def main(sizes: list[int], repeats: int) -> None:
+async def main(sizes: list[int], repeats: int, budget: float) -> None:
     kernel = start_test_kernel()
     client = make_test_lsp_client()
     try:
         kernel.run(SETUP)
         await client.start_io(*SERVER_COMMAND, env=SERVER_ENV)
-        await start(client, {"debounce": 0, "dryRun": "safe"})
+        await start(client, {"debounce": 0, "dryRun": "safe", "dryRunBudget": budget})
         nb = Notebook(client, [(SETUP, 1), ("", None), ("x = (", None)])
         nb.open()
         client.protocol.notify(
@@ -136,5 +136,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, nargs="+", default=[6000, 20000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--budget", type=float, default=3.0, help="dry-run budget, s (editor default 3)")
     args = parser.parse_args()
-    asyncio.run(main(args.lines, args.repeats))
+    asyncio.run(main(args.lines, args.repeats, args.budget))
