@@ -82,7 +82,7 @@ def test_scikit_learn_first_import_gets_a_verdict(jk: JailKernel, prepared: bool
     fit = "from sklearn.linear_model import LinearRegression\nLinearRegression().fit([[1], [2], [3]], {})"
     clean = jk.dry_run(fit.format("[1, 2, 3]"), budget_s=60, prepared=prepared)
     assert clean["outcome"] == "completed", _verdict(clean)
-    _answered(clean, "/dev/shm/sem.", "EACCES (handled fallback)")
+    _answered(clean, "sem_open('joblib-", "EACCES (handled fallback)")
     crash = jk.dry_run(fit.format("[1, 2]"), budget_s=60, prepared=prepared)
     assert _verdict(crash)[:3] == ("raised", "ValueError", 2)
 
@@ -91,7 +91,7 @@ def test_scikit_learn_first_import_gets_a_verdict(jk: JailKernel, prepared: bool
 def test_statsmodels_first_import_gets_a_verdict(jk: JailKernel) -> None:
     clean = jk.dry_run("import statsmodels.api as sm\nsm.add_constant([1.0, 2.0])", budget_s=90)
     assert clean["outcome"] == "completed", _verdict(clean)
-    _answered(clean, "/dev/shm/sem.")
+    _answered(clean, "sem_open('joblib-")
 
 
 def test_user_lookup_without_nscd_reads_the_files(jk: JailKernel) -> None:
@@ -113,7 +113,7 @@ def test_a_real_write_after_the_first_imports_still_ends_the_run(jk: JailKernel)
     result = jk.dry_run(cell, budget_s=90)
     assert result["outcome"] == "blocked" and "writes a file" in result["message"], _verdict(result)
     assert str(target) in result["message"]
-    _answered(result, "mkdir(", "/dev/shm/sem.", "nscd")
+    _answered(result, "mkdir(", "sem_open('joblib-", "nscd")
     assert not target.exists()
     new_folder = jk.workdir / "made-by-the-cell"
     made = jk.dry_run(f"import os\nos.makedirs({str(new_folder)!r}, exist_ok=True)")
@@ -156,12 +156,38 @@ def test_naming_a_thread_of_the_copy_goes_on(jk: JailKernel) -> None:
 
 
 def test_a_crash_through_a_fallback_answer_is_no_verdict(jk: JailKernel) -> None:
-    # multiprocessing does not handle the semaphore's EACCES: the real Lock() works
-    result = jk.dry_run("import multiprocessing\nlock = multiprocessing.Lock()")
+    # shm_open is answered EACCES; SharedMemory does not handle it, while the real call works
+    result = jk.dry_run(
+        "from multiprocessing import shared_memory\nshared_memory.SharedMemory(create=True, size=8)"
+    )
     assert result["outcome"] == "blocked", _verdict(result)
     assert "follows a call the jail answered" in result["message"] and "PermissionError" in result["message"]
     assert result.get("exception") is None and result.get("line") is None
-    _answered(result, "/dev/shm/sem.")
+    _answered(result, "openat('/dev/shm/psm_", "EACCES (handled fallback)")
+
+
+@PATHS
+def test_semaphores_are_kept_in_the_copy(jk: JailKernel, prepared: bool) -> None:
+    before = sorted(os.listdir("/dev/shm"))
+    lock = jk.dry_run(
+        "import multiprocessing\nlock = multiprocessing.Lock()\nwith lock:\n    x = 1", prepared=prepared
+    )
+    assert lock["outcome"] == "completed", _verdict(lock)
+    _answered(lock, "sem_open('mp-", "done (kept in the copy)")
+    pool = "from multiprocessing.pool import ThreadPool\nwith ThreadPool(2) as pool:\n"
+    pool += "    out = pool.map(int, {})"
+    clean = jk.dry_run(pool.format("['1', '2']"), prepared=prepared)
+    assert clean["outcome"] == "completed", _verdict(clean)
+    crash = jk.dry_run(pool.format("['1', 'x']"), prepared=prepared)
+    assert _verdict(crash)[:3] == ("raised", "ValueError", 3)
+    queue = jk.dry_run(
+        "import multiprocessing\nq = multiprocessing.Queue()\nq.put(1)\nassert q.get(timeout=5) == 1"
+    )
+    assert queue["outcome"] == "completed", _verdict(queue)
+    # joblib's probe is still refused: it runs serially in the copy, where processes are stopped
+    serial = jk.dry_run("import joblib\nfrom joblib._multiprocessing_helpers import mp\nassert mp is None")
+    assert serial["outcome"] == "completed", _verdict(serial)
+    assert sorted(os.listdir("/dev/shm")) == before  # nothing reached /dev/shm
 
 
 def test_a_verdict_the_jail_shaped_is_not_a_crash(jk: JailKernel) -> None:
@@ -241,3 +267,12 @@ def test_a_blocked_verdict_keeps_the_answered_calls_in_its_notes() -> None:
     assert not prediction.crash
     assert prediction.message.startswith("no verdict: the dry run was stopped (writes a file")
     assert note in prediction.notes
+
+
+def test_every_rule_is_defined_in_the_joined_probe() -> None:
+    from crane_lsp.kernel.agent.jail_answers import _JAN_RULES
+    from crane_lsp.kernel.probe_install import PROBE_SOURCE
+
+    joined: dict[str, object] = {}
+    exec(compile(PROBE_SOURCE, "<crane-probe>", "exec"), joined)
+    assert all(callable(joined.get(rule)) for rule in _JAN_RULES.values()), _JAN_RULES

@@ -31,6 +31,7 @@ SOURCES = (
     "agent/probe.py",
     "agent/failfacts.py",
     "agent/jail_seccomp.py",
+    "agent/jail_semaphores.py",
     "agent/jail_answers.py",
     "agent/jail_fds.py",
     "agent/jail_maps.py",

@@ -30,13 +30,18 @@ import re as _jan_re
 import struct as _jan_struct
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # in the kernel these come from jail_seccomp, joined before this module
+if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semaphores, joined before
     from crane_lsp.kernel.agent.jail_seccomp import _JSC_X86_64, _jsc_describe, _jsc_libc
+    from crane_lsp.kernel.agent.jail_semaphores import (
+        _JSE_INJECT,
+        _jse_create,
+        _jse_inject,
+    )
 
 _JAN_KNOWN = "known outcome"
 _JAN_FALLBACK = "handled fallback"
 _JAN_SHAPED = "the jail's own work"
-_JAN_ERRNO_NAMES = {2: "ENOENT", 13: "EACCES", 17: "EEXIST", 88: "ENOTSOCK", 111: "ECONNREFUSED"}
+_JAN_ERRNO_NAMES = {0: "done", 2: "ENOENT", 13: "EACCES", 17: "EEXIST", 88: "ENOTSOCK", 111: "ECONNREFUSED"}
 _JAN_AT_FDCWD = -100
 _JAN_O_PATH_DIR = 0o10000000 | 0o200000 | 0o2000000  # O_PATH | O_DIRECTORY | O_CLOEXEC
 _JAN_NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
@@ -54,6 +59,7 @@ class _JanLog:
 
     def __init__(self):
         self.answers = []
+        self.semaphores = set()  # /dev/shm names the copy believes it made (``jail_semaphores``)
 
 
 def _jan_int(value):
@@ -102,7 +108,7 @@ def _jan_exists(pid, dirfd, path):
         _jan_os.close(folder)
 
 
-def _jan_mkdir_existing(pid, name, args):
+def _jan_mkdir_existing(pid, name, args, log=None):
     """``mkdir`` of a path that exists fails with EEXIST before Linux checks write permission or a
     read-only mount: the real call fails the same way (matplotlib's config and cache folders)."""
     dirfd, at = (_JAN_AT_FDCWD, 0) if name == "mkdir" else (_jan_int(args[0]), 1)
@@ -112,7 +118,7 @@ def _jan_mkdir_existing(pid, name, args):
     return 17, _JAN_KNOWN, f"{name}({path!r})"
 
 
-def _jan_nscd(pid, name, args):
+def _jan_nscd(pid, name, args, log=None):
     """glibc's ``connect()`` to the nscd socket in a user or host lookup (``getpass.getuser``,
     reached from ``import torch.optim``): no socket file is ENOENT, as the real call; a socket
     that exists is refused, and glibc then reads its files (``nsswitch.conf``) as without nscd."""
@@ -128,7 +134,7 @@ def _jan_nscd(pid, name, args):
     return 111, _JAN_FALLBACK, f"connect({path!r})"
 
 
-def _jan_shm(pid, name, args):
+def _jan_shm(pid, name, args, log=None):
     """Creating or writing a POSIX semaphore or shared-memory object in /dev/shm (``sem_open``,
     ``shm_open``): EACCES. joblib's import probes semaphores this way and, on any OSError, runs in
     serial mode; ``multiprocessing`` raises it (then no verdict: see ``_jan_settle``)."""
@@ -139,7 +145,7 @@ def _jan_shm(pid, name, args):
     return 13, _JAN_FALLBACK, f"{name}({path!r})"
 
 
-def _jan_thread_name(pid, name, args):
+def _jan_thread_name(pid, name, args, log=None):
     """Naming one of the child's own threads (``pthread_setname_np`` opens
     ``/proc/self/task/<tid>/comm`` for writing): EACCES. Only the child's name would change, and
     callers treat a failed name as cosmetic (TensorFlow, torch and OpenMP name their pools)."""
@@ -154,29 +160,35 @@ def _jan_thread_name(pid, name, args):
     return 13, _JAN_FALLBACK, f"{name}({path!r})"
 
 
-def _jan_opened(pid, name, args):
-    """An open for writing: a semaphore or shared memory in /dev/shm, or a thread's own name."""
-    return _jan_shm(pid, name, args) or _jan_thread_name(pid, name, args)
+def _jan_opened(pid, name, args, log):
+    """An open for writing: a semaphore's temporary file (kept in the copy), another semaphore or
+    shared memory in /dev/shm, or a thread's own name."""
+    return _jse_create(pid, name, args, log) or _jan_shm(pid, name, args) or _jan_thread_name(pid, name, args)
 
 
-def _jan_replaced_socket(pid, name, args):
+def _jan_replaced_socket(pid, name, args, log=None):
     """A socket call on a descriptor the jail replaced by /dev/null (the filter sends only those):
     ENOTSOCK, as /dev/null answers. The cell sees the jail's work, not the kernel's socket."""
     return 88, _JAN_SHAPED, f"{name}() on descriptor {_jan_int(args[0])}, a socket the jail replaced"
 
 
-#: the answered calls: syscall names -> the rule that decides (None: the call still ends the run)
+#: the answered calls: syscall name -> the rule that decides (by name: some live in jail_semaphores);
+#: a call not here, or that its rule declines, still ends the run
 _JAN_RULES = {
-    "mkdir": _jan_mkdir_existing,
-    "mkdirat": _jan_mkdir_existing,
-    "connect": _jan_nscd,
-    "open": _jan_opened,
-    "openat": _jan_opened,
-    "getsockname": _jan_replaced_socket,
-    "getpeername": _jan_replaced_socket,
-    "getsockopt": _jan_replaced_socket,
-    "setsockopt": _jan_replaced_socket,
-    "shutdown": _jan_replaced_socket,
+    "mkdir": "_jan_mkdir_existing",
+    "mkdirat": "_jan_mkdir_existing",
+    "connect": "_jan_nscd",
+    "open": "_jan_opened",
+    "openat": "_jan_opened",
+    "link": "_jse_link",
+    "linkat": "_jse_link",
+    "unlink": "_jse_unlink",
+    "unlinkat": "_jse_unlink",
+    "getsockname": "_jan_replaced_socket",
+    "getpeername": "_jan_replaced_socket",
+    "getsockopt": "_jan_replaced_socket",
+    "setsockopt": "_jan_replaced_socket",
+    "shutdown": "_jan_replaced_socket",
 }
 
 
@@ -203,19 +215,26 @@ def _jan_receive(listener):
 
 
 def _jan_answer(listener, notif_id, errno):
-    """The parked call returns ``-errno``; the kernel never runs it."""
+    """The parked call returns ``-errno`` (0: success); the kernel never runs it."""
     response = _jan_ctypes.create_string_buffer(_jan_struct.pack("QqiI", notif_id, 0, -errno, 0), 24)
     return _jsc_libc().ioctl(listener, _jan_ctypes.c_ulong(_JAN_NOTIF_SEND), response) == 0
 
 
-def _jan_decide(pid, number, args):
+def _jan_send(listener, notif_id, errno):
+    """The answer: an error (``errno`` > 0), success (0) or a memfd (``_JSE_INJECT``)."""
+    if errno == _JSE_INJECT:
+        return _jse_inject(listener, notif_id)
+    return _jan_answer(listener, notif_id, errno)
+
+
+def _jan_decide(pid, number, args, log):
     """``(errno, class, what)`` when a rule answers the call, else None."""
     name = next((n for n, v in _JSC_X86_64.items() if v == number), "")
-    rule = _JAN_RULES.get(name)
+    rule = globals().get(_JAN_RULES.get(name, ""))
     if rule is None:
         return None
     try:
-        return rule(pid, name, args)
+        return rule(pid, name, args, log)
     except Exception:
         return None  # when in doubt, the call ends the run
 
@@ -226,9 +245,10 @@ def _jan_listen(listener, log):
     if parked is None:
         return "a forbidden system call"
     notif_id, pid, number, args = parked
-    decided = _jan_decide(pid, number, args)
-    if decided is not None and _jan_answer(listener, notif_id, decided[0]):
-        log.answers.append(decided)
+    decided = _jan_decide(pid, number, args, log)
+    if decided is not None and _jan_send(listener, notif_id, decided[0]):
+        if decided[2]:  # housekeeping answers (a semaphore's temporary name) go unlisted
+            log.answers.append(decided)
         return None
     try:
         return _jsc_describe(pid, number, args)
