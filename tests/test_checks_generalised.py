@@ -123,6 +123,13 @@ CONTAINERS = [
         "KeyError",
         1,
     ),
+    Case(
+        "computed-key-alias-and-guard",
+        CK,
+        STATE + "d = {'alpha': 1}\n",
+        "k = 'gamma'\ntry:\n    v = d[k]\nexcept KeyError:\n    v = 0\ne = d\ne[k] = 1\nw = d[k]\n",
+        None,
+    ),
     Case("computed-position", CK, STATE, "i = 2\nv = small[i + 1]\n", "IndexError", 1),
     Case(
         "computed-key-fine",
