@@ -56,6 +56,7 @@ class ShortenedRuns(BaseModel):
     runs: list[ShortenedRun] = Field(default_factory=list)
     after_s: float | None = None
     error: str | None = None
+    skipped: str | None = None  # why no shortened run was started
 
 
 def describe(run: ShortenedRun) -> str:
@@ -89,7 +90,8 @@ def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
         seen += f" in {run.elapsed_s:.2f} s" if run.elapsed_s is not None and run.outcome != "timeout" else ""
         notes.append(f"shortened run {number} ({describe(run)}): {seen}")
     if not runs.runs:
-        why = f"the shortened run failed: {runs.error}" if runs.error else "no time left for a shortened run"
+        why = runs.skipped or (f"the shortened run failed: {runs.error}" if runs.error else "")
+        why = f"no shortened run: {why or 'no time was left for one'}"
         return _no_verdict(timed_out, [*notes, why])
     first = runs.runs[0]
     if first.outcome == "completed":

@@ -26,12 +26,22 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_transform,
     )
     from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_doubt
-    from crane_lsp.kernel.agent.shorten_sample import _SHS_CAP, _SHS_CAPS, _SHS_RANGE
+    from crane_lsp.kernel.agent.shorten_sample import (
+        _SHS_CAP,
+        _SHS_CAPS,
+        _SHS_RANGE,
+        _SHS_ROWS_MIN,
+        _shs_code_names,
+    )
 
 #: the two shortened runs: rows wanted (odd sizes, unlikely to be confused with a real dimension in
 #: an error message), the sample's seed, and iterations kept per shortened loop
 _SH_RUNS = ({"rows": 263, "seed": 0, "cap": 2}, {"rows": 391, "seed": 1, "cap": 3})
 _SH_MIN_LEFT_S = 0.2  # no shortened run is started with less time than this left
+_SH_DATA_TYPES = frozenset(
+    {"ndarray", "DataFrame", "Series", "Tensor", "DataLoader", "csr_matrix", "csc_matrix", "coo_matrix",
+     "csr_array", "csc_array", "coo_array"}
+)  # fmt: skip
 
 
 class _ShHelper:
@@ -50,6 +60,8 @@ class _ShHelper:
         self.second_cancel = _sh_os.pipe()  # written: the second sample is not needed
         self.runs: list[dict[str, Any]] = []
         self.error = None
+        self.skipped = None  # why no shortened run was started
+        self.code = None  # the rewrite, compiled once for both samples
         self.superseded = False
         self.done = _thread.allocate_lock()
         self.done.acquire()
@@ -69,6 +81,13 @@ class _ShHelper:
 
         try:
             if self._wait_cancelled(self.after_s):
+                return
+            self.code, inserted = _sh_compile(self.payload["source"])
+            if self.code is None:
+                self.skipped = "the cell could not be rewritten"
+                return
+            if not inserted and not _sh_names_data(self.code, self.compiled[1]):
+                self.skipped = "nothing to shorten: the cell names no large data and has no loop to cut"
                 return
             second: dict[str, Any] = {}
             second_done = _thread.allocate_lock()
@@ -116,9 +135,7 @@ class _ShHelper:
         left = self.deadline - _sb_time.monotonic()
         if left < _SH_MIN_LEFT_S or self._wait_cancelled(0):
             return None
-        code = _sh_compile(self.payload["source"], plan["cap"])
-        if code is None:
-            return None
+        code = self.code
         payload = {
             key: self.payload[key]
             for key in ("source", "memory_mb", "async_mode", "_cell_magic", "measure_memory")
@@ -149,7 +166,13 @@ class _ShHelper:
         if outcome == "superseded":
             data.update(outcome="timeout", message="stopped early: two shortened runs raised alike")
         if data.get("outcome") == "timeout":
-            data["shortened"] = {"runs": self.runs, "after_s": self.after_s, "error": self.error}
+            shortened = {
+                "runs": self.runs,
+                "after_s": self.after_s,
+                "error": self.error,
+                "skipped": self.skipped,
+            }
+            data["shortened"] = shortened
         return result
 
 
@@ -166,18 +189,36 @@ def _sh_begin(payload, compiled):
     return helper
 
 
-def _sh_compile(source, cap):
-    """The cell's rewrite for a shortened run with ``cap`` iterations per loop, or None."""
+def _sh_compile(source):
+    """The cell's rewrite for a shortened run and how many loops/keywords it routes through the
+    child's helpers, or ``(None, 0)``."""
     ast = _sb_sys.modules.get("ast")  # IPython has it; nothing new is imported into the kernel
     if ast is None:
-        return None
+        return None, 0
     try:
         text, _namespace = _sb_transform(source)
-        tree = _ShRewrite(ast).visit(ast.parse(text, _SB_FILENAME))
+        rewrite = _ShRewrite(ast)
+        tree = rewrite.visit(ast.parse(text, _SB_FILENAME))
         ast.fix_missing_locations(tree)
-        return compile(tree, _SB_FILENAME, "exec", 0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+        return compile(tree, _SB_FILENAME, "exec", 0x2000), rewrite.inserted  # top-level await allowed
     except Exception:
-        return None
+        return None, 0
+
+
+def _sh_names_data(code, namespace):
+    """Whether the cell names data a sample could shorten, judged by TYPE alone (in the kernel no
+    attribute of a user object is read): arrays, frames, tensors, loaders, sparse matrices, long
+    lists. A cell that names none and has no loop to cut (an ``import torch``) gets no shortened
+    run: it would only slow the full one down."""
+    for name in _shs_code_names(code):
+        value = namespace.get(name)
+        kind = type(value)
+        root = (kind.__module__ or "").split(".", 1)[0]
+        if root in ("numpy", "pandas", "polars", "torch", "scipy") and kind.__name__ in _SH_DATA_TYPES:
+            return True
+        if kind is list and len(value) >= _SHS_ROWS_MIN:
+            return True
+    return False
 
 
 def _sh_rewriter_base():
@@ -191,6 +232,7 @@ class _ShRewrite(_sh_rewriter_base()):  # type: ignore[misc]
 
     def __init__(self, ast):
         self.ast = ast
+        self.inserted = 0  # loops and keywords routed through the child's helpers
         self.depth = 0  # loops around the node being visited
 
     def _helper_call(self, name, args, node):
@@ -214,8 +256,10 @@ class _ShRewrite(_sh_rewriter_base()):  # type: ignore[misc]
         target = node.iter
         if self._is_range(target):
             node.iter = self._helper_call(_SHS_RANGE, [target, *args], target)
+            self.inserted += 1
         elif isinstance(target, ast.Call) and target.args and self._is_range(target.args[0]):
             target.args[0] = self._helper_call(_SHS_RANGE, [target.args[0], *args], target.args[0])
+            self.inserted += 1
         return node
 
     def visit_For(self, node):
@@ -231,4 +275,5 @@ class _ShRewrite(_sh_rewriter_base()):  # type: ignore[misc]
             if keyword.arg in _SHS_CAPS:
                 args = [keyword.value, ast.Constant(value=keyword.arg), ast.Constant(value=node.lineno)]
                 keyword.value = self._helper_call(_SHS_CAP, args, keyword.value)
+                self.inserted += 1
         return node
