@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from conftest import TestKernel
 
+from crane_lsp.kernel import snapshot_reuse
 from crane_lsp.kernel.link import KernelLink
 from crane_lsp.kernel.snapshot_reuse import SnapshotReuse
 from crane_lsp.snapshot import ProbeQuery, Snapshot
@@ -43,8 +44,10 @@ class Spy:
 
 @pytest.fixture
 async def linked(
-    fresh_kernel: TestKernel,
+    fresh_kernel: TestKernel, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[TestKernel, KernelLink, SnapshotReuse, Spy]]:
+    # a loaded machine may take seconds between two probes of a test: only the state decides here
+    monkeypatch.setattr(snapshot_reuse, "REUSE_WINDOW_S", 300.0)
     await asyncio.to_thread(fresh_kernel.run, STATE)
     link = await KernelLink.connect(fresh_kernel.connection_file)
     try:
@@ -186,3 +189,13 @@ async def test_a_new_subscript_reads_a_held_frame_again_only_for_columns_it_lack
     assert spy.asked[-1].names == ["df"] and "df" not in spy.asked[-1].known
     assert all(c.stats is not None for c in wanted.variables["df"].columns or [])
     assert (reuse.full, reuse.reused) == (1, 2)
+
+
+async def test_it_serves_no_longer_than_its_window(linked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What changes with no message at all (a thread of the user's) is seen once the window ends."""
+    _k, link, reuse, _spy = linked
+    monkeypatch.setattr(snapshot_reuse, "REUSE_WINDOW_S", 0.5)
+    await reuse.snapshot(link, QUERY)
+    await asyncio.sleep(0.6)
+    await reuse.snapshot(link, QUERY)
+    assert (reuse.full, reuse.reused) == (2, 0)
