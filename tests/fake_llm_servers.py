@@ -224,8 +224,21 @@ def _error_body(req: RecordedRequest, err: Error) -> dict[str, Any]:
 class FakeLLMServer:
     """A threaded HTTP server on 127.0.0.1 with a scripted queue of replies and a log of requests."""
 
-    def __init__(self, handler: Callable[[RecordedRequest], Reply] | None = None) -> None:
+    def __init__(
+        self,
+        handler: Callable[[RecordedRequest], Reply] | None = None,
+        *,
+        kind: str = "plain",
+        context: int | None = None,
+    ) -> None:
+        """``kind`` plays a real server's metadata and quirks: ``plain`` (no model list), ``llama.cpp``
+        (``/props`` with ``n_ctx`` = ``context``, ``/tokenize``: one token per word), ``llama-cpp-python``
+        (``owned_by: me``; OpenAI's json_schema is a 500 there), ``ollama`` (``/api/show``), ``vllm``
+        (``max_model_len``). A prompt over ``context`` (words) is a 400 naming the context."""
         self.handler = handler
+        self.kind = kind
+        self.context = context
+        self.probes: list[RecordedRequest] = []  # metadata requests, kept out of ``requests``
         self.requests: list[RecordedRequest] = []
         self.hangups = 0  # streamed answers the client stopped reading before the end
         self._queue: deque[Reply] = deque()
@@ -240,7 +253,49 @@ class FakeLLMServer:
             self._queue.extend(replies)
         return self
 
+    def _metadata(self, req: RecordedRequest) -> Reply | None:
+        """The answer to a probe of the server's metadata (None: not a metadata path)."""
+        path = req.path.rstrip("/")
+        if not path.endswith(("/models", "/props", "/tokenize", "/api/show")):
+            return None
+        self.probes.append(req)
+        owner = {"llama.cpp": "llamacpp", "llama-cpp-python": "me", "ollama": "library", "vllm": "vllm"}
+        if path.endswith("/v1/models") and self.kind in owner:
+            entry: dict[str, Any] = {"id": "smollm2", "object": "model", "owned_by": owner[self.kind]}
+            if self.kind == "vllm":
+                entry["max_model_len"] = self.context
+            return Raw(200, json.dumps({"object": "list", "data": [entry]}).encode())
+        if path.endswith("/props") and self.kind == "llama.cpp":
+            props = {"default_generation_settings": {"n_ctx": self.context}}
+            return Raw(200, json.dumps(props).encode())
+        if path.endswith("/tokenize") and self.kind == "llama.cpp":
+            return Raw(200, json.dumps({"tokens": list(range(len(req.json["content"].split())))}).encode())
+        if path.endswith("/api/show") and self.kind == "ollama":
+            return Raw(200, json.dumps({"model_info": {"llama.context_length": self.context}}).encode())
+        return Raw(404, b'{"error": "Not Found"}')
+
+    def _quirk(self, req: RecordedRequest) -> Reply | None:
+        """What the real server says before it would answer (its dialect, its context)."""
+        if req.wire != "chat":
+            return None
+        body = req.json
+        fmt = (body.get("response_format") or {}).get("type")
+        if self.kind == "llama-cpp-python" and fmt == "json_schema":
+            return Error(500, "'json_schema' is not a valid response_format type: use json_object")
+        words = sum(len(m["content"].split()) for m in body.get("messages", []))
+        if self.context is not None and words + int(body.get("max_tokens") or 0) > self.context:
+            return Error(400, f"Requested tokens ({words}) exceed context window of {self.context}")
+        return None
+
     def _next(self, req: RecordedRequest) -> Reply:
+        meta = self._metadata(req)
+        if meta is not None:
+            return meta
+        quirk = self._quirk(req)
+        if quirk is not None:
+            with self._lock:
+                self.requests.append(req)
+            return quirk
         with self._lock:
             self.requests.append(req)
             if self._queue:

@@ -141,3 +141,40 @@ def test_raw_newlines_inside_json_strings_parse() -> None:
         '"evidence": [], "fix": null}'
     )
     assert parse_answer(text).reasoning == "line one\nline two"
+
+
+def cells(n: int, words: int) -> list[str]:
+    return [f"cell_{i} = 0  # " + " ".join(f"w{i}" for _ in range(words)) for i in range(n)]
+
+
+async def test_llama_cpp_prompts_are_counted_by_its_tokenizer_and_shortened_oldest_first() -> None:
+    with FakeLLMServer(kind="llama.cpp", context=400) as server:
+        server.push(Answer(crash_answer()))
+        executed = cells(10, 40)
+        target = "print(" + ", ".join(f"cell_{i}" for i in range(10)) + ")"  # every cell is relevant
+        p = await local(server, max_tokens=100).predict(Ask(target, executed))
+        sent = " ".join(m["content"] for m in server.requests[-1].json["messages"])
+        assert "cell_9 = 0" in sent and "cell_0 = 0" not in sent  # the newest kept, the oldest dropped
+        assert any(r.path == "/tokenize" for r in server.probes)
+        assert any("shortened to fit the model's context of 400 tokens" in n for n in p.notes), p.notes
+
+
+async def test_a_prompt_that_cannot_fit_is_not_sent_and_says_why() -> None:
+    with FakeLLMServer(kind="llama.cpp", context=200) as server:
+        p = await local(server, max_tokens=100).predict(Ask(" ".join(["x"] * 300), []))
+        assert server.requests == []
+        assert p.certainty == "none" and p.message.startswith("prompt of ")
+        assert "exceeds the model's context of 200" in p.message
+
+
+@pytest.mark.parametrize(("kind", "expected"), [("llama-cpp-python", "json_object"), ("vllm", "json_schema")])
+async def test_the_probe_picks_the_servers_dialect_before_the_first_question(
+    kind: str, expected: str
+) -> None:
+    with FakeLLMServer(kind=kind, context=4096) as server:
+        server.push(Answer(crash_answer()))
+        llm = local(server)
+        p = await llm.predict(Ask(TARGET, EXECUTED))
+        assert len(server.requests) == 1 and p.crash  # no 500 to learn from: the first request was right
+        assert server.requests[0].json["response_format"]["type"] == expected == dialect(llm)
+        assert await llm.provider.prompt_limit() == 4096 - 512 or kind != "vllm"

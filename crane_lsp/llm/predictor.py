@@ -12,6 +12,7 @@ must never read as "safe" nor crash the server. ``raise_errors=True`` (the bench
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -181,7 +182,15 @@ class LLMPredictor:
         """``predict``, also returning this call's own exchange (concurrent callers each get theirs)."""
         started = time.perf_counter()
         target, bypass_cache = ask.target, ask.explicit
-        messages = self.messages(ask)
+        messages, fit_notes, too_long = await self._fitted(ask)
+        if too_long is not None:
+            if raise_errors:
+                raise ProviderError(too_long)
+            source = Source(layer="llm", provider=self.provider.name, model=self.provider.model)
+            failed = Prediction(crash=False, certainty="none", message=too_long, source=source)
+            return failed, Exchange(
+                messages, [Sample(error=too_long)], self.provider.name, self.provider.model
+            )
         key = request_key(messages, self.provider.signature(), self.settings.votes)
         hit = None if bypass_cache else self._cache.get(key)
         if hit is not None:
@@ -206,9 +215,49 @@ class LLMPredictor:
             elif raise_errors:
                 errors = [s.error for s in exchange.samples if s.error]
                 raise ProviderError("; ".join(dict.fromkeys(errors)) or "no valid answer")
+        result.notes[:0] = fit_notes
         self._exchanges[target] = exchange
         self._last = exchange
         return result, exchange
+
+    async def _fitted(self, ask: Ask) -> tuple[list[Message], list[str], str | None]:
+        """The prompt, its executed cells shortened oldest-first to fit the model's context (counted
+        with the server's tokenizer where it has one); the note saying so; or why it cannot fit."""
+        messages = self.messages(ask)
+        try:
+            limit = await self.provider.prompt_limit()
+        except Exception:  # a probe that fails leaves the prompt as it is: the server will say
+            limit = None
+        if limit is None:
+            return messages, [], None
+        context = limit + self.provider.policy.max_tokens
+        executed = list(ask.executed)
+        while True:
+            text = "\n".join(m.content for m in messages)
+            counted = await self.provider.count_tokens(text)
+            tokens = (
+                counted if counted is not None else len(text) // 3
+            )  # cautious: code runs 3-4 chars a token
+            if tokens <= limit:
+                break
+            if not executed:
+                return (
+                    messages,
+                    [],
+                    (
+                        f"prompt of {tokens} tokens exceeds the model's context of {context} "
+                        f"(with {self.provider.policy.max_tokens} kept for the answer)"
+                    ),
+                )
+            executed = executed[1:]
+            messages = self.messages(dataclasses.replace(ask, executed=executed))
+        dropped = len(ask.executed) - len(executed)
+        if not dropped:
+            return messages, [], None
+        cells = "cell was" if dropped == 1 else f"{dropped} cells were"
+        note = f"prompt shortened to fit the model's context of {context} tokens: "
+        note += f"the oldest executed {cells} left out"
+        return messages, [note], None
 
     def last_exchange(self, target: str | None = None) -> Exchange | None:
         """The latest exchange for ``target`` (its source text), or the latest of all."""

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from crane_lsp.llm.errors import ConfigError, MissingKeyError, ProviderError
+from crane_lsp.llm.probe import ServerInfo, count_tokens, probe_server
 from crane_lsp.llm.prompt import ANSWER_SCHEMA, ANSWER_SCHEMA_NAME, JSON_INSTRUCTIONS, Message, redact_secrets
 from crane_lsp.settings import Settings
 
@@ -166,6 +167,14 @@ class Provider(ABC):
 
     def _where(self) -> str:
         return ""
+
+    async def prompt_limit(self) -> int | None:
+        """Tokens a prompt may have (the model's context less the answer's cap), when the server says."""
+        return None
+
+    async def count_tokens(self, text: str) -> int | None:
+        """``text``'s length in the server's own tokens, when it offers a tokenizer."""
+        return None
 
     @abstractmethod
     async def _request(self, messages: Sequence[Message]) -> Completion: ...
@@ -338,12 +347,38 @@ class OpenAICompatibleProvider(_OpenAIBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.dialect = DIALECTS[0]
+        self.server: ServerInfo | None = None  # what the probe found, once
+
+    async def _probed(self) -> ServerInfo:
+        if self.server is None and self.base_url:
+            import httpx
+
+            headers = {"authorization": f"Bearer {self._key}"} if self._key != NO_KEY else {}
+            async with httpx.AsyncClient(timeout=5, headers=headers) as client:
+                self.server = await probe_server(self.base_url, self.model, client)
+            if self.dialect == DIALECTS[0]:
+                self.dialect = self.server.dialect
+        return self.server or ServerInfo()
+
+    async def prompt_limit(self) -> int | None:
+        context = (await self._probed()).context
+        return None if context is None else context - self.policy.max_tokens
+
+    async def count_tokens(self, text: str) -> int | None:
+        info = await self._probed()
+        if info.tokenize_url is None:
+            return None
+        import httpx
+
+        async with httpx.AsyncClient(timeout=10) as client:
+            return await count_tokens(client, info, text)
 
     @property
     def structured(self) -> bool:
         return self.dialect != "instructions"
 
     async def _request(self, messages: Sequence[Message]) -> Completion:
+        await self._probed()
         while True:
             wire = [m.as_dict() for m in messages]
             kwargs: dict[str, Any] = {
