@@ -203,12 +203,15 @@ class LLMPredictor:
             result.source.cached = True
             result.source.latency_ms = (time.perf_counter() - started) * 1000
         else:
-            task = None if bypass_cache else self._inflight.get(key)
-            if task is None:
-                task = asyncio.ensure_future(self._run(messages, target))
-                self._inflight[key] = task
-                task.add_done_callback(lambda _t: self._inflight.pop(key, None))
-            prediction, exchange = await asyncio.shield(task)
+            if bypass_cache:  # shared with no one: cancelling the caller cancels the request
+                prediction, exchange = await self._run(messages, target)
+            else:
+                task = self._inflight.get(key)
+                if task is None:
+                    task = asyncio.ensure_future(self._run(messages, target))
+                    self._inflight[key] = task
+                    task.add_done_callback(lambda _t: self._inflight.pop(key, None))
+                prediction, exchange = await asyncio.shield(task)
             result = prediction.model_copy(deep=True)
             if prediction.source.votes:  # at least one valid answer: worth keeping
                 self._cache[key] = (prediction, exchange)

@@ -348,16 +348,18 @@ class OpenAICompatibleProvider(_OpenAIBase):
         super().__init__(*args, **kwargs)
         self.dialect = DIALECTS[0]
         self.server: ServerInfo | None = None  # what the probe found, once
+        self._probe_lock = asyncio.Lock()
 
     async def _probed(self) -> ServerInfo:
-        if self.server is None and self.base_url:
-            import httpx
+        async with self._probe_lock:  # one probe, however many requests start at once
+            if self.server is None and self.base_url:
+                import httpx
 
-            headers = {"authorization": f"Bearer {self._key}"} if self._key != NO_KEY else {}
-            async with httpx.AsyncClient(timeout=5, headers=headers) as client:
-                self.server = await probe_server(self.base_url, self.model, client)
-            if self.dialect == DIALECTS[0]:
-                self.dialect = self.server.dialect
+                headers = {"authorization": f"Bearer {self._key}"} if self._key != NO_KEY else {}
+                async with httpx.AsyncClient(timeout=5, headers=headers) as client:
+                    self.server = await probe_server(self.base_url, self.model, client)
+                if self.dialect == DIALECTS[0]:
+                    self.dialect = self.server.dialect
         return self.server or ServerInfo()
 
     async def prompt_limit(self) -> int | None:
