@@ -9,8 +9,10 @@ and the o200k token count of the +RT prompt we would send for that target.
 
 It also times one generated cell of ``--big-lines`` lines (and a tenth of it, to show the growth is
 linear): ``analyze`` + ``run_checks`` against a small synthetic snapshot, CPU seconds of this process;
-first as the server and the CLI analyse it (the checks read its first ``MAX_LINES`` lines), then read
-whole (``analyze(..., max_lines=None)``: what the cost per line of the walk itself is).
+first as the first read analyses it (the checks read its first ``MAX_LINES`` lines: the verdict the
+server publishes at once, and all the CLI's checks read), then read whole (``analyze(..., max_lines=None)``:
+what the server's worker reads next, and the cost per line of the walk itself). Time to the final
+diagnostic through the server, with the probe and the dry run: ``benchmarks/long_cells.py``.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ async def main() -> None:
     args = parser.parse_args()
     console = Console()
     time_big_cell(200)  # imports the check modules, outside the figures
-    # as the server and the CLI analyse it (the checks read the first MAX_LINES lines), then read whole
+    # the first read (the first MAX_LINES lines), then the whole read (the server's worker reads it next)
     for lines, max_lines in (
         (args.big_lines // 10, MAX_LINES),
         (args.big_lines, MAX_LINES),
