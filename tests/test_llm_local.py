@@ -178,3 +178,16 @@ async def test_the_probe_picks_the_servers_dialect_before_the_first_question(
         assert len(server.requests) == 1 and p.crash  # no 500 to learn from: the first request was right
         assert server.requests[0].json["response_format"]["type"] == expected == dialect(llm)
         assert await llm.provider.prompt_limit() == 4096 - 512 or kind != "vllm"
+
+
+async def test_a_failing_llm_reads_as_no_verdict_and_is_said_once_per_change(fake_llm: FakeLLMServer) -> None:
+    said: list[str | None] = []
+    llm = local(fake_llm, retries=0)
+    llm.on_state = said.append
+    fake_llm.push(Error(503, "loading model"), Error(503, "loading model"), Answer(crash_answer()))
+    first = await llm.predict(Ask(TARGET, EXECUTED))
+    await llm.predict(Ask("a = 1\n" + TARGET, EXECUTED))
+    await llm.predict(Ask("b = 2\n" + TARGET, EXECUTED))
+    assert first.message.startswith("no verdict: the LLM could not be reached") and not first.crash
+    assert len(said) == 2 and said[1] is None  # failing (once, not per cell), then answering again
+    assert said[0] is not None and "503" in said[0] and fake_llm.openai_url in said[0]

@@ -20,7 +20,7 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,6 +159,16 @@ class LLMPredictor:
         self._exchanges: LRUCache[str, Exchange] = LRUCache(maxsize=64)
         self._inflight: dict[str, asyncio.Task[tuple[Prediction, Exchange]]] = {}
         self._last: Exchange | None = None
+        #: called with why the LLM gives no answer, or None once it answers again: on changes only
+        self.on_state: Callable[[str | None], None] | None = None
+        self._failing: bool = False
+
+    def _report(self, failure: str | None) -> None:
+        if (failure is not None) == self._failing:
+            return
+        self._failing = failure is not None
+        if self.on_state is not None:
+            self.on_state(failure)
 
     # -- public ----------------------------------------------------------------------------------
     def messages(self, ask: Ask) -> list[Message]:
@@ -330,7 +340,11 @@ class LLMPredictor:
                 if failed == "garbled"
                 else "the LLM could not be reached"
             )
-            return Prediction(crash=False, certainty="none", message=reason, source=source, notes=notes)
+            why = next((s.error for s in samples if s.error), None)
+            self._report(f"{reason} ({why})" if why else reason)
+            message = f"no verdict: {reason}"  # the editor shows it as a no-verdict, never as safe
+            return Prediction(crash=False, certainty="none", message=message, source=source, notes=notes)
+        self._report(None)
         crashing = [a for a in answers if a.crash]
         n = len(samples)
         crash = len(crashing) * 2 > n  # of the votes asked for: ties and failures count as "no crash"

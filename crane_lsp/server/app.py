@@ -202,7 +202,9 @@ class CraneServer(LanguageServer):
         try:
             from crane_lsp.llm.predictor import LLMPredictor
 
-            return LLMPredictor(settings)
+            llm = LLMPredictor(settings)
+            llm.on_state = self._llm_state
+            return llm
         except Exception as exc:  # a missing key or package: say so, keep the built-in checks
             self.window_show_message(
                 types.ShowMessageParams(type=types.MessageType.Warning, message=f"crane: LLM disabled: {exc}")
@@ -680,6 +682,16 @@ class CraneServer(LanguageServer):
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri=target, diagnostics=self.diagnostics_for(nb, target))
             )
+
+    def _llm_state(self, failure: str | None) -> None:
+        """One message per change of the LLM's state: no answer never reads as safe (issue 26)."""
+        if failure is not None:
+            self._show_message(
+                types.MessageType.Warning,
+                f"crane: the LLM gives no answer: {failure}; the cells it judges read 'no verdict'",
+            )
+        else:
+            self._show_message(types.MessageType.Info, "crane: the LLM answers again")
 
     def _show_message(self, kind: types.MessageType, message: str) -> None:
         with contextlib.suppress(Exception):
