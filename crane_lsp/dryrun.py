@@ -24,7 +24,8 @@ from pydantic import BaseModel
 from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.parse import analyze, analyze_whole
-from crane_lsp.failure_facts import FailFacts, with_failure_facts
+from crane_lsp.dryrun_causes import with_failure_facts
+from crane_lsp.failure_facts import FailFacts
 from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName, Screened
 from crane_lsp.prediction import Prediction, Source

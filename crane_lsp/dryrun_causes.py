@@ -13,10 +13,11 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
-from crane_lsp.failure_facts import FailFacts, FailLoop, FailValue
+from crane_lsp.failure_facts import FailFacts, FailLoop, FailValue, evidence, operand_origins
 from crane_lsp.kernel.agent.wire import Kind
+from crane_lsp.prediction import Prediction
 from crane_lsp.render import format_shape
 
 Rule = Callable[[str, str, FailFacts, bool], "str | None"]
@@ -479,3 +480,34 @@ def cause(exception: str, message: str, facts: FailFacts, privacy: bool = False)
         if found:
             return found
     return None
+
+
+def with_failure_facts(
+    prediction: Prediction,
+    facts: FailFacts | None,
+    executed: Sequence[str] = (),
+    privacy: bool = False,
+) -> Prediction:
+    """The observed verdict with its facts: a cause sentence as the message where the facts make it
+    plain (the raw message stays in the diagnosis), evidence rows and origins."""
+    if facts is None or not prediction.crash:
+        return prediction
+    privacy = privacy or facts.privacy
+    sentence = cause(prediction.exception or "", _raw_message(prediction), facts, privacy)
+    if sentence:  # the raw message stays in the diagnosis, shown beneath
+        prediction.message = f"{prediction.exception}: {sentence}"
+    prediction.evidence = evidence(facts, privacy) + prediction.evidence
+    if not prediction.origin:
+        prediction.origin = operand_origins(facts, executed, _named(sentence or "", facts))
+    if facts.error:
+        prediction.notes.append(f"facts at the failing line unavailable: {facts.error}")
+    return prediction
+
+
+def _raw_message(prediction: Prediction) -> str:
+    prefix = f"{prediction.exception}: "
+    return prediction.message[len(prefix) :] if prediction.message.startswith(prefix) else prediction.message
+
+
+def _named(sentence: str, facts: FailFacts) -> list[str]:
+    return [v.name for v in facts.values if f"`{v.name}`" in sentence or f"({v.name})" in sentence]

@@ -15,7 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from crane_lsp.kernel.agent.wire import Kind
-from crane_lsp.prediction import Evidence, Origin, Prediction
+from crane_lsp.origins import origins
+from crane_lsp.prediction import Evidence, Origin
 from crane_lsp.render import format_shape
 from crane_lsp.snapshot import ObjectSummary
 
@@ -178,8 +179,6 @@ def evidence(facts: FailFacts, privacy: bool = False) -> list[Evidence]:
 def operand_origins(facts: FailFacts, executed: Sequence[str], first: Sequence[str] = ()) -> list[Origin]:
     """The executed cells behind the failing line: the function it raised in, then each operand not
     bound earlier in the target cell (``first``: the operands the cause names), in editor coordinates."""
-    from crane_lsp.pipeline import origins  # the checks' origin finder (pipeline imports the dry run lazily)
-
     names: list[str] = []
     if facts.frame is not None:
         names.append(facts.frame.function)
@@ -187,36 +186,3 @@ def operand_origins(facts: FailFacts, executed: Sequence[str], first: Sequence[s
     ordered = sorted(line_values, key=lambda v: (v.name not in first, facts.values.index(v)))
     names.extend(v.name.split(".", 1)[0].split("[", 1)[0] for v in ordered)
     return origins(names[:5], executed)
-
-
-def with_failure_facts(
-    prediction: Prediction,
-    facts: FailFacts | None,
-    executed: Sequence[str] = (),
-    privacy: bool = False,
-) -> Prediction:
-    """The observed verdict with its facts: a cause sentence as the message where the facts make it
-    plain (the raw message stays in the diagnosis), evidence rows and origins."""
-    if facts is None or not prediction.crash:
-        return prediction
-    from crane_lsp.dryrun_causes import cause
-
-    privacy = privacy or facts.privacy
-    sentence = cause(prediction.exception or "", _raw_message(prediction), facts, privacy)
-    if sentence:  # the raw message stays in the diagnosis, shown beneath
-        prediction.message = f"{prediction.exception}: {sentence}"
-    prediction.evidence = evidence(facts, privacy) + prediction.evidence
-    if not prediction.origin:
-        prediction.origin = operand_origins(facts, executed, _named(sentence or "", facts))
-    if facts.error:
-        prediction.notes.append(f"facts at the failing line unavailable: {facts.error}")
-    return prediction
-
-
-def _raw_message(prediction: Prediction) -> str:
-    prefix = f"{prediction.exception}: "
-    return prediction.message[len(prefix) :] if prediction.message.startswith(prefix) else prediction.message
-
-
-def _named(sentence: str, facts: FailFacts) -> list[str]:
-    return [v.name for v in facts.values if f"`{v.name}`" in sentence or f"({v.name})" in sentence]

@@ -21,10 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from crane_lsp.prediction import Certainty, Evidence, Prediction
-
-#: 1: every line and cell number 1-based, origins named by code-cell position and execution count
-SCHEMA_VERSION = 1
+from crane_lsp.prediction import SCHEMA_VERSION, Certainty, Evidence, Prediction
 
 
 class _Open(BaseModel):

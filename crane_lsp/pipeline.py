@@ -15,7 +15,6 @@ process (``server/checkpass.py``) runs exactly what ``predict`` runs.
 from __future__ import annotations
 
 import ast
-import functools
 import json
 import logging
 import time
@@ -24,12 +23,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from crane_lsp.analysis.facts import CellFacts
-from crane_lsp.analysis.parse import analyze, analyze_whole
 from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.checks.registry import Finding
 from crane_lsp.layers import LAYERS, Ask, KernelReader, Layer, LayerName, Screened
-from crane_lsp.prediction import Evidence, Fix, Origin, Prediction, Source
+from crane_lsp.origins import analyze_cached, origins
+from crane_lsp.prediction import Evidence, Fix, Prediction, Source
 from crane_lsp.settings import Settings
 from crane_lsp.snapshot import ProbeQuery, Snapshot
 
@@ -81,12 +80,6 @@ class Run:
     unchecked_from: int | None = None  # a long cell's first part only: where the checks stopped (0-based)
 
 
-@functools.lru_cache(maxsize=512)
-def analyze_cached(source: str) -> CellFacts:
-    """Executed cells are re-read on every prediction for origins; parse each text once."""
-    return analyze(source)
-
-
 def probe_query(facts: CellFacts, settings: Settings) -> ProbeQuery:
     fields = facts.probe_query_fields()
     return ProbeQuery(
@@ -102,22 +95,6 @@ def probe_query(facts: CellFacts, settings: Settings) -> ProbeQuery:
         request_budget_s=settings.request_budget_s,
         privacy=settings.privacy,
     )
-
-
-def origins(variables: Iterable[str], executed: Sequence[str]) -> list[Origin]:
-    """For each variable, the executed cell (and line) that last assigned it, newest first wins."""
-    found: list[Origin] = []
-    for var in dict.fromkeys(variables):
-        base = var.split(".", 1)[0].split("[", 1)[0]
-        for index in range(len(executed) - 1, -1, -1):
-            facts = analyze_cached(executed[index])
-            if facts.unchecked_from is not None:  # a long cell read in part: its last assignment may be later
-                facts = analyze_whole(executed[index])
-            lines = [a.span.line for a in facts.defines if a.name == base]
-            if lines:
-                found.append(Origin(variable=base, cell=index, line=lines[-1]))
-                break
-    return found
 
 
 def replacement_fix(finding: Finding, target: str) -> Fix | None:

@@ -7,6 +7,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+#: The version of the JSON that ``check --json`` and ``bench --json`` print from these models
+#: (``crane_lsp.output_json``): 1: every line and cell number 1-based, origins named by code-cell
+#: position and execution count. Here, below both printers, so neither imports the other for it.
+SCHEMA_VERSION = 1
+
 #: certain: a built-in check proved it from the kernel state; observed: a sandboxed dry run saw it
 #: happen; predicted: an LLM expects it; none: nothing found (never a promise that the cell is safe).
 Certainty = Literal["certain", "observed", "predicted", "none"]

@@ -14,7 +14,7 @@ from rich.table import Table
 from crane_lsp.bench.metrics import Cost, McNemar, Scores, breakdown, cost, mcnemar, score
 from crane_lsp.bench.paper import PaperRow
 from crane_lsp.bench.runner import CaseResult, Setting
-from crane_lsp.output_json import SCHEMA_VERSION
+from crane_lsp.prediction import SCHEMA_VERSION
 
 
 class Failure(BaseModel):
@@ -133,10 +133,7 @@ def render_terminal(report: BenchReport, console: Console) -> None:
             str(s.fp),
             str(s.fn),
             str(s.tn),
-            _f(s.accuracy),
-            _f(s.precision),
-            _f(s.recall),
-            _f(s.f1),
+            *_scored(s),
             str(s.failed),
         )
         p = _paper_total(report, part.setting)
@@ -177,7 +174,13 @@ def _md_row(cells: Sequence[object]) -> str:
 
 
 def _scores_cells(s: Scores) -> list[str]:
-    return [str(s.n), *(str(v) for v in (s.tp, s.fp, s.fn, s.tn)), *(_f(v) for v in _metrics(s))]
+    return [str(s.n), *(str(v) for v in (s.tp, s.fp, s.fn, s.tn)), *_scored(s)]
+
+
+def _scored(s: Scores) -> list[str]:
+    """The four metrics; "n/a" over zero answers (every request failed), never a 0.0000 that reads
+    as a score."""
+    return ["n/a"] * 4 if s.n == 0 else [_f(v) for v in _metrics(s)]
 
 
 def _metrics(s: Scores | PaperRow) -> tuple[float, float, float, float]:
