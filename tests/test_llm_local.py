@@ -191,3 +191,23 @@ async def test_a_failing_llm_reads_as_no_verdict_and_is_said_once_per_change(fak
     assert first.message.startswith("no verdict: the LLM could not be reached") and not first.crash
     assert len(said) == 2 and said[1] is None  # failing (once, not per cell), then answering again
     assert said[0] is not None and "503" in said[0] and fake_llm.openai_url in said[0]
+
+
+def test_bench_fails_fast_on_a_dead_server(capsys: pytest.CaptureFixture[str]) -> None:
+    from crane_lsp.cli import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    started = time.monotonic()
+    code = main(["bench", "junobench", "--provider", "openai-compatible", "--base-url", dead, "--model", "m"])
+    assert code == 2 and time.monotonic() - started < 15
+    assert f"cannot reach the server at {dead}" in capsys.readouterr().err
+
+
+def test_scores_over_zero_answers_read_n_a() -> None:
+    from crane_lsp.bench.metrics import Scores
+    from crane_lsp.bench.report import _scores_cells
+
+    assert _scores_cells(Scores(failed=4))[-4:] == ["n/a"] * 4
+    assert _scores_cells(Scores(n=2, tp=1, tn=1))[-4:] == ["1.0000"] * 4

@@ -141,6 +141,13 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         cache.close()
         raise
     votes = getattr(predictor, "votes", None)
+    if provider == "openai-compatible" and args.base_url:
+        try:
+            await _reachable(args.base_url)
+        except BaseException:
+            await predictor.aclose()
+            cache.close()
+            raise
     try:
         with make_progress(console, disable=args.quiet) as progress:
             results = await run_bench(cases, predictor, settings, concurrency=concurrency, progress=progress)
@@ -170,6 +177,19 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                 raise BenchError(f"cannot write {out}: {exc.strerror or exc}") from exc
     scored = sum(s.scores.n for s in report.settings)
     return 0 if scored else 2
+
+
+async def _reachable(base_url: str) -> None:
+    """Fail fast on a dead server (one quick GET) instead of one failed request per instance."""
+    import httpx
+
+    from crane_lsp.bench.cases import BenchError
+
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            await client.get(base_url.rstrip("/") + "/models")
+    except httpx.HTTPError as exc:
+        raise BenchError(f"cannot reach the server at {base_url} ({type(exc).__name__})") from exc
 
 
 def open_cache(path: Path) -> AnswerCache:
