@@ -16,6 +16,7 @@ from crane_lsp.checks.runner import load_checks
 from tests.lib_checks_util import Case, verify
 
 CASE_MODULES = (
+    "tests.test_checks_aggregations",
     "tests.test_checks_arrays",
     "tests.test_checks_generalised",
     "tests.test_checks_keras",

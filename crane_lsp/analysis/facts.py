@@ -316,6 +316,11 @@ class CellFacts:
         chains.pop("", None)
         for name in [c for c in chains if "." not in c]:
             del chains[name]
+        for call in self.calls:  # ``df.agg('meen')``: how pandas resolves the name (checks/aggregations.py)
+            if call.receiver in kernel:
+                for name in agg_names(call):
+                    chains.setdefault(f"{call.receiver}.{name}", None)
+                    chains.setdefault(f"{NUMPY_CHAIN}.{name}", None)
         subs: dict[str, None] = {}
         for sub in self.subscripts:
             if sub.base in kernel and not sub.is_store:
@@ -337,6 +342,24 @@ class CellFacts:
 
 
 _MAX_ROW_LABELS = 100
+#: Chain root the probe resolves from the kernel's loaded ``numpy`` module, whatever name holds it.
+NUMPY_CHAIN = "@numpy"
+_AGG_METHODS = frozenset({"agg", "aggregate"})
+
+
+def agg_names(call: Call) -> tuple[str, ...]:
+    """The function names a plain ``x.agg('name')`` / ``x.agg(['a', 'b'])`` call gives as literal text."""
+    if call.method not in _AGG_METHODS or any(a.starred for a in call.args):
+        return ()
+    pos = call.positional()
+    arg = pos[0] if pos else call.keyword("func")
+    if arg is None or not arg.is_literal:
+        return ()
+    value = arg.literal
+    names = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else []
+    if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
+        return ()
+    return tuple(dict.fromkeys(names))
 
 
 def _row_label(value: Any) -> bool:

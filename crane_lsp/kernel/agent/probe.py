@@ -193,6 +193,14 @@ def _snapshot(query: QueryWire) -> SnapshotWire:
 
     for chain in query.get("chains", []):
         parts = chain.split(".")
+        if parts[0] == "@numpy":  # numpy's own namespace, whatever kernel name holds it (never imports)
+            numpy = _sys.modules.get("numpy")
+            if len(parts) == 2 and numpy is not None:
+                try:
+                    out["attributes"][chain] = _fact_wire(_resolve_chain(numpy, parts[1:])[0][1])
+                except Exception as exc:
+                    out["errors"].append(f"chain {chain}: {_cls_name(type(exc))}")
+            continue
         if len(parts) < 2 or parts[0] not in ns:
             if (
                 parts
