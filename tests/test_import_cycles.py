@@ -2,7 +2,8 @@
 and under ``TYPE_CHECKING`` (a cycle there still ties the two modules' designs together).
 
 ``kernel/agent/`` counts as one module: its files are joined into one private module when the
-agent is installed in the kernel, so they may name each other freely.
+agent is installed in the kernel. Among themselves they import one way, in the order they are
+joined (``probe_install.SOURCES``): the ``test_agent_*`` tests below.
 """
 
 from __future__ import annotations
@@ -107,3 +108,78 @@ def test_the_walk_sees_a_cycle(tmp_path: Path) -> None:
         assert cycles() == [["crane_lsp.a", "crane_lsp.sub.b"]]
     finally:
         PACKAGE = saved
+
+
+AGENT = PACKAGE / "kernel" / "agent"
+#: The one circle left in the agent: jail_answers' rule table calls the semaphore rules, which read
+#: paths with jail_answers' reader and answer with its fallback label. Remove it here once broken.
+AGENT_CYCLES_LEFT = [["jail_answers", "jail_semaphores"]]
+
+
+def agent_graph(folder: Path | None = None) -> dict[str, set[str]]:
+    """Which agent modules each agent module imports (``TYPE_CHECKING`` imports too: in the kernel
+    they are one module, so these name the modules whose names it uses)."""
+    folder = folder or AGENT
+    names = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+    graph: dict[str, set[str]] = {}
+    for name in names:
+        used: set[str] = set()
+        for node in ast.walk(ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 0:  # crane_lsp.kernel.agent.<module>
+                head, _, module = (node.module or "").rpartition(".")
+                used.update({module} & names if head == JOINED else set())
+            else:  # .<module> or from . import <module>
+                used.update({node.module} & names if node.module else {a.name for a in node.names} & names)
+        graph[name] = used - {name}
+    return graph
+
+
+def agent_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of agent modules that reach each other."""
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    reached = {name: reach(name) for name in graph}
+    groups = {
+        tuple(sorted(n for n in graph if n == name or (n in reached[name] and name in reached[n])))
+        for name in graph
+    }
+    return sorted(list(group) for group in groups if len(group) > 1)
+
+
+def test_agent_modules_import_one_way() -> None:
+    assert agent_cycles(agent_graph()) == AGENT_CYCLES_LEFT
+
+
+def test_agent_modules_joined_after_what_they_import() -> None:
+    from crane_lsp.kernel.probe_install import SOURCES
+
+    order = [Path(source).stem for source in SOURCES]
+    graph = agent_graph()
+    assert sorted(order) == sorted(graph)
+    left = {name for group in AGENT_CYCLES_LEFT for name in group}
+    late = [
+        (name, used)
+        for name in order
+        for used in graph[name]
+        if order.index(used) > order.index(name) and not {name, used} <= left
+    ]
+    assert late == []
+
+
+def test_the_agent_walk_sees_a_circle_through_type_checking(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import x\n"
+    )
+    (tmp_path / "b.py").write_text(f"from {JOINED}.c import y\n")
+    (tmp_path / "c.py").write_text(f"from {JOINED}.a import z\nimport json\n")
+    (tmp_path / "d.py").write_text(f"from {JOINED}.a import z\n")
+    assert agent_cycles(agent_graph(tmp_path)) == [["a", "b", "c"]]

@@ -18,8 +18,8 @@ _HERE = Path(__file__).parent
 #: name that two of them define. Every module lives in ``agent/``.
 SOURCES = (
     "agent/wire.py",
-    "agent/guard.py",
     "agent/safe.py",
+    "agent/guard.py",
     "agent/stats.py",
     "agent/frames.py",
     "agent/sum_data.py",
@@ -27,8 +27,8 @@ SOURCES = (
     "agent/sum_python.py",
     "agent/summaries.py",
     "agent/facts.py",
-    "agent/refusal.py",
     "agent/probe.py",
+    "agent/refusal.py",
     "agent/failfacts.py",
     "agent/jail_seccomp.py",
     "agent/jail_semaphores.py",
@@ -38,11 +38,11 @@ SOURCES = (
     "agent/jail_landlock.py",
     "agent/jail_threads.py",
     "agent/dryrun_timeit.py",
-    "agent/dryrun.py",
-    "agent/dryrun_warm.py",
     "agent/shorten_sample.py",
+    "agent/dryrun.py",
     "agent/shorten_rules.py",
     "agent/shorten.py",
+    "agent/dryrun_warm.py",
 )
 PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in SOURCES)
 PROBE_VERSION = hashlib.sha1(PROBE_SOURCE.encode()).hexdigest()[:10]

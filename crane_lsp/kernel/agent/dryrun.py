@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
     from crane_lsp.kernel.agent.dryrun_timeit import _dti_run_once
     from crane_lsp.kernel.agent.failfacts import _ff_collect
-    from crane_lsp.kernel.agent.guard import _JSONResult
+    from crane_lsp.kernel.agent.guard import _JSONResult, _SandboxBlocked
     from crane_lsp.kernel.agent.jail_answers import _jan_errnos, _jan_listen, _jan_settle, _JanLog
     from crane_lsp.kernel.agent.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
     from crane_lsp.kernel.agent.jail_landlock import _jll_libc, _jll_restrict
@@ -44,10 +44,6 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     from crane_lsp.kernel.agent.shorten_sample import _shs_failure_facts, _shs_sample
 
 _SB_FILENAME = "<crane-dryrun>"
-
-
-class _SandboxBlocked(BaseException):
-    """BaseException, so a cell's ``except Exception`` cannot swallow it."""
 
 
 class _SbStdin:

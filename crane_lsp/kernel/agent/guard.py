@@ -16,10 +16,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.safe import (
         _MISSING,
+        _cls_name,
+        _exc_text,
         _instance_dict,
         _isa,
         _mro_names,
+        _trunc,
     )
+    from crane_lsp.kernel.agent.wire import DEADLINE
 
 
 class _JSONResult:
@@ -39,8 +43,9 @@ class _Deadline(BaseException):
     """Out of time. A BaseException, so user code's ``except Exception`` cannot swallow the alarm."""
 
 
-class _Untrusted(Exception):
-    pass
+class _SandboxBlocked(BaseException):
+    """The jail blocked a call in the dry run. A BaseException, so a cell's ``except Exception``
+    cannot swallow it."""
 
 
 class _Clock:
@@ -166,3 +171,21 @@ def _left_as_found(obj):
 def _changed(d, saved):
     """By identity, not ``==``: comparing tensors or user objects would run their code."""
     return len(d) != len(saved) or any(d.get(k, _MISSING) is not v for k, v in saved.items())
+
+
+def _field(summary, clock, name, fn, *args):
+    """Fill ``summary[name]`` from ``fn``; a deadline or an exception leaves it unknown with a reason."""
+    try:
+        clock.check()
+        v = fn(*args)
+    except _Deadline:
+        summary["error"] = DEADLINE
+        return
+    except RecursionError:
+        summary.setdefault("error", name + ": RecursionError")
+        return
+    except Exception as exc:
+        summary.setdefault("error", name + ": " + _cls_name(type(exc)) + ": " + _trunc(_exc_text(exc), 120))
+        return
+    if v is not None:
+        summary[name] = v

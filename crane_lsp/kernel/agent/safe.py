@@ -10,15 +10,12 @@ import inspect as _inspect
 import math as _math
 import sys as _sys
 import types as _types
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
-    from crane_lsp.kernel.agent.guard import (
-        _Untrusted,
-    )
-
 
 _MISSING = object()
+
+
+class _Untrusted(Exception):
+    """A name that is not a trusted library's: reading it could run user code."""
 
 
 #: Top-level packages whose classes' dunders and properties may be called: library code.

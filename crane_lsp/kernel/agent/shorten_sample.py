@@ -1,4 +1,4 @@
-"""The shortened dry run, in the jailed child: STANDARD LIBRARY ONLY, joined after ``dryrun_warm.py``.
+"""The shortened dry run, in the jailed child: STANDARD LIBRARY ONLY, joined before ``dryrun.py``.
 
 A slow cell is run again in a fresh jailed fork on a small, consistent sample of the large data it
 names: every array-like with the same number of rows gets the SAME sorted row positions (``X`` and
@@ -13,10 +13,13 @@ On a failure the child adds facts the client needs to judge whether the crash hi
 sample: for a ``KeyError``, whether its key is a row label or a value of the full data.
 """
 
+import contextlib as _shs_contextlib
+import sys as _shs_sys
+import time as _shs_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
-    from crane_lsp.kernel.agent.dryrun import _SandboxBlocked, _sb_contextlib, _sb_sys, _sb_time
+    from crane_lsp.kernel.agent.guard import _SandboxBlocked
 
 _SHS_ROWS_MIN = 1000  # an object with fewer rows runs whole
 _SHS_MAX_CLASSES = 100  # a 1-D column with more distinct values is no label
@@ -127,7 +130,7 @@ def _shs_label_arrays(kind, value, np):
 def _shs_class_members(values, np, wanted, from_end):
     """Positions of a few members of each class of ``values`` (enough for a stratified split or a
     classifier; the last ones in the second sample); None if ``values`` are no labels."""
-    pandas = _sb_sys.modules.get("pandas")
+    pandas = _shs_sys.modules.get("pandas")
     try:
         if pandas is not None and len(pandas.unique(values[:5000])) > _SHS_MAX_CLASSES:
             return None  # an identifier, not a label: no need to read it all
@@ -174,9 +177,9 @@ def _shs_positions(rows, wanted, seed, labels, np):
     import random
 
     chosen = {0, rows - 1}
-    deadline = _sb_time.perf_counter() + 0.3  # reading classes is a bonus: bounded
+    deadline = _shs_time.perf_counter() + 0.3  # reading classes is a bonus: bounded
     for values in labels:
-        if _sb_time.perf_counter() > deadline:
+        if _shs_time.perf_counter() > deadline:
             break
         members = _shs_class_members(values, np, wanted, from_end=seed % 2 == 1)
         if members is not None:
@@ -198,7 +201,7 @@ def _shs_take(kind, value, positions, np, seed):
     if kind == "polars":
         return value[positions]
     if kind == "torch":
-        torch = _sb_sys.modules["torch"]
+        torch = _shs_sys.modules["torch"]
         return value.index_select(0, torch.as_tensor(positions, dtype=torch.long))
     if kind == "sparse":
         return value.tocsr()[positions].asformat(value.format)
@@ -233,7 +236,7 @@ def _shs_cap_estimators(namespace, names, cap, record):
                 changes[key] = rule(cap)
                 record.append({"what": f"{name}.{key}", "param": key, "kept": rule(cap), "of": setting})
         if changes:
-            with _sb_contextlib.suppress(Exception):
+            with _shs_contextlib.suppress(Exception):
                 value.set_params(**changes)
 
 
@@ -252,8 +255,8 @@ def _shs_sample(namespace, code, plan, state):
 
 
 def _shs_sample_names(namespace, code, plan):
-    started = _sb_time.perf_counter()
-    np = _sb_sys.modules.get("numpy")
+    started = _shs_time.perf_counter()
+    np = _shs_sys.modules.get("numpy")
     wanted, seed, cap = int(plan["rows"]), int(plan["seed"]), int(plan["cap"])
     names = _shs_code_names(code)
     found, feature_dims = [], set()
@@ -290,7 +293,7 @@ def _shs_sample_names(namespace, code, plan):
     _shs_state["cap"] = cap
     namespace[_SHS_RANGE] = _shs_range
     namespace[_SHS_CAP] = _shs_cap
-    shortened["sample_s"] = round(_sb_time.perf_counter() - started, 4)
+    shortened["sample_s"] = round(_shs_time.perf_counter() - started, 4)
     return shortened
 
 
@@ -330,9 +333,9 @@ def _shs_failure_facts(exc):
         return {}
     key = exc.args[0]
     facts: dict[str, Any] = {"key_type": type(key).__name__, "key": repr(key)[:200], "key_in_full": False}
-    deadline = _sb_time.perf_counter() + 0.5
+    deadline = _shs_time.perf_counter() + 0.5
     for kind, value in _shs_state.get("originals", ()):
-        if _sb_time.perf_counter() > deadline:
+        if _shs_time.perf_counter() > deadline:
             facts["key_in_full"] = None  # unknown: read out of time
             break
         try:

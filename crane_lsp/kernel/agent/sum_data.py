@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.guard import (
         _Clock,
+        _field,
     )
     from crane_lsp.kernel.agent.safe import (
         _MAX_COLUMN_NAMES,
@@ -27,9 +28,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.stats import (
         _array_stats,
         _series_stats,
-    )
-    from crane_lsp.kernel.agent.summaries import (
-        _field,
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,

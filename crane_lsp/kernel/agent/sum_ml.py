@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.guard import (
         _Clock,
         _Deadline,
+        _field,
         _guarded,
         _left_as_found,
     )
@@ -31,9 +32,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _static,
         _trunc,
         _trusted,
-    )
-    from crane_lsp.kernel.agent.summaries import (
-        _field,
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,

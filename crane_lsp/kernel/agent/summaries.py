@@ -68,24 +68,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     )
 
 
-def _field(summary, clock, name, fn, *args):
-    """Fill ``summary[name]`` from ``fn``; a deadline or an exception leaves it unknown with a reason."""
-    try:
-        clock.check()
-        v = fn(*args)
-    except _Deadline:
-        summary["error"] = DEADLINE
-        return
-    except RecursionError:
-        summary.setdefault("error", name + ": RecursionError")
-        return
-    except Exception as exc:
-        summary.setdefault("error", name + ": " + _cls_name(type(exc)) + ": " + _trunc(_exc_text(exc), 120))
-        return
-    if v is not None:
-        summary[name] = v
-
-
 #: Exact types whose kind needs no MRO walk.
 _EXACT_KINDS: dict[type, ObjectKind] = {
     type(None): Kind.NONE,
