@@ -118,7 +118,7 @@ def screen(facts: CellFacts) -> ScreenResult:
         return ScreenResult(False, "the cell could not be analysed")
     if facts.unchecked_from is not None:  # the checks read only the start of a long cell: screen all of it
         facts = analyze_whole(facts.source)
-    verdict = _screen_ipython(facts.python)
+    verdict = _screen_ipython(facts)
     if verdict is not None:
         return verdict
     for call in facts.calls:
@@ -209,13 +209,13 @@ def _is_module_open(func: str) -> bool:
     )
 
 
-def _screen_ipython(python: str) -> ScreenResult | None:
-    """Shell escapes and magics, from the IPython-transformed source (``!ls`` -> ``get_ipython().system``)."""
-    if "get_ipython()" not in python:
+def _screen_ipython(facts: CellFacts) -> ScreenResult | None:
+    """Shell escapes and magics, from the IPython-transformed source (``!ls`` -> ``get_ipython().system``),
+    walked in the tree the analysis already parsed (``CellFacts.tree``): the cell is not parsed again."""
+    if "get_ipython()" not in facts.python:
         return None
-    try:
-        tree = ast.parse(python)
-    except SyntaxError:
+    tree = facts.tree()
+    if tree is None:
         return ScreenResult(False, "uses IPython syntax it cannot screen")
     for node in ast.walk(tree):
         if not (
