@@ -299,6 +299,20 @@ class CellFacts:
                     add(call.receiver, arg.literal)
         return {target: [item for _, item in labels] for target, labels in out.items() if labels}
 
+    def _built_by_kernel_class(self, kernel: set[str]) -> dict[str, str]:
+        """Cell names bound to ``C(...)``, ``C`` a kernel name: name -> ``C`` (checks/built_methods.py)."""
+        out: dict[str, str] = {}
+        for d in self.defines:
+            if not d.value_text or "(" not in d.value_text:
+                continue
+            try:
+                node = ast.parse(d.value_text, mode="eval").body
+            except SyntaxError:
+                continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in kernel:
+                out[d.name] = node.func.id
+        return out
+
     def probe_query_fields(self) -> dict[str, Any]:
         """Names, chains, subscripts, paths, modules and row labels for a ``runtime.ProbeQuery``.
 
@@ -316,6 +330,10 @@ class CellFacts:
         chains.pop("", None)
         for name in [c for c in chains if "." not in c]:
             del chains[name]
+        built = self._built_by_kernel_class(kernel)
+        for call in self.calls:  # ``m = C(); m.fit(...)``: the method's contract, read on the kernel class
+            if call.receiver in built and call.method:
+                chains.setdefault(f"{built[call.receiver]}.{call.method}", None)
         for call in self.calls:  # ``df.agg('meen')``: how pandas resolves the name (checks/aggregations.py)
             if call.receiver in kernel:
                 for name in agg_names(call):

@@ -34,6 +34,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "crane_lsp.checks.frame_keys",
     "crane_lsp.checks.containers",
     "crane_lsp.checks.aggregations",
+    "crane_lsp.checks.built_methods",
     "crane_lsp.checks.user_functions",
 )
 
