@@ -302,8 +302,9 @@ class CellFacts:
     def _built_by_kernel_class(self, kernel: set[str]) -> dict[str, str]:
         """Cell names bound to ``C(...)``, ``C`` a kernel name: name -> ``C`` (checks/built_methods.py)."""
         out: dict[str, str] = {}
+        receivers = {call.receiver for call in self.calls if call.method}
         for d in self.defines:
-            if not d.value_text or "(" not in d.value_text:
+            if d.name not in receivers or not d.value_text or "(" not in d.value_text:
                 continue
             try:
                 node = ast.parse(d.value_text, mode="eval").body
