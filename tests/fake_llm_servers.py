@@ -284,6 +284,8 @@ class FakeLLMServer:
             return Error(500, "'json_schema' is not a valid response_format type: use json_object")
         words = sum(len(m["content"].split()) for m in body.get("messages", []))
         if self.context is not None and words + int(body.get("max_tokens") or 0) > self.context:
+            if self.kind == "llama-cpp-python" and body.get("stream"):  # 0.3.36: an empty event stream
+                return Raw(200, b"", "text/event-stream")
             return Error(400, f"Requested tokens ({words}) exceed context window of {self.context}")
         return None
 

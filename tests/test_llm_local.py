@@ -211,3 +211,15 @@ def test_scores_over_zero_answers_read_n_a() -> None:
 
     assert _scores_cells(Scores(failed=4))[-4:] == ["n/a"] * 4
     assert _scores_cells(Scores(n=2, tp=1, tn=1))[-4:] == ["1.0000"] * 4
+
+
+async def test_an_empty_stream_is_asked_again_unstreamed_for_the_servers_own_error() -> None:
+    """llama-cpp-python 0.3.36 streams a prompt over its context as an empty 200 event stream; only
+    the same request, not streamed, says why (a 400 naming the context), and that is what the user reads."""
+    with FakeLLMServer(kind="llama-cpp-python", context=50) as server:
+        llm = local(server)
+        p = await llm.predict(Ask("x = 1\n" + "y = x + 1  # padding words " * 20, []))
+        assert p.certainty == "none"
+        assert any("context window of 50" in n for n in p.notes), p.notes
+        streamed = [r.json.get("stream") for r in server.requests]
+        assert streamed[:2] == [True, None], streamed

@@ -419,8 +419,10 @@ class OpenAICompatibleProvider(_OpenAIBase):
         finish: str | None = None
         usage: Any = None
         model: str | None = None
+        chunks = 0
         try:
             async for chunk in stream:
+                chunks += 1
                 model = chunk.model or model
                 usage = chunk.usage or usage
                 for choice in chunk.choices or ():
@@ -429,12 +431,30 @@ class OpenAICompatibleProvider(_OpenAIBase):
                     finish = choice.finish_reason or finish
         finally:  # also on cancellation: closing the connection tells the server to stop generating
             await stream.close()
+        if chunks == 0:  # an empty stream says nothing: llama-cpp-python 0.3 streams a refusal (context) so
+            return await self._unstreamed(kwargs)
         return Completion(
             text="".join(parts),
             model=model or self.model,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None) if usage else len(parts),
             truncated=finish == "length",
+        )
+
+    async def _unstreamed(self, kwargs: dict[str, Any]) -> Completion:
+        """The same request once more, not streamed, so that the server's own error (a context length
+        exceeded, say) reaches the user instead of an empty, "malformed" answer."""
+        plain = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
+        # one retry of the connection: the server may leave the stream's pooled connection half-closed
+        response = await self._client.with_options(max_retries=1).chat.completions.create(**plain)
+        choice = response.choices[0] if response.choices else None
+        usage = response.usage
+        return Completion(
+            text=(choice.message.content or "") if choice is not None else "",
+            model=response.model or self.model,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            truncated=choice is not None and choice.finish_reason == "length",
         )
 
 
