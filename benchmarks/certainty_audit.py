@@ -11,8 +11,6 @@ state the notebook built so far, then runs it: the truth is what the cell really
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from walk_json import check_json  # noqa: E402
 
 
 def replay_root() -> Path:
@@ -55,16 +56,7 @@ class Tally:
 
 
 def walk(path: Path, timeout: int) -> list[dict[str, Any]] | str:
-    cmd = [sys.executable, "-m", "crane_lsp.cli", "check", str(path), "--predictors", "checks", "--json"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=path.parent)
-    except subprocess.TimeoutExpired:
-        return "timeout"
-    try:
-        rows = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ''}"
-    return rows if isinstance(rows, list) else f"unexpected output: {str(rows)[:80]}"
+    return check_json(path, ["--predictors", "checks"], timeout)
 
 
 def count(tally: Tally, name: str, rows: list[dict[str, Any]]) -> None:

@@ -14,9 +14,7 @@ library's first import that still ends the run shows up here. Notebooks: ``examp
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -24,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from walk_json import check_json  # noqa: E402
 
 
 def notebooks(only: set[str], names: set[str]) -> list[Path]:
@@ -35,28 +36,9 @@ def notebooks(only: set[str], names: set[str]) -> list[Path]:
     return [p for p in found if not names or p.stem in names]
 
 
-#: ``crane-lsp check`` with the dry-run budget of its settings raised (no CLI option needed)
-CHECK_WITH_BUDGET = (
-    "import sys\nimport crane_lsp.commands.check as check\nfrom crane_lsp.cli import main\n"
-    "made = check.settings_from_args\n"
-    "budget = {'dry_run_budget_s': float(sys.argv[1])}\n"
-    "check.settings_from_args = lambda a: made(a).model_copy(update=budget)\n"
-    "raise SystemExit(main(sys.argv[2:]))"
-)
-
-
 def walk(path: Path, budget: float, timeout: int) -> list[dict[str, Any]] | str:
-    cmd = [sys.executable, "-c", CHECK_WITH_BUDGET, f"{budget:g}", "check", str(path)]
-    cmd += ["--predictors", "dryrun", "--dry-run", "on", "--json"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=path.parent)
-    except subprocess.TimeoutExpired:
-        return "timeout"
-    try:
-        rows = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ''}"
-    return rows if isinstance(rows, list) else f"unexpected output: {str(rows)[:80]}"
+    options = ["--predictors", "dryrun", "--dry-run", "on", "--dry-run-budget", f"{budget:g}"]
+    return check_json(path, options, timeout)
 
 
 def reason(row: dict[str, Any]) -> str | None:

@@ -12,8 +12,6 @@ Notebooks: ``examples/``, ``benchmarks/audit_notebooks/``, the replay corpus (as
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from certainty_audit import notebooks
+from walk_json import check_json
 
 
 @dataclass
@@ -37,18 +36,8 @@ class Tally:
 
 
 def walk(path: Path, budget: float, shorten: bool, timeout: int) -> list[dict[str, Any]] | str:
-    cmd = [sys.executable, "-m", "crane_lsp.cli", "check", str(path), "--predictors", "dryrun"]
-    cmd += ["--dry-run", "on", "--dry-run-budget", str(budget), "--json"]
-    cmd += [] if shorten else ["--no-shortened-runs"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=path.parent)
-    except subprocess.TimeoutExpired:
-        return "timeout"
-    try:
-        rows = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ''}"
-    return rows if isinstance(rows, list) else f"unexpected output: {str(rows)[:80]}"
+    options = ["--predictors", "dryrun", "--dry-run", "on", "--dry-run-budget", str(budget)]
+    return check_json(path, options + ([] if shorten else ["--no-shortened-runs"]), timeout)
 
 
 def count(tally: Tally, name: str, rows: list[dict[str, Any]]) -> None:
