@@ -2,8 +2,10 @@
 "Re-check cell" with its longer budget, through a real pytest-lsp client and a real kernel) and
 ``crane-lsp check --dry-run-budget`` (``--json`` says which run observed what).
 
-The cell loops over 100,000 groups (far more than the budget in full) and then crashes; the truth
-is proved once, for real, at the end of the server test.
+The cell loops over 100,000 groups, three reductions each (12 s in full on an idle machine, more than
+twice the Re-check budget: at one reduction an idle machine finished it within 5 s and the full run, rightly,
+observed the crash itself) and then crashes; the truth is proved once, for real, at the end of the
+server test.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ SETUP = (
 SLOW = (
     "sd_stats = {}\n"
     "for user, part in sd_df.groupby('user'):\n"
-    "    sd_stats[user] = part['amount'].sum() / len(part)\n"
+    "    sd_stats[user] = (part['amount'].sum() - part['amount'].min() - part['amount'].max()) / len(part)\n"
     "sd_top = pd.Series(sd_stats).sort_values().tail(10).to_frame('mean').plott()\n"
 )
 
@@ -75,7 +77,7 @@ async def test_server_typing_and_recheck_show_the_shortened_verdict(
     begun = time.perf_counter()
     real = kernel.run(SLOW, allow_error=True, timeout=600)
     assert real["status"] == "error" and real["ename"] == "AttributeError"
-    assert time.perf_counter() - begun > 5.0
+    assert time.perf_counter() - begun > 5.0  # past the Re-check budget, for real
 
 
 def test_check_dry_run_budget_json_says_which_run_observed_what(
