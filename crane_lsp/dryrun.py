@@ -28,7 +28,7 @@ from crane_lsp.dryrun_causes import with_failure_facts
 from crane_lsp.failure_facts import FailFacts
 from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName, Screened
-from crane_lsp.prediction import Prediction, Source
+from crane_lsp.prediction import Prediction, Source, line_position
 from crane_lsp.settings import Settings
 from crane_lsp.shortened import ShortenedRuns, judge
 
@@ -420,18 +420,11 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
         " (a copy prepared while you typed)" if outcome.prepared else ""
     )
     if outcome.outcome == "raised":
-        line = (outcome.line - 1) if outcome.line else None
-        lines = target.splitlines()
-        text = lines[line] if line is not None and 0 <= line < len(lines) else ""
-        col = len(text) - len(text.lstrip()) if text else 0
         observed = Prediction(
             crash=True,
             certainty="observed",
             exception=outcome.exception,
-            line=line,
-            col=col if line is not None else None,
-            end_line=line,
-            end_col=len(text) if line is not None else None,
+            **line_position(target, outcome.line),
             message=_one_line(outcome.exception, outcome.message),
             diagnosis=(
                 f"Observed in a sandboxed copy of the kernel: the cell raised {outcome.exception}"

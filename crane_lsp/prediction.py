@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -86,3 +86,21 @@ class Prediction(BaseModel):
     @classmethod
     def nothing_found(cls, reason: str = "no certain crash found") -> Prediction:
         return cls(crash=False, certainty="none", message=reason)
+
+
+class LinePosition(TypedDict):
+    line: int | None
+    col: int | None
+    end_line: int | None
+    end_col: int | None
+
+
+def line_position(source: str, line: int | None) -> LinePosition:
+    """A Prediction's position for a crash observed on 1-based ``line`` of ``source``: the whole line,
+    from its first non-blank character (what a traceback names: a line, not a column)."""
+    index = line - 1 if line else None
+    lines = source.splitlines()
+    text = lines[index] if index is not None and 0 <= index < len(lines) else ""
+    if index is None:
+        return {"line": None, "col": None, "end_line": None, "end_col": None}
+    return {"line": index, "col": len(text) - len(text.lstrip()), "end_line": index, "end_col": len(text)}

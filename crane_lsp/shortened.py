@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_doubt
-from crane_lsp.prediction import Evidence, Prediction, Source
+from crane_lsp.prediction import Evidence, Prediction, Source, line_position
 
 
 class ShortenedWhat(BaseModel):
@@ -121,10 +121,6 @@ def _no_verdict(headline: str, notes: list[str]) -> Prediction:
 
 
 def _observed(first: ShortenedRun, second: ShortenedRun, source: str, notes: list[str]) -> Prediction:
-    line = (first.line - 1) if first.line else None
-    lines = source.splitlines()
-    text = lines[line] if line is not None and 0 <= line < len(lines) else ""
-    col = len(text) - len(text.lstrip()) if text else 0
     shortened = describe(first)
     first_line = (first.message or "").strip().splitlines()[0] if (first.message or "").strip() else ""
     where = f" at line {first.line}" if first.line else ""
@@ -132,10 +128,7 @@ def _observed(first: ShortenedRun, second: ShortenedRun, source: str, notes: lis
         crash=True,
         certainty="observed",
         exception=first.exception,
-        line=line,
-        col=col if line is not None else None,
-        end_line=line,
-        end_col=len(text) if line is not None else None,
+        **line_position(source, first.line),
         message=f"{first.exception}: {first_line} (raised{where} in a shortened run: {shortened})",
         diagnosis=(
             f"Observed in a shortened dry run (a sandboxed copy of the kernel, on a sample of the data): "
