@@ -1,11 +1,11 @@
 """Terminal rendering of predictions for ``crane-lsp check``: verdict, the line with a caret, why;
-and ``CheckedCell``, the one result per cell that the table and ``--json`` both print."""
+and ``CheckedCell``, the one result per cell that the table and ``--json`` (``output_json``) both print."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -24,27 +24,6 @@ class CheckedCell:
     prediction: Prediction
     actual: str | None = None  # exception class really raised (walk mode), "" when it ran clean
     actual_line: int | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        p = self.prediction
-        data: dict[str, Any] = {
-            "cell": self.position,
-            "crash": p.crash,
-            "certainty": p.certainty,
-            "exception": p.exception,
-            "line": None if p.line is None else p.line + 1,
-            "message": p.message,
-            "diagnosis": p.diagnosis,
-            "evidence": [e.model_dump() for e in p.evidence],
-            "origin": [o.model_dump() for o in p.origin],
-            "source": p.source.label(),
-            "notes": p.notes,
-        }
-        if p.fix is not None:
-            data["fix"] = p.fix.model_dump()
-        if self.actual is not None:
-            data["actual"] = self.actual or None
-        return data
 
 
 _STYLE = {"certain": "bold red", "observed": "bold red", "predicted": "bold yellow", "none": "green"}
