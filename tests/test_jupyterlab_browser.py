@@ -190,8 +190,14 @@ def open_notebook(browser: Any, lab: JupyterProc, name: str) -> Lab:
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     page = context.new_page()
     ui = Lab(page)
-    page.goto(f"{lab.url}lab/tree/{name}?token={lab.token}", wait_until="domcontentloaded")
+    # a workspace of its own, reset: JupyterLab would otherwise restore the notebooks earlier tests
+    # opened, and a hidden notebook panel (content-visibility, not display:none) still matches
+    # ":visible", so ".first" could pick a cell of a notebook behind the active tab
+    workspace = f"{Path(name).stem}-{time.monotonic_ns()}"
+    url = f"{lab.url}lab/workspaces/{workspace}/tree/{name}?reset&token={lab.token}"
+    page.goto(url, wait_until="domcontentloaded")
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(state="visible", timeout=FIRST_RUN_S * 1000)
+    ui.cell(0).locator(".cm-content").wait_for(state="visible", timeout=FIRST_RUN_S * 1000)
     # the notebook's kernel has started (its first start on a cold machine is the slow part)
     page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=FIRST_RUN_S * 1000)
     ui.wait(lambda: "attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")

@@ -627,6 +627,20 @@ def test_percent_script_squiggle(workbench: Workbench) -> None:
     bench.page.mouse.move(5, 5)
 
 
+def test_status_bar_item(workbench: Workbench) -> None:
+    """Before the attach test: the status is the last check's, and that test ends by stopping the
+    kernel it attached to the script (the script's next check then truly has no kernel)."""
+    bench = workbench
+    item = bench.page.locator("[id='crane-lsp.crane-lsp.crane.status']")
+    assert item.is_visible()
+    assert "crane" in str(item.inner_text())
+    assert "Kernel attached" in bench.status(), bench.status()
+    assert "Last check" in bench.status(), bench.status()
+    # no Jupyter extension: the kernel is the one of crane.connectionFile, not a discovered one
+    assert "Kernel from crane.connectionFile: " in bench.status(), bench.status()
+    assert "discovery" not in str(item.inner_text())
+
+
 def test_attach_kernel_from_connection_file_command(workbench: Workbench, tmp_path: Path) -> None:
     """A second kernel (a terminal's, another tool's), attached by hand to the script, replaces the
     setting's kernel there: its df has the column, so the squiggle goes."""
@@ -659,18 +673,6 @@ def test_user_settings_apply_in_the_remote_window(workbench: Workbench) -> None:
     assert (
         f"Server command: {sys.executable} -m crane_lsp.cli serve (from crane.server.pythonPath)" in text
     ), text
-
-
-def test_status_bar_item(workbench: Workbench) -> None:
-    bench = workbench
-    item = bench.page.locator("[id='crane-lsp.crane-lsp.crane.status']")
-    assert item.is_visible()
-    assert "crane" in str(item.inner_text())
-    assert "Kernel attached" in bench.status(), bench.status()
-    assert "Last check" in bench.status(), bench.status()
-    # no Jupyter extension: the kernel is the one of crane.connectionFile, not a discovered one
-    assert "Kernel from crane.connectionFile: " in bench.status(), bench.status()
-    assert "discovery" not in str(item.inner_text())
 
 
 def test_closing_the_window_stops_its_server(workbench: Workbench) -> None:
