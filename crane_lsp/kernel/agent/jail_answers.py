@@ -31,7 +31,13 @@ import struct as _jan_struct
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semaphores, joined before
-    from crane_lsp.kernel.agent.jail_seccomp import _JSC_X86_64, _jsc_describe, _jsc_libc
+    from crane_lsp.kernel.agent.jail_seccomp import (
+        _JSC_X86_64,
+        _jsc_describe,
+        _jsc_libc,
+        _jsc_path,
+        _jsc_read,
+    )
     from crane_lsp.kernel.agent.jail_semaphores import (
         _JSE_INJECT,
         _jse_create,
@@ -39,7 +45,7 @@ if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semapho
     )
 
 _JAN_KNOWN = "known outcome"
-_JAN_FALLBACK = "handled fallback"
+_JAN_FALLBACK = "handled fallback"  # jail_semaphores spells it _JSE_FALLBACK (one value)
 _JAN_SHAPED = "the jail's own work"
 _JAN_ERRNO_NAMES = {0: "done", 2: "ENOENT", 13: "EACCES", 17: "EEXIST", 88: "ENOTSOCK", 111: "ECONNREFUSED"}
 _JAN_AT_FDCWD = -100
@@ -65,25 +71,6 @@ class _JanLog:
 def _jan_int(value):
     """A descriptor argument as the kernel reads it: the low 32 bits, signed."""
     return _jan_ctypes.c_int32(value & 0xFFFFFFFF).value
-
-
-def _jan_read(pid, address, size):
-    """Bytes from the parked child's memory (empty when unreadable)."""
-    try:
-        fd = _jan_os.open(f"/proc/{pid}/mem", _jan_os.O_RDONLY | _jan_os.O_CLOEXEC)
-    except OSError:
-        return b""
-    try:
-        return _jan_os.pread(fd, size, address)
-    except (OSError, OverflowError, ValueError):
-        return b""
-    finally:
-        _jan_os.close(fd)
-
-
-def _jan_path(pid, address):
-    raw = _jan_read(pid, address, 4096).split(b"\0", 1)
-    return raw[0].decode("utf-8", "surrogateescape") if len(raw) == 2 and raw[0] else None
 
 
 def _jan_exists(pid, dirfd, path):
@@ -112,7 +99,7 @@ def _jan_mkdir_existing(pid, name, args, log=None):
     """``mkdir`` of a path that exists fails with EEXIST before Linux checks write permission or a
     read-only mount: the real call fails the same way (matplotlib's config and cache folders)."""
     dirfd, at = (_JAN_AT_FDCWD, 0) if name == "mkdir" else (_jan_int(args[0]), 1)
-    path = _jan_path(pid, args[at])
+    path = _jsc_path(pid, args[at])
     if path is None or not _jan_exists(pid, dirfd, path):
         return None
     return 17, _JAN_KNOWN, f"{name}({path!r})"
@@ -123,7 +110,7 @@ def _jan_nscd(pid, name, args, log=None):
     reached from ``import torch.optim``): no socket file is ENOENT, as the real call; a socket
     that exists is refused, and glibc then reads its files (``nsswitch.conf``) as without nscd."""
     size = min(args[2], 110)
-    raw = _jan_read(pid, args[1], size) if size > 2 else b""
+    raw = _jsc_read(pid, args[1], size) if size > 2 else b""
     if len(raw) < 3 or _jan_struct.unpack_from("H", raw)[0] != 1:  # AF_UNIX only
         return None
     path = raw[2:].split(b"\0", 1)[0].decode("utf-8", "replace")
@@ -139,7 +126,7 @@ def _jan_shm(pid, name, args, log=None):
     ``shm_open``): EACCES. joblib's import probes semaphores this way and, on any OSError, runs in
     serial mode; ``multiprocessing`` raises it (then no verdict: see ``_jan_settle``)."""
     at = 0 if name == "open" else 1
-    path = _jan_path(pid, args[at])
+    path = _jsc_path(pid, args[at])
     if path is None or not path.startswith("/dev/shm/") or "/.." in path:
         return None
     return 13, _JAN_FALLBACK, f"{name}({path!r})"
@@ -150,7 +137,7 @@ def _jan_thread_name(pid, name, args, log=None):
     ``/proc/self/task/<tid>/comm`` for writing): EACCES. Only the child's name would change, and
     callers treat a failed name as cosmetic (TensorFlow, torch and OpenMP name their pools)."""
     at = 0 if name == "open" else 1
-    path = _jan_path(pid, args[at])
+    path = _jsc_path(pid, args[at])
     found = _JAN_COMM.match(path or "")
     if found is None:
         return None

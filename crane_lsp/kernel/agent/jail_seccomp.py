@@ -408,6 +408,27 @@ def _jsc_ask_listener():
     return libc.syscall(317, 2, 0, _jsc_ctypes.byref(action)) == 0
 
 
+def _jsc_read(pid, address, size):
+    """Bytes from the parked child's memory (empty when unreadable): the answering rules read
+    paths with it (``jail_answers``, ``jail_semaphores``)."""
+    try:
+        fd = _jsc_os.open(f"/proc/{pid}/mem", _jsc_os.O_RDONLY | _jsc_os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return _jsc_os.pread(fd, size, address)
+    except (OSError, OverflowError, ValueError):
+        return b""
+    finally:
+        _jsc_os.close(fd)
+
+
+def _jsc_path(pid, address):
+    """A path argument, exactly as the kernel would read it (None when unreadable or unterminated)."""
+    raw = _jsc_read(pid, address, 4096).split(b"\0", 1)
+    return raw[0].decode("utf-8", "surrogateescape") if len(raw) == 2 and raw[0] else None
+
+
 def _jsc_read_string(pid, address, limit=512):
     """A NUL-terminated string from the stopped child's memory (best effort, for the verdict)."""
     try:

@@ -1,6 +1,7 @@
 """Named POSIX semaphores kept in the dry run's copy. STANDARD LIBRARY ONLY.
 
-Joined before ``jail_answers`` (whose rule table names these) into the probe's private module:
+Joined after ``jail_seccomp`` and before ``jail_answers`` (whose rule table names these; this
+module uses none of its names) into the probe's private module:
 top-level names carry ``_jse_``.
 
 ``multiprocessing`` builds every ``Lock``, ``Queue`` and ``ThreadPool`` on named semaphores: glibc's
@@ -19,11 +20,11 @@ import re as _jse_re
 import struct as _jse_struct
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # in the kernel these come from the joined modules (jail_answers: at call time)
-    from crane_lsp.kernel.agent.jail_answers import _JAN_FALLBACK, _jan_path
-    from crane_lsp.kernel.agent.jail_seccomp import _jsc_libc
+if TYPE_CHECKING:  # in the kernel these come from jail_seccomp, joined before
+    from crane_lsp.kernel.agent.jail_seccomp import _jsc_libc, _jsc_path
 
 _JSE_KEPT = "kept in the copy"
+_JSE_FALLBACK = "handled fallback"  # jail_answers' rule class of the same name (_JSE_FALLBACK)
 _JSE_INJECT = -1  # the answer is a memfd, not an errno
 _JSE_TEMP = _jse_re.compile(r"^/dev/shm/sem\.[A-Za-z0-9]{6}$")  # glibc's temporary name
 #: SECCOMP_IOCTL_NOTIF_ADDFD: _IOW('!', 3, struct seccomp_notif_addfd) (24 bytes)
@@ -35,7 +36,7 @@ _JSE_O_CLOEXEC = 0o2000000
 def _jse_create(pid, name, args, log):
     """``sem_open``'s temporary file (``O_RDWR|O_CREAT|O_EXCL``): a memfd of the copy's own."""
     at, flags = (0, args[1]) if name == "open" else (1, args[2])
-    path = _jan_path(pid, args[at])
+    path = _jsc_path(pid, args[at])
     if path is None or not _JSE_TEMP.match(path) or flags & 0o3 != 0o2 or flags & 0o300 != 0o300:
         return None
     log.semaphores.add(path)
@@ -45,11 +46,11 @@ def _jse_create(pid, name, args, log):
 def _jse_link(pid, name, args, log):
     """``link`` of a temporary file made above to its semaphore name: done, in the copy only."""
     old, new = (args[0], args[1]) if name == "link" else (args[1], args[3])
-    source, target = _jan_path(pid, old), _jan_path(pid, new)
+    source, target = _jsc_path(pid, old), _jsc_path(pid, new)
     if source not in log.semaphores or target is None or not target.startswith("/dev/shm/sem."):
         return None
     if target.startswith("/dev/shm/sem.joblib-"):  # joblib's probe: it runs serially without one
-        return 13, _JAN_FALLBACK, f"sem_open({target[13:]!r})"
+        return 13, _JSE_FALLBACK, f"sem_open({target[13:]!r})"
     if "/" in target[13:]:
         return None
     if target in log.semaphores:
@@ -60,7 +61,7 @@ def _jse_link(pid, name, args, log):
 
 def _jse_unlink(pid, name, args, log):
     """``unlink`` of a name the copy made above: done, in the copy only."""
-    path = _jan_path(pid, args[0] if name == "unlink" else args[1])
+    path = _jsc_path(pid, args[0] if name == "unlink" else args[1])
     if path not in log.semaphores:
         return None
     log.semaphores.discard(path)
