@@ -21,23 +21,23 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import queue
-import subprocess
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import zmq
 from pydantic import ValidationError
 
 from crane_lsp.kernel import probe_install
 from crane_lsp.kernel.cellrun import ExecutionResult, execution_result, failing_line, strip_ansi
-from crane_lsp.kernel.connection import ConnectionNotFound, kernel_alive, read_connection_info
+from crane_lsp.kernel.transport import Channel, KernelTransport, TransportClosed, TransportError
+from crane_lsp.kernel.transport_zmq import ZmqTransport
 from crane_lsp.snapshot import ProbeQuery, Snapshot
+
+if TYPE_CHECKING:
+    from crane_lsp.kernel.remote import KernelUrl
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ __all__ = [  # ExecutionResult, failing_line and strip_ansi live in cellrun; imp
     "KernelEvent",
     "KernelLink",
     "KernelLinkError",
+    "KernelRefused",
     "KernelTimeout",
     "ProbeAnswer",
     "ProbeError",
@@ -66,7 +67,11 @@ class KernelBusy(KernelLinkError):
 
 
 class KernelDead(KernelLinkError):
-    """The kernel process is gone, or the connection file leads nowhere."""
+    """The kernel process is gone, or the connection file or URL leads nowhere."""
+
+
+class KernelRefused(KernelDead):
+    """A Jupyter Server refused the token (401/403): retrying with the same token cannot help."""
 
 
 class ProbeError(KernelLinkError):
@@ -121,10 +126,17 @@ STATE_MOVING = frozenset({"execute_request", "comm_open", "comm_msg", "comm_clos
 STAMP_WAIT_S = 0.1
 
 
-def _read_and_check(path: Path) -> tuple[dict[str, Any], bool | None]:
-    """The connection info and whether its kernel is alive (blocking: run in a thread)."""
-    info = read_connection_info(path)
-    return info, kernel_alive(info)
+async def _opened(opening: Any) -> KernelTransport:
+    """Await a transport's opening coroutine; its errors become the link's (one line, no secrets)."""
+    from crane_lsp.kernel.transport import TransportRefused
+
+    try:
+        transport: KernelTransport = await opening
+    except TransportRefused as exc:
+        raise KernelRefused(str(exc)) from exc
+    except TransportError as exc:
+        raise KernelDead(str(exc)) from exc
+    return transport
 
 
 class KernelLink:
@@ -137,17 +149,14 @@ class KernelLink:
     #: the channel readers look at their socket at least this often, whatever ZeroMQ signalled
     reader_wakeup_s = 1.0
 
-    def __init__(self, client: Any, manager: Any | None = None, connection_file: Path | None = None) -> None:
-        self._client = client
-        self._manager = manager  # set when this link owns the kernel
-        self.connection_file = connection_file
+    def __init__(self, transport: KernelTransport) -> None:
+        self._transport = transport
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._collect: dict[str, list[dict[str, Any]]] = {}  # msg_id -> IOPub messages (own executes)
         self._started: set[str] = set()  # own requests the kernel has started on (status busy seen)
         self._foreign_busy: dict[str, int | None] = {}  # running cells of others: msg_id -> count
         self._cells: set[str] = set()  # running executes that announced their input (not silent)
         self._ping: str | None = None  # unanswered shell ping (comm_info): the main shell is occupied
-        self._tasks: list[asyncio.Task[None]] = []
         self._listeners: list[Listener] = []
         self._idle = asyncio.Event()
         self._idle.set()
@@ -166,31 +175,31 @@ class KernelLink:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
+    async def over(cls, transport: KernelTransport, timeout: float = 5.0) -> KernelLink:
+        """A link over ``transport`` (not yet started), after the handshake; the transport is closed
+        when the kernel does not answer. Every constructor below ends here."""
+        link = cls(transport)
+        try:
+            await transport.start(link._on_message)
+            await link._handshake(timeout)
+        except BaseException as exc:
+            await link.close()
+            if isinstance(exc, KernelLinkError | asyncio.CancelledError):
+                raise
+            raise KernelDead(f"{transport.describe()} did not answer: {exc}") from exc
+        return link
+
+    @classmethod
     async def connect(cls, connection_file: str | Path, *, timeout: float = 5.0) -> KernelLink:
         """Attach to a running kernel; ``KernelDead`` quickly when nothing answers there."""
-        from jupyter_client.asynchronous import AsyncKernelClient
-
-        path = Path(connection_file)
         try:
-            # off the event loop: reading a file (refused when it is a FIFO) and a TCP connect
-            info, alive = await asyncio.wait_for(asyncio.to_thread(_read_and_check, path), timeout)
-        except ConnectionNotFound as exc:
+            transport = await ZmqTransport.from_file(
+                Path(connection_file), timeout, reader_wakeup_s=cls.reader_wakeup_s,
+                alive_check_s=cls.alive_check_s,
+            )  # fmt: skip
+        except TransportError as exc:
             raise KernelDead(str(exc)) from exc
-        except asyncio.TimeoutError as exc:
-            raise KernelDead(f"reading the connection file {path} took longer than {timeout:g} s") from exc
-        if alive is False:
-            raise KernelDead(f"the kernel of {path.name} is not running (nothing listens on its ports)")
-        client = AsyncKernelClient()
-        client.load_connection_info(info)  # type: ignore[arg-type]
-        client.start_channels()
-        link = cls(client, connection_file=path)
-        link._start_readers()
-        try:
-            await link._handshake(timeout)
-        except BaseException:
-            await link.close()
-            raise
-        return link
+        return await cls.over(transport, timeout)
 
     @classmethod
     async def start(
@@ -205,51 +214,48 @@ class KernelLink:
 
         ``quiet``: drop the kernel process's own stdout/stderr (its startup warnings), for CLIs.
         """
-        from jupyter_client.manager import AsyncKernelManager
+        try:
+            transport = await ZmqTransport.start_kernel(
+                cwd, kernel_name, timeout=timeout, quiet=quiet, reader_wakeup_s=cls.reader_wakeup_s,
+                alive_check_s=cls.alive_check_s,
+            )  # fmt: skip
+        except TransportError as exc:
+            raise KernelDead(str(exc)) from exc
+        return await cls.over(transport, timeout)
 
-        manager = AsyncKernelManager(kernel_name=kernel_name)
-        env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-        extra: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL} if quiet else {}
-        try:
-            await manager.start_kernel(cwd=str(cwd) if cwd else None, env=env, **extra)
-        except Exception as exc:
-            raise KernelDead(f"could not start a {kernel_name!r} kernel: {exc}") from exc
-        client = manager.client()
-        client.start_channels()
-        link = cls(client, manager=manager, connection_file=Path(manager.connection_file))
-        try:
-            await client.wait_for_ready(timeout=timeout)
-            link._start_readers()
-            await link._handshake(timeout)
-        except BaseException as exc:
-            await link.close()
-            if isinstance(exc, KernelLinkError | asyncio.CancelledError):
-                raise
-            raise KernelDead(f"the new kernel did not start: {exc}") from exc
-        return link
+    @classmethod
+    async def connect_url(cls, url: KernelUrl, token: str | None, *, timeout: float = 5.0) -> KernelLink:
+        """Attach to a kernel behind a Jupyter Server, by its URL and the server's token (its websocket);
+        ``KernelRefused`` for a wrong token, ``KernelDead`` when the server or the kernel is not there."""
+        from crane_lsp.kernel.transport_ws import WebSocketTransport
+
+        return await cls.over(await _opened(WebSocketTransport.open(url, token, timeout=timeout)), timeout)
+
+    @classmethod
+    async def start_remote(
+        cls, server_url: str, token: str | None, kernel_name: str = "python3", *, timeout: float = 60.0
+    ) -> KernelLink:
+        """Start a kernel on a Jupyter Server, owned by this link: ``close()`` deletes it there."""
+        from crane_lsp.kernel.transport_ws import WebSocketTransport
+
+        opening = WebSocketTransport.start_kernel(server_url, token, kernel_name, timeout=timeout)
+        return await cls.over(await _opened(opening), timeout)
 
     async def close(self) -> None:
         """Stop listening; delete our subshell; shut the kernel down if this link started it."""
         if self._closed:
             return
-        self._closed = True
-        if self._subshell_id and self._manager is None:
+        if self._subshell_id and not self.owns_kernel:
             with contextlib.suppress(Exception):
                 await self._request(
                     "control", "delete_subshell_request", {"subshell_id": self._subshell_id}, 1.0
                 )
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        self._closed = True
+        with contextlib.suppress(Exception):
+            await self._transport.close()
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(KernelDead("the kernel link was closed"))
-        self._client.stop_channels()
-        if self._manager is not None:
-            with contextlib.suppress(Exception):
-                await self._manager.shutdown_kernel(now=True)
 
     async def __aenter__(self) -> KernelLink:
         return self
@@ -258,8 +264,26 @@ class KernelLink:
         await self.close()
 
     @property
+    def transport(self) -> KernelTransport:
+        return self._transport
+
+    @property
+    def connection_file(self) -> Path | None:
+        """The kernel's connection file when reached through one (ZeroMQ), else None."""
+        return self._transport.connection_file
+
+    @property
+    def kernel_url(self) -> KernelUrl | None:
+        """The kernel's URL when reached through a Jupyter Server, else None."""
+        return self._transport.kernel_url
+
+    @property
+    def _manager(self) -> Any | None:  # the jupyter_client manager of an own local kernel (tests)
+        return getattr(self._transport, "manager", None)
+
+    @property
     def owns_kernel(self) -> bool:
-        return self._manager is not None
+        return self._transport.owns_kernel
 
     @property
     def supports_subshells(self) -> bool:
@@ -270,36 +294,13 @@ class KernelLink:
         """A cell (not ours) is running, or the main shell has not answered our last ping."""
         return bool(self._foreign_busy) or self._ping is not None
 
-    # ------------------------------------------------------------------ readers and routing
+    # ------------------------------------------------------------------ routing
 
-    def _start_readers(self) -> None:
-        for name in ("shell", "control", "iopub"):
-            self._tasks.append(asyncio.create_task(self._read(name), name=f"kernel-link-{name}"))
-
-    async def _read(self, name: str) -> None:
-        channel = getattr(self._client, f"{name}_channel")
-        while True:
-            try:
-                # a bounded wait: should a wake-up ever be lost (see ``_send``), a queued reply is
-                # found on the next look instead of never
-                msg = await channel.get_msg(timeout=self.reader_wakeup_s)
-            except queue.Empty:
-                continue
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a malformed message or a closed socket: skip, keep reading
-                if self._closed:
-                    return
-                log.debug("kernel link %s channel: %s", name, exc)
-                await asyncio.sleep(0.05)
-                continue
-            try:
-                if name == "iopub":
-                    self._on_iopub(msg)
-                else:
-                    self._on_reply(msg)
-            except Exception:  # a listener or a surprise message must not kill the reader
-                log.exception("kernel link: handling a %s message failed", name)
+    def _on_message(self, channel: Channel, msg: dict[str, Any]) -> None:
+        if channel == "iopub":
+            self._on_iopub(msg)
+        elif channel in ("shell", "control"):
+            self._on_reply(msg)
 
     def _on_reply(self, msg: dict[str, Any]) -> None:
         parent = msg.get("parent_header", {}).get("msg_id")
@@ -406,7 +407,7 @@ class KernelLink:
 
     def _send(
         self,
-        channel: str,
+        channel: Channel,
         msg_type: str,
         content: dict[str, Any],
         subshell_id: str | None = None,
@@ -420,7 +421,7 @@ class KernelLink:
         """
         if self._closed:
             raise KernelDead("the kernel link was closed")
-        msg = self._client.session.msg(msg_type, content)
+        msg = self._transport.new_message(msg_type, content)
         if not user_cell:
             msg["header"]["msg_id"] = msg["msg_id"] = f"{SILENT_ID_PREFIX}{uuid.uuid4().hex}"
         if subshell_id:
@@ -428,16 +429,14 @@ class KernelLink:
         msg_id: str = msg["header"]["msg_id"]
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut
-        zmq_channel = getattr(self._client, f"{channel}_channel")
-        zmq_channel.send(msg)
-        # jupyter_client's Session.send writes through a plain (synchronous) shadow of the asyncio
-        # socket, so zmq.asyncio never hears of the send. ZMQ_FD is edge-triggered, and a send lets
-        # libzmq process pending commands: when the reply to an earlier request on this socket has
-        # just arrived, its "readable" edge is consumed here and the reader's pending poll would wait
-        # forever, with both replies queued (two concurrent requests both timed out). Reading
-        # ZMQ_EVENTS through the asyncio socket makes pyzmq look again and wake the reader.
-        with contextlib.suppress(Exception):
-            zmq_channel.socket.get(zmq.EVENTS)
+        try:
+            self._transport.send(channel, msg)
+        except TransportClosed as exc:
+            self._pending.pop(msg_id, None)
+            raise KernelDead(str(exc)) from exc
+        except TransportError as exc:  # reconnecting: the reply will not come; say so at once
+            self._pending.pop(msg_id, None)
+            raise KernelDead(str(exc)) from exc
         return msg_id, fut
 
     def _forget(self, msg_id: str) -> None:
@@ -447,7 +446,7 @@ class KernelLink:
 
     async def _request(
         self,
-        channel: str,
+        channel: Channel,
         msg_type: str,
         content: dict[str, Any],
         timeout: float,
@@ -470,25 +469,17 @@ class KernelLink:
                 return fut.result()
             # a dead kernel never answers: notice it at once rather than at the deadline
             if not await self.is_alive():
-                raise KernelDead("the kernel is not running any more")
+                raise self._dead()
             if time.monotonic() >= deadline:
                 raise KernelTimeout(f"the kernel did not answer {what} within {timeout:g} s")
 
     async def is_alive(self) -> bool:
-        """The process (own kernel) or the ports (connected kernel) are still there."""
-        if self._manager is not None:
-            return bool(await self._manager.is_alive())
-        if self.connection_file is None:
-            return True
-        try:
-            _info, alive = await asyncio.wait_for(
-                asyncio.to_thread(_read_and_check, self.connection_file), self.alive_check_s * 4
-            )
-        except ConnectionNotFound:
-            return False
-        except asyncio.TimeoutError:
-            return True  # a slow file system proves nothing about the kernel
-        return alive is not False
+        """The kernel still exists (its process, its ports, its server's record of it)."""
+        return await self._transport.is_alive()
+
+    def _dead(self) -> KernelDead:
+        why = self._transport.gone_reason
+        return KernelDead(why or "the kernel is not running any more")
 
     async def _handshake(self, timeout: float) -> None:
         """Prove the kernel answers (control channel: even mid-cell), learn whether it has subshells,
@@ -502,7 +493,9 @@ class KernelLink:
             await self._request("control", "comm_info_request", {}, timeout)
         except KernelTimeout as exc:
             raise KernelDead(
-                f"no kernel answers at {self.connection_file} (it may have exited; its file is stale)"
+                f"no kernel answers at {self._transport.describe()} (it may have exited; its file is stale)"
+                if self.connection_file
+                else f"{self._transport.describe()} did not answer within {timeout:g} s"
             ) from exc
         with contextlib.suppress(KernelLinkError):  # kernels without subshells do not answer at all
             reply = await self._request("control", "list_subshell_request", {}, min(timeout, 1.0))
@@ -651,12 +644,12 @@ class KernelLink:
                 if time.monotonic() >= next_alive_check:
                     next_alive_check = time.monotonic() + self.alive_check_s
                     if not await self.is_alive():
-                        raise KernelDead("the kernel is not running any more")
+                        raise self._dead()
                 if time.monotonic() >= deadline:
                     if msg_id not in self._started and await self.refresh_busy():
                         continue  # the main shell is occupied by something we did not see start
                     if not await self.is_alive():
-                        raise KernelDead("the kernel is not running any more")
+                        raise self._dead()
                     raise KernelTimeout(f"the probe did not answer within {timeout:g} s")
         finally:
             self._forget(msg_id)
@@ -788,8 +781,7 @@ class KernelLink:
 
     async def interrupt(self) -> None:
         """Interrupt the running cell (signal for an own kernel, ``interrupt_request`` otherwise)."""
-        if self._manager is not None:
-            await self._manager.interrupt_kernel()
+        if await self._transport.interrupt():
             return
         with contextlib.suppress(KernelLinkError):
             await self._request("control", "interrupt_request", {}, 2.0)

@@ -1,0 +1,193 @@
+"""A real Jupyter Server whose kernels run as another user, reached only through its API and token.
+
+Why another user: a kernel behind someone else's server has its connection file in a runtime dir crane
+does not use (and normally cannot read); the only way in is the server's REST API and kernel websocket.
+That user cannot run an interpreter under ``/root`` (the dev venv's pyenv), so it gets its own venv built
+from Debian's ``/usr/bin/python3`` in ``/opt/crane-remote-venv`` (ipykernel, jupyter_server, pandas,
+numpy from PyPI), kept across runs: the build is skipped when the venv already imports them all.
+
+Run as a script to build the venv ahead of the tests: ``python -m tests.remote_server_util``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+USER = "crane-remote"
+VENV = Path(os.environ.get("CRANE_REMOTE_VENV", "/opt/crane-remote-venv"))
+BASE_PYTHON = "/usr/bin/python3"
+PACKAGES = ["ipykernel", "jupyter_server", "pandas", "numpy"]
+_IMPORTS = "import ipykernel, jupyter_server, pandas, numpy"
+_STAMP = VENV / ".crane-remote-packages"
+
+
+def ensure_user() -> pwd.struct_passwd:
+    """The unprivileged user the server runs as (created once, with a home of its own)."""
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
+        return pwd.getpwnam(USER)
+
+
+def venv_ready() -> bool:
+    python = VENV / "bin" / "python"
+    if not python.exists() or not _STAMP.exists() or _STAMP.read_text() != " ".join(PACKAGES):
+        return False
+    return subprocess.run([str(python), "-c", _IMPORTS], capture_output=True).returncode == 0
+
+
+def ensure_venv() -> Path:
+    """The remote user's interpreter; builds the venv (minutes, once) when missing or incomplete."""
+    if venv_ready():
+        return VENV / "bin" / "python"
+    if not Path(BASE_PYTHON).exists():
+        raise RuntimeError(f"{BASE_PYTHON} is missing: install Debian's python3 and python3-venv")
+    shutil.rmtree(VENV, ignore_errors=True)
+    subprocess.run([BASE_PYTHON, "-m", "venv", str(VENV)], check=True)
+    pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, *PACKAGES], check=True)
+    _STAMP.write_text(" ".join(PACKAGES))
+    for root, dirs, files in os.walk(VENV):  # readable by everyone (umask may have been strict)
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o055 if name in dirs else os.stat(path).st_mode | 0o044)
+    os.chmod(VENV, 0o755)
+    return VENV / "bin" / "python"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RemoteServer:
+    """A ``jupyter server`` run as ``USER`` on 127.0.0.1:``port`` with ``token``; restartable on its port."""
+
+    port: int
+    token: str
+    root: Path
+    gateway_legacy: bool = False  # force the legacy JSON framing (as a server in gateway mode does)
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90.0) -> None:
+        user = ensure_user()
+        python = ensure_venv()
+        home = Path(user.pw_dir)
+        env = {
+            "PATH": f"{VENV / 'bin'}:/usr/bin:/bin",
+            "HOME": str(home),
+            "USER": USER,
+            "LANG": "C.UTF-8",
+            "JUPYTER_RUNTIME_DIR": str(home / ".crane-remote-runtime"),
+            "JUPYTER_CONFIG_DIR": str(home / ".crane-remote-config"),
+            "JUPYTER_DATA_DIR": str(home / ".crane-remote-data"),
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        }
+        args = [
+            str(python), "-m", "jupyter_server", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
+            "--port-retries=0", f"--ServerApp.root_dir={self.root}",
+            f"--IdentityProvider.token={self.token}",
+            "--ServerApp.disable_check_xsrf=True",
+            *self.extra_args,
+        ]  # fmt: skip
+        if self.gateway_legacy:
+            args.append("--ZMQChannelsWebsocketConnection.kernel_ws_protocol=")
+        self.log_path = self.root.parent / f"server-{self.port}.log"
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it open
+        self.proc = subprocess.Popen(
+            args, cwd=self.root, env=env, user=user.pw_uid, group=user.pw_gid, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter server exited: {self.log_tail()}")
+            try:
+                self.api("GET", "/api/status")
+                return
+            except (OSError, urllib.error.URLError):
+                time.sleep(0.3)
+        raise RuntimeError(f"jupyter server did not start within {timeout:g} s: {self.log_tail()}")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM: it shuts its kernels down, as a real restart does)."""
+        if self.proc is None:
+            return
+        with _suppress():
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            with _suppress():
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self.proc = None
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path else ""
+
+    def api(self, method: str, path: str, body: dict[str, object] | None = None) -> object:
+        data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
+        req = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else None
+
+    def start_kernel(self) -> str:
+        answer = self.api("POST", "/api/kernels", {"name": "python3"})
+        assert isinstance(answer, dict)
+        return str(answer["id"])
+
+
+class _suppress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return exc[0] is not None and issubclass(exc[0], ProcessLookupError | OSError)  # type: ignore[arg-type]
+
+
+def make_root(parent: Path) -> Path:
+    """A notebook root the remote user owns (its kernels start there)."""
+    user = ensure_user()
+    parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(parent, 0o755)
+    root = parent / "root"
+    root.mkdir(exist_ok=True)
+    os.chown(root, user.pw_uid, user.pw_gid)
+    return root
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+if __name__ == "__main__":
+    ensure_user()
+    print(ensure_venv(), file=sys.stderr)
