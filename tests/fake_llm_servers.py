@@ -128,6 +128,13 @@ def crash_answer(
     }
 
 
+def _version(text: str | None) -> tuple[int, ...]:
+    """``0.10.1rc1`` -> (0, 10, 1); unknown -> the newest."""
+    if not text:
+        return (999,)
+    return tuple(int("".join(c for c in part if c.isdigit()) or 0) for part in text.split(".")[:3])
+
+
 def _wire(path: str) -> str:
     if path.rstrip("/").endswith("/responses"):
         return "responses"
@@ -230,14 +237,18 @@ class FakeLLMServer:
         *,
         kind: str = "plain",
         context: int | None = None,
+        version: str | None = None,
     ) -> None:
         """``kind`` plays a real server's metadata and quirks: ``plain`` (no model list), ``llama.cpp``
         (``/props`` with ``n_ctx`` = ``context``, ``/tokenize``: one token per word), ``llama-cpp-python``
-        (``owned_by: me``; OpenAI's json_schema is a 500 there), ``ollama`` (``/api/show``), ``vllm``
-        (``max_model_len``). A prompt over ``context`` (words) is a 400 naming the context."""
+        (``owned_by: me``; OpenAI's json_schema is a 500 there), ``ollama`` (``/api/show``,
+        ``/api/version``), ``vllm`` (``max_model_len``, ``/version``). ``version`` is what Ollama or vLLM
+        say they are (None: no version endpoint). A prompt over ``context`` (words) is a 400 naming the
+        context. ``enforced(request)`` is the schema the real server would constrain the answer to."""
         self.handler = handler
         self.kind = kind
         self.context = context
+        self.version = version
         self.probes: list[RecordedRequest] = []  # metadata requests, kept out of ``requests``
         self.requests: list[RecordedRequest] = []
         self.hangups = 0  # streamed answers the client stopped reading before the end
@@ -256,7 +267,7 @@ class FakeLLMServer:
     def _metadata(self, req: RecordedRequest) -> Reply | None:
         """The answer to a probe of the server's metadata (None: not a metadata path)."""
         path = req.path.rstrip("/")
-        if not path.endswith(("/models", "/props", "/tokenize", "/api/show")):
+        if not path.endswith(("/models", "/props", "/tokenize", "/api/show", "/version")):
             return None
         self.probes.append(req)
         owner = {"llama.cpp": "llamacpp", "llama-cpp-python": "me", "ollama": "library", "vllm": "vllm"}
@@ -270,9 +281,39 @@ class FakeLLMServer:
             return Raw(200, json.dumps(props).encode())
         if path.endswith("/tokenize") and self.kind == "llama.cpp":
             return Raw(200, json.dumps({"tokens": list(range(len(req.json["content"].split())))}).encode())
+        if self.version is not None and (
+            (path == "/api/version" and self.kind == "ollama") or (path == "/version" and self.kind == "vllm")
+        ):
+            return Raw(200, json.dumps({"version": self.version}).encode())
         if path.endswith("/api/show") and self.kind == "ollama":
             return Raw(200, json.dumps({"model_info": {"llama.context_length": self.context}}).encode())
         return Raw(404, b'{"error": "Not Found"}')
+
+    def enforced(self, req: RecordedRequest) -> Any:
+        """What the real server of this kind and version would constrain the answer to, read from the
+        request body as that server reads it: a JSON schema, ``"json"`` (any JSON object) or None."""
+        body = req.json
+        fmt = body.get("response_format") or {}
+        kind, version = fmt.get("type"), _version(self.version)
+        if self.kind == "ollama":  # openai/openai.go: json_schema -> format: schema, json_object -> "json"
+            if kind == "json_schema" and version >= (0, 5):
+                return (fmt.get("json_schema") or {}).get("schema")
+            return "json" if kind == "json_object" else None
+        if self.kind == "vllm":  # guided_json until 0.12; response_format json_schema
+            if "guided_json" in body and version < (0, 12):
+                return body["guided_json"]
+            if kind == "json_schema":
+                return fmt["json_schema"]["schema"]
+            return "json" if kind == "json_object" else None
+        if self.kind in ("llama.cpp", "llama-cpp-python"):
+            if kind == "json_schema" and self.kind == "llama.cpp":
+                return fmt["json_schema"]["schema"]
+            if kind == "json_object":
+                return fmt.get("schema") or "json"
+            return None
+        if kind == "json_schema":  # OpenAI itself
+            return fmt["json_schema"]["schema"]
+        return "json" if kind == "json_object" else None
 
     def _quirk(self, req: RecordedRequest) -> Reply | None:
         """What the real server says before it would answer (its dialect, its context)."""
@@ -282,6 +323,10 @@ class FakeLLMServer:
         fmt = (body.get("response_format") or {}).get("type")
         if self.kind == "llama-cpp-python" and fmt == "json_schema":
             return Error(500, "'json_schema' is not a valid response_format type: use json_object")
+        if self.kind == "vllm" and fmt == "json_schema" and _version(self.version) < (0, 6):
+            return Error(
+                400, "response_format.type: Input should be 'text' or 'json_object' (got 'json_schema')"
+            )
         words = sum(len(m["content"].split()) for m in body.get("messages", []))
         if self.context is not None and words + int(body.get("max_tokens") or 0) > self.context:
             if self.kind == "llama-cpp-python" and body.get("stream"):  # 0.3.36: an empty event stream

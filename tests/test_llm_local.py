@@ -14,6 +14,7 @@ import pytest
 from fake_llm_servers import Answer, Error, FakeLLMServer, Trickle, crash_answer
 
 from crane_lsp.layers import Ask
+from crane_lsp.llm import dialects
 from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.llm.prompt import ANSWER_SCHEMA, parse_answer
 from crane_lsp.llm.providers import OpenAICompatibleProvider
@@ -27,6 +28,7 @@ TARGET = "x = 1\ndf['b'].sum()"
 def fake_llm() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as server:
         yield server
+    dialects.forget()  # what a server took is remembered per URL: a reused port starts afresh
 
 
 def local(server: FakeLLMServer, **extra: Any) -> LLMPredictor:

@@ -11,6 +11,7 @@ import pytest
 from fake_llm_servers import Answer, Error, FakeLLMServer, Slow, crash_answer
 
 from crane_lsp.layers import Ask
+from crane_lsp.llm import dialects
 from crane_lsp.llm.errors import MissingKeyError, ProviderError
 from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.llm.prompt import ANSWER_SCHEMA
@@ -41,6 +42,7 @@ def settings_for(provider: str, server: FakeLLMServer, **extra: Any) -> Settings
 def fake_llm() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as server:
         yield server
+    dialects.forget()  # what a server took is remembered per URL: a reused port starts afresh
 
 
 @pytest.fixture(autouse=True)

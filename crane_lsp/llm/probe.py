@@ -4,12 +4,16 @@ it speaks, so the first request is already in its dialect instead of learning it
 
     info = await probe_server("http://127.0.0.1:8080/v1", "smollm2", client)
 
+Ollama and vLLM are also asked their version (``/api/version``, ``/version``): an Ollama before 0.5
+ignores OpenAI's json_schema silently, a vLLM before 0.10.2 takes its own ``guided_json`` best.
+
 Each look is one short GET/POST that may fail: a failed probe leaves the defaults (OpenAI's
 ``json_schema``, context unknown), never an error.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +27,28 @@ log = logging.getLogger(__name__)
 class ServerInfo:
     kind: str = "unknown"  # llama.cpp | llama-cpp-python | ollama | vllm | unknown
     context: int | None = None  # tokens the model sees at once, when the server says
-    dialect: str = "json_schema"  # see providers.DIALECTS
+    dialect: str = "json_schema"  # where to start: see dialects.py
     tokenize_url: str | None = None  # llama.cpp's /tokenize: exact prompt lengths
+    version: str | None = None  # Ollama's /api/version, vLLM's /version
+
+
+def _older(version: str | None, than: tuple[int, ...]) -> bool:
+    """``version`` (``0.4.7``, ``0.10.1rc1``) is known and older than ``than``; unknown is not older."""
+    if not version:
+        return False
+    parts = []
+    for piece in version.lstrip("v").split(".")[: len(than)]:
+        digits = "".join(itertools.takewhile(str.isdigit, piece))
+        if not digits:
+            return False
+        parts.append(int(digits))
+    return tuple(parts) < than
+
+
+async def _version(client: httpx.AsyncClient, url: str) -> str | None:
+    answer = await _get(client, url)
+    version = answer.get("version") if isinstance(answer, dict) else None
+    return version if isinstance(version, str) else None
 
 
 def _root(base_url: str) -> str:
@@ -75,7 +99,20 @@ async def probe_server(base_url: str, model: str, client: httpx.AsyncClient) -> 
             info.kind = "ollama"
             lengths = [v for k, v in details.items() if k.endswith(".context_length") and isinstance(v, int)]
             info.context = lengths[0] if lengths else None
-    log.info("%s: %s, context %s, dialect %s", base_url, info.kind, info.context, info.dialect)
+    if info.kind == "ollama":  # json_schema from 0.5 on; before, an unknown type is silently ignored
+        info.version = await _version(client, root + "/api/version")
+        info.dialect = "json_mode" if _older(info.version, (0, 5)) else "json_schema"
+    elif info.kind == "vllm":  # guided_json before 0.10.2 (where json_schema came late), then json_schema
+        info.version = await _version(client, root + "/version")
+        info.dialect = "guided_json" if _older(info.version, (0, 10, 2)) else "json_schema"
+    log.info(
+        "%s: %s %s, context %s, dialect %s",
+        base_url,
+        info.kind,
+        info.version or "",
+        info.context,
+        info.dialect,
+    )
     return info
 
 

@@ -2,9 +2,9 @@
 
 - ``openai``: the Responses API with a strict JSON schema (``text.format``).
 - ``openai-compatible``: any server with Chat Completions at ``base_url`` (vLLM, Ollama, llama.cpp,
-  LM Studio), streamed and capped at ``max_tokens``: ``response_format`` json_schema, then llama.cpp's
-  json_object + schema, then plain instructions + tolerant parsing, stepping down only when the server
-  names the format in an error.
+  LM Studio), streamed and capped at ``max_tokens``, in the server's own structured-output dialect
+  (dialects.py: OpenAI's json_schema, llama.cpp's json_object + schema, Ollama's JSON mode, vLLM's
+  guided_json, plain instructions), stepping down only when the server names the format in an error.
 - ``gemini``: ``google-genai`` with ``response_schema`` (``http_options.base_url`` for a local server).
 
 Retries (429, 5xx, timeouts, dropped connections) use exponential backoff via tenacity; the SDKs' own
@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from crane_lsp.llm import dialects
 from crane_lsp.llm.errors import ConfigError, MissingKeyError, ProviderError
 from crane_lsp.llm.probe import ServerInfo, count_tokens, probe_server
 from crane_lsp.llm.prompt import ANSWER_SCHEMA, ANSWER_SCHEMA_NAME, JSON_INSTRUCTIONS, Message, redact_secrets
@@ -263,7 +264,7 @@ def _rejects(err: ProviderError, word: str) -> bool:
     return err.status in (400, 422) and word in str(err).lower()
 
 
-_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar", "format")
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar", "format", "guided")
 
 
 def is_context_error(err: ProviderError) -> bool:
@@ -321,22 +322,6 @@ class OpenAIResponsesProvider(_OpenAIBase):
         )
 
 
-#: Structured-output dialects of Chat Completions servers, best first: OpenAI's (vLLM, Ollama, LM
-#: Studio, recent llama.cpp), llama.cpp's ``json_object`` + ``schema`` (llama-cpp-python), then none.
-DIALECTS = ("json_schema", "json_object", "instructions")
-
-
-def response_format(dialect: str) -> dict[str, Any] | None:
-    if dialect == "json_schema":
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": ANSWER_SCHEMA_NAME, "schema": ANSWER_SCHEMA, "strict": True},
-        }
-    if dialect == "json_object":
-        return {"type": "json_object", "schema": ANSWER_SCHEMA}
-    return None
-
-
 class OpenAICompatibleProvider(_OpenAIBase):
     """Chat Completions on any OpenAI-compatible server, streamed (giving up closes the connection, which
     stops a local server's generation) and capped at ``max_tokens``; the structured-output dialect
@@ -346,9 +331,19 @@ class OpenAICompatibleProvider(_OpenAIBase):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.dialect = DIALECTS[0]
+        self._dialect = dialects.DIALECTS[0]
+        self._chosen = False  # a dialect set from outside (tests, benchmarks): the probe leaves it
         self.server: ServerInfo | None = None  # what the probe found, once
         self._probe_lock = asyncio.Lock()
+
+    @property
+    def dialect(self) -> str:
+        """The structured-output dialect the next request is sent in (see dialects.py)."""
+        return self._dialect
+
+    @dialect.setter
+    def dialect(self, value: str) -> None:
+        self._dialect, self._chosen = value, True
 
     async def _probed(self) -> ServerInfo:
         async with self._probe_lock:  # one probe, however many requests start at once
@@ -357,9 +352,11 @@ class OpenAICompatibleProvider(_OpenAIBase):
 
                 headers = {"authorization": f"Bearer {self._key}"} if self._key != NO_KEY else {}
                 async with httpx.AsyncClient(timeout=5, headers=headers) as client:
-                    self.server = await probe_server(self.base_url, self.model, client)
-                if self.dialect == DIALECTS[0]:
-                    self.dialect = self.server.dialect
+                    server = await probe_server(self.base_url, self.model, client)
+                if not self._chosen:  # what this server was found to take, else what the probe says
+                    known = dialects.learned(self.base_url, self.model, server.kind)
+                    self._dialect = known or server.dialect
+                self.server = server
         return self.server or ServerInfo()
 
     async def prompt_limit(self) -> int | None:
@@ -382,6 +379,7 @@ class OpenAICompatibleProvider(_OpenAIBase):
     async def _request(self, messages: Sequence[Message]) -> Completion:
         await self._probed()
         while True:
+            sent = self.dialect
             wire = [m.as_dict() for m in messages]
             kwargs: dict[str, Any] = {
                 "model": self.model,
@@ -390,10 +388,8 @@ class OpenAICompatibleProvider(_OpenAIBase):
                 "stream": True,
                 "stream_options": {"include_usage": True},
             }
-            fmt = response_format(self.dialect)
-            if fmt is not None:
-                kwargs["response_format"] = fmt
-            else:
+            kwargs.update(dialects.request_fields(sent))
+            if dialects.needs_instructions(sent):
                 wire[0] = {"role": wire[0]["role"], "content": wire[0]["content"] + "\n" + JSON_INSTRUCTIONS}
             if self.temperature is not None:
                 kwargs["temperature"] = self.temperature
@@ -402,14 +398,14 @@ class OpenAICompatibleProvider(_OpenAIBase):
             except ProviderError as err:
                 if self.temperature is not None and _rejects(err, "temperature"):
                     self.temperature = None
+                elif sent != self.dialect and _rejects_format(err):  # a request beside it stepped down
+                    continue
                 elif self.structured and _rejects_format(err):
-                    following = DIALECTS[DIALECTS.index(self.dialect) + 1]
-                    if "schema" not in str(err).lower():  # response_format itself is unknown here
-                        following = "instructions"
-                    log.info(
-                        "%s rejected %s (%s); trying %s", self.base_url, self.dialect, err.status, following
-                    )
-                    self.dialect = following
+                    kind = self.server.kind if self.server is not None else "unknown"
+                    following = dialects.step_down(kind, sent, str(err))
+                    log.info("%s rejected %s (%s); trying %s", self.base_url, sent, err.status, following)
+                    self._dialect = following
+                    dialects.remember(self.base_url or "", self.model, kind, following)
                 else:
                     raise
 
