@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from crane_lsp.kernel.agent import wire  # the one set of budget defaults, shared with the kernel agent
 
@@ -35,7 +35,13 @@ class Settings(BaseModel):
     debounce_ms: int = Field(default=500, ge=0, le=10_000, alias="debounce")
     max_pending_cells: int = Field(default=5, ge=1, le=100, alias="maxPendingCells")
     llm_concurrency: int = Field(default=2, ge=1, le=32, alias="llmConcurrency")
+    # a kernel's connection file, or its URL on a Jupyter server: http(s)://HOST:PORT[/BASE]/api/kernels/ID
     connection_file: str | None = Field(default=None, alias="connectionFile")
+    # a Jupyter server (JupyterHub single-user server, a lab's server): a notebook's kernel is found in
+    # its /api/sessions by the notebook's path
+    jupyter_server_url: str | None = Field(default=None, alias="jupyterServerUrl")
+    # the token of that server (else JUPYTER_TOKEN); a SecretStr, so no repr, dump or log shows it
+    jupyter_token: SecretStr | None = Field(default=None, alias="jupyterToken", repr=False)
     dry_run: Literal["off", "safe", "on"] = Field(default="safe", alias="dryRun")
     dry_run_budget_s: float = Field(default=3.0, gt=0, le=120, alias="dryRunBudget")
     # an explicit "Re-check cell" may wait longer than a check while typing; both niced and capped

@@ -1,9 +1,10 @@
 """Predict whether a notebook cell will crash, without a running editor.
 
-Starts a fresh kernel in the notebook's folder, replays the state the notebook records (the code
-cells that carry an execution count, in execution-count order; a notebook with no counts runs the
-cells above the target), and predicts the target cell. Without --cell it walks the whole notebook:
-predicts each code cell, then runs it, and shows each prediction beside what really happened.
+Starts a fresh kernel in the notebook's folder (or on a Jupyter server: --jupyter-server), replays
+the state the notebook records (the code cells that carry an execution count, in execution-count
+order; a notebook with no counts runs the cells above the target), and predicts the target cell.
+Without --cell it walks the whole notebook: predicts each code cell, then runs it, and shows each
+prediction beside what really happened.
 
 Exit status: 0 no crash predicted, 1 crash predicted, 2 usage or runtime error.
 """
@@ -16,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crane_lsp.commands import kernels as kernel_options
 from crane_lsp.commands.llm_options import add_budget_arguments, budget_values
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
+    from crane_lsp.commands.kernels import KernelSource
     from crane_lsp.commands.render import CheckedCell
     from crane_lsp.kernel.link import KernelLink
     from crane_lsp.layers import Ask, LayerName
@@ -80,6 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print a JSON array on stdout: one object per checked cell, lines and cells 1-based "
         "(schema: docs/schema/check.schema.json)",
     )
+    kernel_options.add_arguments(parser)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -117,10 +121,11 @@ def run(args: argparse.Namespace) -> int:
         layers = _layers(args.predictors)
         if args.cell_timeout <= 0:
             raise ValueError("--cell-timeout: must be more than 0 seconds")
+        kernels = kernel_options.KernelSource.from_args(args)
     except ValidationError as exc:
         _error(err, settings_error(exc))
         return 2
-    except (NotebookError, ValueError) as exc:
+    except (NotebookError, ValueError) as exc:  # KernelOptionError too
         _error(err, str(exc))
         return 2
     if not notebook.code_cells:
@@ -140,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
                 cell_timeout=args.cell_timeout,
                 executed_at=executed_at,
                 llm_failures=llm_failures,
+                kernels=kernels,
             )
         )
     except _UsageError as exc:
@@ -178,6 +184,14 @@ def run(args: argparse.Namespace) -> int:
 
 class _UsageError(RuntimeError):
     pass
+
+
+def _remote_errors() -> tuple[type[Exception], ...]:
+    """What reaching a Jupyter server can raise (a refused token, no server there)."""
+    from crane_lsp.kernel.remote import RemoteError
+    from crane_lsp.kernel.transport import TransportError
+
+    return (RemoteError, TransportError, OSError)
 
 
 def _error(console: Any, message: str) -> None:
@@ -255,6 +269,8 @@ class _Job:
     quiet: bool
     console: Any
     cell_timeout: float = 600.0
+    #: where fresh kernels start: here, or on a Jupyter server (``--jupyter-server``)
+    kernels: KernelSource = field(default_factory=kernel_options.KernelSource)
     #: 1-based cell position -> the code-cell indices of the cells executed before its prediction
     #: (a prediction's ``Origin.cell`` indexes this list)
     executed_at: dict[int, list[int]] = field(default_factory=dict)
@@ -279,10 +295,13 @@ async def _check(
     cell_timeout: float = 600.0,
     executed_at: dict[int, list[int]] | None = None,
     llm_failures: list[str] | None = None,
+    kernels: KernelSource | None = None,
 ) -> list[CheckedCell]:
     from crane_lsp.kernel.link import KernelLinkError
 
     job = _Job(settings, layers, _make_llm(settings, layers), quiet, console, cell_timeout)
+    if kernels is not None:
+        job.kernels = kernels
     if executed_at is not None:
         job.executed_at = executed_at
     try:
@@ -291,6 +310,10 @@ async def _check(
         return await _walk(notebook, job)
     except KernelLinkError as exc:
         raise _UsageError(f"the kernel failed: {exc}") from exc
+    except Exception as exc:  # a refused token, an unreachable server: one line, no token
+        if job.kernels.remote and isinstance(exc, _remote_errors()):
+            raise _UsageError(str(exc)) from exc  # it names the server, never the token
+        raise
     finally:
         if job.llm is not None:
             await job.llm.aclose()
@@ -300,11 +323,11 @@ async def _check(
 
 async def _check_target(notebook: Notebook, target: int, job: _Job) -> list[CheckedCell]:
     """Replay the recorded state, then predict the one target cell."""
-    from crane_lsp.commands.common import replay_with_progress, report_replay_failures
+    from crane_lsp.commands.common import report_replay_failures
     from crane_lsp.commands.render import CheckedCell
 
     console = job.console
-    link, report = await replay_with_progress(
+    link, report = await job.kernels.replay(
         notebook, target, console, quiet=job.quiet, cell_timeout=job.cell_timeout
     )
     try:
@@ -334,12 +357,9 @@ async def _walk(notebook: Notebook, job: _Job) -> list[CheckedCell]:
     """
     from rich.progress import Progress
 
-    from crane_lsp.commands.common import replay_with_progress
-    from crane_lsp.kernel.link import KernelLink
-
     cells = notebook.code_cells
     ran, never_ran = walk_order(notebook)
-    link = await KernelLink.start(notebook.path.parent if notebook.path else Path.cwd(), quiet=True)
+    link = await job.kernels.start(notebook.path.parent if notebook.path else Path.cwd())
     pipeline = job.pipeline(link)
     executed: list[str] = []
     executed_cells: list[int] = []
@@ -358,7 +378,7 @@ async def _walk(notebook: Notebook, job: _Job) -> list[CheckedCell]:
                 if n:  # back to the recorded state: the previous never-run cell changed it
                     progress.update(task, description=f"replaying the state for cell {index + 1}")
                     await link.close()
-                    link, _ = await replay_with_progress(
+                    link, _ = await job.kernels.replay(
                         notebook, index, job.console, quiet=True, cell_timeout=job.cell_timeout
                     )
                     pipeline = job.pipeline(link)

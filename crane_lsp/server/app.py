@@ -37,7 +37,7 @@ from crane_lsp.server.documents import (
     notebook_sync_options,
 )
 from crane_lsp.server.jupyter_documents import view_for_text
-from crane_lsp.server.kernel_port import KernelPort, KernelsFactory
+from crane_lsp.server.kernel_port import KernelPort, KernelsFactory, remote_settings, where_payload
 from crane_lsp.server.kernels import Kernels
 from crane_lsp.server.notices import Notices
 from crane_lsp.server.offload import Offload
@@ -182,7 +182,8 @@ class CraneServer(LanguageServer):
         self._llm_slots = asyncio.Semaphore(settings.llm_concurrency)
         self._pipelines.clear()
         self.kernels.default_connection_file = settings.connection_file
-        if settings.connection_file != previous.connection_file:
+        moved = remote_settings(self.kernels, settings)  # jupyterServerUrl, the token
+        if settings.connection_file != previous.connection_file or moved:
             for uri in self.notebooks:  # a new kernel named in the settings: attach it on the next check
                 att = self.kernels.attachment(uri)
                 if att.explicit is None and att.link is not None:
@@ -708,7 +709,7 @@ class CraneServer(LanguageServer):
         payload = {
             "notebookUri": uri,
             "kernel": kernel,
-            "connectionFile": att.connection_file if att and att.link is not None else None,
+            **where_payload(att.connection_file if att and att.link is not None else None),
             "message": att.error if att else None,
             "checking": self.stats.checking > 0,
             "busy": self.stats.checking > 0,

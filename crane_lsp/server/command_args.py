@@ -40,12 +40,14 @@ class CellArgs(_Args):
 
 
 class AttachArgs(_Args):
-    """``crane.attachKernel``: the notebook and its kernel's connection file (or JupyterLab's id)."""
+    """``crane.attachKernel``: the notebook and its kernel's connection file (or JupyterLab's id), or
+    its URL on a Jupyter server (``kernelUrl``, or a URL as ``connectionFile``); never a token."""
 
     positional: ClassVar[tuple[str, ...]] = ("notebookUri", "connectionFile")
     notebook_uri: str = Field(default="", alias="notebookUri")
     connection_file: str = Field(default="", alias="connectionFile")
     kernel_id: str | None = Field(default=None, alias="kernelId")
+    kernel_url: str | None = Field(default=None, alias="kernelUrl")
 
 
 A = TypeVar("A", bound=_Args)

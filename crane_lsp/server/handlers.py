@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from lsprotocol import types
@@ -17,6 +18,7 @@ from crane_lsp.server.config import plain, section
 from crane_lsp.server.documents import CellView, wants_percent
 from crane_lsp.server.jupyter_documents import is_virtual_notebook, view_for_text
 from crane_lsp.server.jupyter_sessions import with_connection_file
+from crane_lsp.server.kernel_target import shown
 
 
 def _cell(server: CraneServer, arguments: tuple[Any, ...]) -> tuple[NotebookState, CellView] | str:
@@ -152,8 +154,9 @@ def register(ls: CraneServer) -> None:
     async def attach(server: CraneServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
         from crane_lsp.server.command_args import AttachArgs, BadArguments, parse, raw
 
-        named = with_connection_file(raw(arguments, AttachArgs.positional))  # JupyterLab names kernels by id
-        needs = "crane.attachKernel needs {notebookUri, connectionFile}"
+        # JupyterLab names kernels by id; a server in gateway mode has no file for it (reads runtime files)
+        named = await asyncio.to_thread(with_connection_file, raw(arguments, AttachArgs.positional))
+        needs = "crane.attachKernel needs {notebookUri, connectionFile or kernelUrl}"
         try:
             args = parse(AttachArgs, named)
         except BadArguments as exc:
@@ -166,7 +169,7 @@ def register(ls: CraneServer) -> None:
         error = await server.kernels.attach(uri, path)
         if error is not None:
             att = server.kernels.attachment(uri)
-            server.notices.attach_failed(uri, path, error, att.connection_file if att.link else None)
+            server.notices.attach_failed(uri, shown(path), error, att.connection_file if att.link else None)
         else:  # a new kernel: everything shown was computed from another state
             server.forget_pipeline(uri)
             if nb is not None:

@@ -1,9 +1,11 @@
 """Which kernel each notebook reads, and surviving that kernel's death and restarts.
 
 Order of precedence: a kernel the editor attached to this notebook (``crane/attachKernel``), the
-``connectionFile`` setting, then discovery (the Jupyter server session of the notebook, else the
-newest live kernel). A failed or lost attachment is never an error for the user, only "no kernel"
-in the status; attaching is retried with a back-off, so a restarted kernel is picked up again.
+``connectionFile`` setting (a file or a kernel URL), the notebook's session on the ``jupyterServerUrl``
+server (with ``jupyterToken`` / ``JUPYTER_TOKEN``), then discovery (the notebook's session on a local
+Jupyter server: its connection file, else its kernel through that server's API, as in gateway mode;
+else the newest live kernel). A failed or lost attachment is never an error for the user, only "no
+kernel" in the status; attaching is retried with a back-off, so a restarted kernel is picked up again.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
+
+from crane_lsp.server.kernel_target import KernelTarget, is_url, shown
 
 if TYPE_CHECKING:
     from crane_lsp.kernel.link import KernelEvent, KernelLink
@@ -38,9 +42,10 @@ def uri_to_path(uri: str) -> Path | None:
 class Attachment:
     """One notebook's kernel: where it is, the live link (None when not attached), why not."""
 
-    explicit: str | None = None  # connection file named by the editor for this notebook
+    explicit: str | None = None  # connection file or kernel URL named by the editor for this notebook
     link: KernelLink | None = None
-    connection_file: str | None = None
+    connection_file: str | None = None  # where the link reads: a file's path or a kernel URL (no token)
+    target: KernelTarget | None = None
     error: str | None = None
     last_try: float = 0.0
     failures: int = 0
@@ -64,6 +69,8 @@ class Kernels:
         self._on_event = on_event
         self._attachments: dict[str, Attachment] = {}
         self.default_connection_file: str | None = None
+        self.jupyter_server_url: str | None = None
+        self.jupyter_token: str | None = None  # the setting, else JUPYTER_TOKEN; never logged
 
     def attachment(self, notebook_uri: str) -> Attachment:
         return self._attachments.setdefault(notebook_uri, Attachment())
@@ -73,25 +80,36 @@ class Kernels:
         return att.state if att else "none"
 
     async def attach(self, notebook_uri: str, connection_file: str) -> str | None:
-        """Attach ``connection_file`` to the notebook now; the error message, or None on success."""
+        """Attach ``connection_file`` (a file or a kernel URL) to the notebook now; the error message,
+        or None on success."""
         att = self.attachment(notebook_uri)
         async with att.lock:
-            from crane_lsp.kernel.link import KernelLink
-
             try:  # the new kernel first: a failed attach keeps the kernel that was working
-                link = await KernelLink.connect(connection_file)
-            except Exception as exc:  # KernelDead and anything a broken file causes
+                target = await asyncio.to_thread(self.target, connection_file)
+                link = await target.connect()
+            except Exception as exc:  # KernelDead, a refused token, anything a broken file causes
                 error = str(exc) or type(exc).__name__
                 kept = " (the kernel attached before stays attached)" if att.link is not None else ""
-                log.warning("could not attach %s to %s: %s%s", connection_file, notebook_uri, error, kept)
+                where = shown(connection_file)
+                log.warning("could not attach %s to %s: %s%s", where, notebook_uri, error, kept)
                 if att.link is None:
                     att.error = error
                 return error
             att.explicit = connection_file
             await self._drop(att)
             att.failures = 0
-            self._adopt(notebook_uri, att, link, connection_file)
+            self._adopt(notebook_uri, att, link, target)
             return None
+
+    def target(self, where: str) -> KernelTarget:
+        """A connection file or kernel URL as a target: a URL gets its token (a local server's own,
+        else ``jupyterToken`` / ``JUPYTER_TOKEN``); ``ValueError`` for a malformed URL."""
+        if not is_url(where):
+            return KernelTarget(where)
+        from crane_lsp.kernel.connection import list_servers
+        from crane_lsp.server.kernel_target import url_target
+
+        return url_target(where, self.jupyter_token, list_servers())
 
     async def link_for(self, notebook_uri: str) -> KernelLink | None:
         """The notebook's live link, attaching (with back-off) when there is none."""
@@ -109,9 +127,9 @@ class Kernels:
         async with att.lock:
             if att.link is not None:
                 return att.link
-            path = await self._choose(notebook_uri, att)
-            if path is not None:
-                await self._connect(notebook_uri, att, path)
+            target = await self._choose(notebook_uri, att)
+            if target is not None:
+                await self._connect(notebook_uri, att, target)
             att.failures = 0 if att.link is not None else att.failures + 1
             att.last_try = time.monotonic()  # the back-off runs from the end of the failed attempt
             return att.link
@@ -135,40 +153,44 @@ class Kernels:
         for uri in list(self._attachments):
             await self.forget(uri)
 
-    async def _choose(self, notebook_uri: str, att: Attachment) -> str | None:
-        """The connection file to try: explicit, setting, else discovery; None (and why) if none."""
+    async def _choose(self, notebook_uri: str, att: Attachment) -> KernelTarget | None:
+        """The kernel to try: explicit, setting, the server's session, else discovery; None (and
+        why) if none."""
         from crane_lsp.kernel.connection import ConnectionNotFound
-        from crane_lsp.server.jupyter_sessions import discover_for_notebook  # a notebook's own session
+        from crane_lsp.server.jupyter_sessions import discover_target, server_session_target
 
         att.last_try = time.monotonic()
         explicit = att.explicit or self.default_connection_file
         try:
             # discovery reads files and may ask a Jupyter server over HTTP: keep it off the event loop
-            found = await asyncio.to_thread(discover_for_notebook, explicit, uri_to_path(notebook_uri))
-            return str(found)
-        except ConnectionNotFound as exc:
+            if explicit and is_url(explicit):
+                return await asyncio.to_thread(self.target, explicit)
+            notebook = uri_to_path(notebook_uri)
+            if not explicit and self.jupyter_server_url:
+                return await server_session_target(self.jupyter_server_url, self.jupyter_token, notebook)
+            return await asyncio.to_thread(discover_target, explicit, notebook)
+        except (ConnectionNotFound, ValueError) as exc:
             att.error = str(exc)
         except Exception as exc:  # discovery reads files and asks servers: never fatal
             att.error = f"kernel discovery failed: {exc}"
         return None
 
-    async def _connect(self, notebook_uri: str, att: Attachment, path: str) -> str | None:
-        from crane_lsp.kernel.link import KernelLink
-
+    async def _connect(self, notebook_uri: str, att: Attachment, target: KernelTarget) -> str | None:
         att.last_try = time.monotonic()
         try:
-            link = await KernelLink.connect(path)
-        except Exception as exc:  # KernelDead and anything a broken file causes
+            link = await target.connect()
+        except Exception as exc:  # KernelDead, a refused token, anything a broken file causes
             att.error = str(exc) or type(exc).__name__
-            log.info("could not attach %s to %s: %s", path, notebook_uri, att.error)
+            log.info("could not attach %s to %s: %s", target.label, notebook_uri, att.error)
             return att.error
-        self._adopt(notebook_uri, att, link, path)
+        self._adopt(notebook_uri, att, link, target)
         return None
 
-    def _adopt(self, notebook_uri: str, att: Attachment, link: KernelLink, path: str) -> None:
-        att.link, att.connection_file, att.error, att.unresponsive = link, path, None, False
+    def _adopt(self, notebook_uri: str, att: Attachment, link: KernelLink, target: KernelTarget) -> None:
+        att.link, att.connection_file, att.error, att.unresponsive = link, target.where, None, False
+        att.target = target
         att.unsubscribe = link.add_listener(lambda event: self._on_event(notebook_uri, event))
-        log.info("attached %s to %s", path, notebook_uri)
+        log.info("attached %s to %s", target.label, notebook_uri)
 
     @staticmethod
     async def _drop(att: Attachment) -> None:

@@ -34,6 +34,9 @@ def run(args: argparse.Namespace) -> int:
         format=("crane-lsp %(relativeCreated)d ms " if args.log_level == "DEBUG" else "crane-lsp ")
         + "%(levelname)s %(message)s",
     )
+    from crane_lsp.server.redact import install
+
+    install()  # no log line shows a Jupyter token, at any level
     if args.log_level != "DEBUG":  # pygls logs every message at INFO: only crane's own lines below DEBUG
         logging.getLogger("pygls").setLevel(logging.WARNING)
     if not getattr(args, "tcp", None):

@@ -23,6 +23,15 @@ def _name(uri: str) -> str:
     return PurePosixPath(unquote(urlparse(uri).path)).name or uri
 
 
+def _where(connection_file: str | None) -> str:
+    """A connection file's path, or ``kernel at <url>`` for a kernel on a Jupyter server (no token)."""
+    from crane_lsp.server.kernel_target import is_url, shown
+
+    if connection_file and is_url(connection_file):
+        return f"kernel at {shown(connection_file)}"
+    return str(connection_file)
+
+
 @dataclass(frozen=True)
 class _Said:
     kernel: str  # "attached" | "none" | "unresponsive"
@@ -46,13 +55,15 @@ class Notices:
         if before == now or (before is None and kernel == "attached" and not why):
             self._said[notebook_uri] = now
             if before is None:
-                log.info("crane: %s reads the kernel of %s", _name(notebook_uri), connection_file)
+                log.info("crane: %s reads the kernel of %s", _name(notebook_uri), _where(connection_file))
             return
         self._said[notebook_uri] = now
         name = _name(notebook_uri)
         if kernel == "attached":
             again = " again" if before is not None and before.kernel != "attached" else ""
-            self._say(types.MessageType.Info, f"crane: {name} reads its kernel{again} ({connection_file})")
+            self._say(
+                types.MessageType.Info, f"crane: {name} reads its kernel{again} ({_where(connection_file)})"
+            )
         elif kernel == "unresponsive":
             self._say(types.MessageType.Warning, f"crane: the kernel of {name} does not answer: {why}")
         else:
@@ -61,15 +72,16 @@ class Notices:
             self._say(
                 types.MessageType.Warning,
                 f"crane: {name} {what}: {why}; only checks that need no kernel run "
-                "(attach one with the crane.attachKernel command or the connectionFile setting)",
+                "(attach one with the crane.attachKernel command or the connectionFile setting: "
+                "a connection file or a kernel URL)",
             )
 
     def attach_failed(self, notebook_uri: str, connection_file: str, why: str, kept: str | None) -> None:
         """An explicit attach failed; ``kept``: the connection file of the kernel that stays."""
-        keep = f"; still reading {kept}" if kept else ""
+        keep = f"; still reading {_where(kept)}" if kept else ""
         self._say(
             types.MessageType.Error,
-            f"crane: could not attach {connection_file} to {_name(notebook_uri)}: {why}{keep}",
+            f"crane: could not attach {_where(connection_file)} to {_name(notebook_uri)}: {why}{keep}",
         )
 
     def _say(self, kind: types.MessageType, message: str) -> None:
