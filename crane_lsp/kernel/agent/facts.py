@@ -25,12 +25,14 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.safe import (
         _MISSING,
         _TRUSTED,
+        _cls_name,
         _defining_class,
         _instance_dict,
         _is_class,
         _is_descriptor,
         _is_trusted_cls,
         _isa,
+        _known_class,
         _mro,
         _qualname,
         _trusted,
@@ -98,9 +100,17 @@ def _dynamic_class(obj):
 
 def _instance_miss(owner, attr) -> AttributeFactWire:
     """AttributeFact for a static miss on an instance or class."""
+    # dict's own __getattribute__ is the generic one
+    if _exact(owner, "bunch"):  # Bunch.__getattr__ is ``self[key]``, AttributeError when the key is absent
+        try:
+            return _dynamic(bool(dict.__contains__(owner, attr)))
+        except Exception:
+            return _dynamic(None)
     if _defining_class(owner, "__getattribute__") not in _STATIC_GETATTRIBUTE:
         # statsmodels results wrappers, numpy recarray/record fields: answered by code, not stored
         return _dynamic(None)
+    if _exact(owner, "df_groupby") or _exact(owner, "s_groupby"):
+        return _dynamic(_groupby_holds(owner, attr))
     if _isa(owner, "ndframe") and _trusted(owner):
         if attr.startswith("_"):
             return _dynamic(False)
@@ -131,6 +141,76 @@ def _instance_miss(owner, attr) -> AttributeFactWire:
     if _defining_class(owner, "__getattr__") is not None:
         return _dynamic(None)
     return {"exists": False}
+
+
+#: Library classes whose ``__getattr__`` the facts replay, matched exactly (a subclass may override it).
+_EXACT_CLASSES = {
+    "bunch": (("sklearn.utils._bunch", "Bunch"), ("sklearn.utils", "Bunch")),
+    "df_groupby": (
+        ("pandas.core.groupby.generic", "DataFrameGroupBy"),
+        ("pandas.api.typing", "DataFrameGroupBy"),
+    ),
+    "s_groupby": (("pandas.core.groupby.generic", "SeriesGroupBy"), ("pandas.api.typing", "SeriesGroupBy")),
+}
+
+#: Labels past which ``attr in obj`` of a groupby is not answered (pandas builds a hash table for it).
+_GROUPBY_LABELS_MAX = 100_000
+
+
+def _exact(obj, key):
+    cls = _known_class(key, _EXACT_CLASSES)
+    return cls is not None and type(obj) is cls
+
+
+def _groupby_holds(owner, attr):
+    """``GroupBy.__getattr__``: an internal name, else ``attr in self.obj`` (a DataFrame's column, a Series'
+    index label) gives ``self[attr]``, else AttributeError. None when that cannot be told cheaply."""
+    if attr.startswith("_"):
+        return None
+    obj = (_instance_dict(owner) or {}).get("obj")
+    if obj is None or not _trusted(obj) or not (_isa(obj, "dataframe") or _isa(obj, "series")):
+        return None
+    try:
+        axis = obj._info_axis
+        if _cls_name(type(axis)) != "RangeIndex" and len(axis) > _GROUPBY_LABELS_MAX:
+            return None
+        return bool(axis.__contains__(attr))
+    except Exception:
+        return None
+
+
+def _module_chain(parts):
+    """``["@sklearn", "ensemble", "RandomForestClassifier"]``: the chain read from the module already loaded
+    under that name, whatever kernel name holds it (never imports): [(key, fact, value or _MISSING, plain)]
+    for each prefix, as ``_resolve_chain`` walks it."""
+    mod = _sys.modules.get(parts[0][1:]) if parts[0].startswith("@") else None
+    if mod is None or len(parts) < 2:
+        return []
+    return [
+        (".".join(parts[: n + 1]), fact, value, plain and not drop_self)
+        for n, fact, value, plain, drop_self in _resolve_chain(mod, parts[1:])
+    ]
+
+
+def _module_chain_end(parts, steps):
+    """The class or plain function an ``@module`` chain (``_module_chain``) ends at, else _MISSING: the call
+    checks read its parameters (``from m import C`` then ``C(...)`` in the same cell)."""
+    if len(parts) < 3 or len(steps) != len(parts) - 1:
+        return _MISSING
+    _key, fact, value, plain = steps[-1]
+    if fact.get("exists") is not True or value is _MISSING or not plain:
+        return _MISSING
+    return value if _is_class(value) or type(value) is _types.FunctionType else _MISSING
+
+
+def _member(owner, attr):
+    """The value a replayed ``__getattr__`` returns: a torch module's member, a Bunch's key."""
+    if _exact(owner, "bunch"):
+        try:
+            return dict.__getitem__(owner, attr) if dict.__contains__(owner, attr) else _MISSING
+        except Exception:
+            return _MISSING
+    return _torch_member(owner, attr)
 
 
 def _torch_member(owner, attr):
@@ -177,7 +257,7 @@ def _resolve_chain(base_obj, attrs):
             return out
         if value is _MISSING:
             fact.update(_module_miss(owner, attr) if is_module else _instance_miss(owner, attr))
-            held = _torch_member(owner, attr) if fact.get("exists") is True and not is_module else _MISSING
+            held = _member(owner, attr) if fact.get("exists") is True and not is_module else _MISSING
             if held is not _MISSING:
                 out.append((i + 1, fact, held, True, False))
                 owner = held

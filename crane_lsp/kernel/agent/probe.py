@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.facts import (
         _find_spec_static,
         _lookup_static,
+        _module_chain,
+        _module_chain_end,
         _parse_subscript,
         _resolve_chain,
         _subscript_value,
@@ -193,13 +195,16 @@ def _snapshot(query: QueryWire) -> SnapshotWire:
 
     for chain in query.get("chains", []):
         parts = chain.split(".")
-        if parts[0] == "@numpy":  # numpy's own namespace, whatever kernel name holds it (never imports)
-            numpy = _sys.modules.get("numpy")
-            if len(parts) == 2 and numpy is not None:
-                try:
-                    out["attributes"][chain] = _fact_wire(_resolve_chain(numpy, parts[1:])[0][1])
-                except Exception as exc:
-                    out["errors"].append(f"chain {chain}: {_cls_name(type(exc))}")
+        if parts[0].startswith("@"):  # a loaded module's namespace (``@numpy.amax``), whatever name holds it
+            try:
+                steps = _module_chain(parts)
+                for key, fact, _value, _plain in steps:
+                    out["attributes"][key] = _fact_wire(fact)
+                end = _module_chain_end(parts, steps)
+                if end is not _MISSING and chain not in variables:
+                    variables[chain] = _summarise(end, query, clock)
+            except Exception as exc:
+                out["errors"].append(f"chain {chain}: {_cls_name(type(exc))}")
             continue
         if len(parts) < 2 or parts[0] not in ns:
             if (
