@@ -34,8 +34,9 @@ def bunch_attribute(facts: CellFacts, snap: Snapshot) -> list[Finding]:
                 if fact is None:
                     break
                 continue
-            # exists None with a __getattr__: the plain lookup missed, Bunch.__getattr__ decides
-            if not (fact.exists is None and fact.dynamic and fact.owner_type == BUNCH):
+            # the plain lookup missed and Bunch.__getattr__ decides: the probe replays it (exists False, the
+            # key is absent) or leaves it open (exists None); the keys listed in full decide either way
+            if not (fact.dynamic and fact.owner_type == BUNCH):
                 break
             owner = kernel_value(facts, snap, owner_text, chain.span)
             keys = dict_keys(owner) if owner is not None and owner.type == BUNCH else None

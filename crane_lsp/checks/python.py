@@ -27,6 +27,7 @@ from crane_lsp.checks.registry import Finding, check
 from crane_lsp.snapshot import ObjectSummary, Snapshot
 
 _BUILTINS = frozenset(dir(builtins))
+_BUNCH = "sklearn.utils._bunch.Bunch"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -182,6 +183,8 @@ def missing_attribute(facts: CellFacts, snap: Snapshot) -> list[Finding]:
                 break
             if fact.exists:
                 continue
+            if fact.dynamic and fact.owner_type == _BUNCH:
+                break  # a Bunch's missing key: python.bunch-attribute names its keys
             owner = fact.owner_type or "the object"
             owner_text = ".".join((chain.base, *attrs[: i - 1]))
             last = i == len(chain.attrs)
