@@ -61,7 +61,7 @@ class Answer:
     text: str | dict[str, Any]
     prompt_tokens: int = 120
     completion_tokens: int = 30
-    finish_reason: str = "stop"  # "length": the server stopped at max_tokens
+    finish_reason: str = "stop"  # "length": stopped at the cap (Responses: incomplete, Gemini: MAX_TOKENS)
 
 
 @dataclass
@@ -162,7 +162,10 @@ def _envelope(req: RecordedRequest, answer: Answer) -> dict[str, Any]:
             "id": "resp_fake",
             "object": "response",
             "created_at": int(time.time()),
-            "status": "completed",
+            "status": "incomplete" if answer.finish_reason == "length" else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"}
+            if answer.finish_reason == "length"
+            else None,
             "model": model,
             "output": [
                 {
@@ -205,7 +208,11 @@ def _envelope(req: RecordedRequest, answer: Answer) -> dict[str, Any]:
         }
     return {
         "candidates": [
-            {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+            {
+                "content": {"role": "model", "parts": [{"text": text}]},
+                "finishReason": "MAX_TOKENS" if answer.finish_reason == "length" else "STOP",
+                "index": 0,
+            }
         ],
         "usageMetadata": {
             "promptTokenCount": answer.prompt_tokens,

@@ -313,7 +313,7 @@ class LLMPredictor:
             except MalformedAnswer as exc:
                 why = str(exc)
                 if completion.truncated:
-                    why = f"the answer was cut off at the {self.provider.policy.max_tokens}-token cap"
+                    why = f"the answer was cut off at the {self.provider.output_cap}-token cap"
                 sample.error = f"malformed answer ({why})"
                 log.info("malformed answer from %s/%s; asking again", self.provider.name, self.provider.model)
                 messages = [*messages, *corrective_turn(completion.text, why, completion.truncated)]

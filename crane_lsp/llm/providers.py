@@ -91,6 +91,26 @@ def accepts_temperature(model: str) -> bool:
     return not (re.match(r"(o\d|gpt-5)", name) and "chat" not in name)
 
 
+#: Tokens a reasoning model may think before its answer. OpenAI's ``max_output_tokens`` and Gemini's
+#: ``max_output_tokens`` count reasoning/thinking tokens too, so a reasoning model's cap is the answer's
+#: (``max_tokens``) plus this (Gemini 2.5 Pro's largest thinking budget): a net against a runaway
+#: answer, not a squeeze on the model's thinking (a cap inside it leaves an empty answer).
+REASONING_ALLOWANCE = 32768
+
+
+def thinks(provider: str, model: str) -> bool:
+    """Whether ``model`` spends output tokens on reasoning before its answer: OpenAI's o-series and
+    gpt-5 (not its chat variant), Gemini 2.5 and later (thinking on by default)."""
+    name = model.lower().rsplit("/", 1)[-1]
+    if provider == "openai":
+        return not accepts_temperature(name)
+    if provider == "gemini":
+        found = re.match(r"gemini-(\d+)(?:\.(\d+))?", name)
+        version = (int(found.group(1)), int(found.group(2) or 0)) if found else (0, 0)
+        return version >= (2, 5) or "thinking" in name
+    return False
+
+
 def is_local(base_url: str | None) -> bool:
     return bool(base_url) and (urlparse(base_url).hostname or "") in _LOCAL_HOSTS
 
@@ -168,6 +188,13 @@ class Provider(ABC):
 
     def _where(self) -> str:
         return ""
+
+    @property
+    def output_cap(self) -> int:
+        """The tokens one request may produce: the answer's cap, plus room to reason for a model that
+        reasons first (what an answer "cut off at the cap" was cut at)."""
+        allowance = REASONING_ALLOWANCE if thinks(self.name, self.model) else 0
+        return self.policy.max_tokens + allowance
 
     async def prompt_limit(self) -> int | None:
         """Tokens a prompt may have (the model's context less the answer's cap), when the server says."""
@@ -293,6 +320,7 @@ class OpenAIResponsesProvider(_OpenAIBase):
             "instructions": system,
             "input": user,
             "store": False,
+            "max_output_tokens": self.output_cap,
             "text": {
                 "format": {
                     "type": "json_schema",
@@ -314,11 +342,13 @@ class OpenAIResponsesProvider(_OpenAIBase):
             kwargs.pop("temperature")
             resp = await self._call(lambda: self._client.responses.create(**kwargs))
         usage = resp.usage
+        incomplete = getattr(resp, "incomplete_details", None)
         return Completion(
             text=resp.output_text or "",
             model=resp.model or self.model,
             prompt_tokens=getattr(usage, "input_tokens", None),
             completion_tokens=getattr(usage, "output_tokens", None),
+            truncated=getattr(incomplete, "reason", None) == "max_output_tokens",
         )
 
 
@@ -499,6 +529,7 @@ class GeminiProvider(_Remote):
             temperature=self.temperature,
             response_mime_type="application/json",
             response_schema=self._schema,
+            max_output_tokens=self.output_cap,
         )
         user = "\n\n".join(m.content for m in messages if m.role != "system")
         try:
@@ -511,11 +542,13 @@ class GeminiProvider(_Remote):
         completion = (getattr(usage, "candidates_token_count", None) or 0) + (
             getattr(usage, "thoughts_token_count", None) or 0
         )
+        finish = resp.candidates[0].finish_reason if resp.candidates else None
         return Completion(
             text=resp.text or "",
             model=getattr(resp, "model_version", None) or self.model,
             prompt_tokens=getattr(usage, "prompt_token_count", None),
             completion_tokens=completion if usage is not None else None,
+            truncated=finish == types.FinishReason.MAX_TOKENS,
         )
 
     def _error(self, exc: Exception) -> ProviderError:
