@@ -1,0 +1,312 @@
+"""The relay transport against a real ipykernel standing in for the editor's kernel.
+
+The "editor" here answers ``crane/kernelRelay/execute`` and ``crane/kernelRelay/status`` the way
+vscode-client/src/relay.ts does with the Jupyter extension's ``kernel.executeCode``: the code goes out
+as vscode-jupyter's ``executeSilently`` sends it (``silent: false, store_history: false``), the outputs
+come back as VS Code output items (stdout/stderr/error mimes, display data by mime), decoded as relay.ts
+decodes them; no output within the start timeout means a cell runs ("busy"), and nothing is cancelled.
+The kernel's state is read through the test kernel's own client, before and after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.asynchronous import AsyncKernelClient
+
+from crane_lsp.kernel.link import KernelBusy, KernelDead, KernelEvent, ProbeError
+from crane_lsp.kernel.transport import KernelTransport
+from crane_lsp.kernel.transport_relay import (
+    RELAY_EXECUTE,
+    RELAY_STATUS,
+    RelayAnswer,
+    RelayTransport,
+    connect_relay,
+    decode_reply,
+    relay_code,
+)
+from crane_lsp.snapshot import ProbeQuery
+from tests.conftest import TestKernel
+
+NOTEBOOK = "file:///work/remote.ipynb"
+CONTRACT = Path(__file__).resolve().parents[1] / "vscode-client" / "test" / "fixtures" / "contract.json"
+MIME_STDOUT = "application/vnd.code.notebook.stdout"
+MIME_STDERR = "application/vnd.code.notebook.stderr"
+MIME_ERROR = "application/vnd.code.notebook.error"
+
+
+def vscode_outputs(msg: dict[str, Any]) -> list[dict[str, Any]]:
+    """An IOPub message as the Jupyter extension turns it into output items ({mime, data: bytes})."""
+    kind, content = msg["msg_type"], msg["content"]
+    if kind == "stream":
+        mime = MIME_STDOUT if content["name"] == "stdout" else MIME_STDERR
+        return [{"items": [{"mime": mime, "data": content["text"].encode()}]}]
+    if kind == "error":
+        stack = "\n".join(content["traceback"])
+        error = {"name": content["ename"], "message": content["evalue"], "stack": stack}
+        return [{"items": [{"mime": MIME_ERROR, "data": json.dumps(error).encode()}]}]
+    if kind in ("display_data", "execute_result"):
+        items = [
+            {"mime": mime, "data": (value if isinstance(value, str) else json.dumps(value)).encode()}
+            for mime, value in content["data"].items()
+        ]
+        return [{"items": items}]
+    return []
+
+
+def collect_outputs(outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """relay.ts's collectOutputs, item for item."""
+    result: dict[str, Any] = {"status": "ok", "stdout": "", "stderr": "", "outputs": []}
+    for output in outputs:
+        bundle = {}
+        for item in output["items"]:
+            text = item["data"].decode()
+            if item["mime"] == MIME_STDOUT:
+                result["stdout"] += text
+            elif item["mime"] == MIME_STDERR:
+                result["stderr"] += text
+            elif item["mime"] == MIME_ERROR:
+                parsed = json.loads(text)
+                result.setdefault("error", {"ename": parsed["name"], "evalue": parsed["message"]})
+            elif item["mime"].startswith("text/") or item["mime"] == "application/json":
+                bundle[item["mime"]] = text
+        if bundle:
+            result["outputs"].append(bundle)
+    return result
+
+
+class FakeEditor:
+    """VS Code with the Jupyter extension, as far as the relay sees it, on a real kernel."""
+
+    def __init__(self, connection_file: str) -> None:
+        self.client = AsyncKernelClient()
+        self.client.load_connection_file(connection_file)
+        self.status = "idle"  # what @jupyterlab/services follows: every status message on IOPub
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.executions: list[dict[str, Any]] = []  # execute_request contents sent to the kernel
+        self._waiters: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._last_end = -1e9
+        self.gone = False
+
+    async def __aenter__(self) -> FakeEditor:
+        self.client.start_channels()
+        await self.client.wait_for_ready(timeout=60)
+        self._reader = asyncio.create_task(self._read())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._reader:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+        self.client.stop_channels()
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                msg = await self.client.get_iopub_msg(timeout=0.5)
+            except Exception:
+                continue
+            if msg["msg_type"] == "status":
+                self.status = msg["content"]["execution_state"]
+            queue = self._waiters.get(msg["parent_header"].get("msg_id", ""))
+            if queue is not None:
+                queue.put_nowait(msg)
+
+    async def send_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The LSP client's side: what the extension answers (relay.ts)."""
+        self.requests.append((method, params))
+        if self.gone:
+            return {"status": "noKernel", "message": f"no running kernel for {params['notebookUri']}"}
+        if method == RELAY_STATUS:
+            return {"status": self.status}
+        assert method == RELAY_EXECUTE
+        if self.status == "busy" and time.monotonic() - self._last_end > 1.0:
+            return {"status": "busy", "stdout": "", "stderr": "", "outputs": []}
+        try:
+            return await self._execute(params)
+        finally:
+            self._last_end = time.monotonic()
+
+    async def _execute(self, params: dict[str, Any]) -> dict[str, Any]:
+        content = {"silent": False, "store_history": False, "allow_stdin": False, "stop_on_error": False}
+        self.executions.append({"code": params["code"], **content})
+        msg = self.client.session.msg("execute_request", {"code": params["code"], **content})
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._waiters[msg["header"]["msg_id"]] = queue
+        self.client.shell_channel.send(msg)
+        outputs: list[dict[str, Any]] = []
+        first = asyncio.get_running_loop().create_future()
+        done = asyncio.get_running_loop().create_future()
+
+        async def consume() -> None:  # to the end, whatever was answered (nothing is cancelled)
+            while True:
+                m = await queue.get()
+                produced = vscode_outputs(m)
+                outputs.extend(produced)
+                if produced and not first.done():
+                    first.set_result(None)
+                if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                    break
+            self._waiters.pop(msg["header"]["msg_id"], None)
+            done.set_result(None)
+
+        task = asyncio.create_task(consume())
+        task.add_done_callback(lambda t: None)
+        try:
+            await asyncio.wait_for(asyncio.shield(first), params["startTimeoutMs"] / 1000)
+        except asyncio.TimeoutError:
+            return {"status": "busy", "stdout": "", "stderr": "", "outputs": []}
+        try:
+            await asyncio.wait_for(asyncio.shield(done), params["timeoutMs"] / 1000)
+        except asyncio.TimeoutError:
+            return {**collect_outputs(outputs), "status": "timeout"}
+        return collect_outputs(outputs)
+
+
+def kernel_state(kernel: TestKernel) -> dict[str, str]:
+    """What a trace would change, read without leaving one (user_expressions)."""
+    exprs = {
+        "count": "get_ipython().execution_count",
+        "history": "len(get_ipython().history_manager.input_hist_raw)",
+        "names": "sorted(get_ipython().user_ns)",
+        "out": "sorted(get_ipython().user_ns['Out'])",
+        "underscore": "repr(get_ipython().user_ns.get('_'))",
+        "last": "hasattr(__import__('sys'), 'last_value')",
+    }
+    return {key: kernel.eval(expr) for key, expr in exprs.items()}
+
+
+def test_relay_code_is_one_statement_that_returns_none() -> None:
+    code = relay_code({"kind": "ping", "start": "s", "open": "<", "close": ">"})
+    assert "\n" not in code
+    compile(code, "<cell>", "eval")  # an expression: exec(...) -> None, nothing for Out or _
+
+
+def test_decode_takes_the_marked_line_only() -> None:
+    answer = RelayAnswer.parse(
+        {"status": "ok", "stdout": 'noise <a>{"fake": 1}</a>\n<crane x>{"status": "ok"}</crane x>\n'}
+    )
+    assert decode_reply(answer, ("<crane x>", "</crane x>")) == {"status": "ok"}
+    assert decode_reply(answer, ("<crane y>", "</crane y>")) is None
+
+
+def test_the_extension_pins_the_relay_methods() -> None:
+    contract = json.loads(CONTRACT.read_text())
+    assert contract["kernelRelay"]["execute"]["method"] == RELAY_EXECUTE
+    assert contract["kernelRelay"]["status"]["method"] == RELAY_STATUS
+
+
+@pytest.mark.slow
+async def test_probe_over_the_relay_leaves_no_trace(kernel: TestKernel) -> None:
+    kernel.run("relay_x = 41\nrelay_df = __import__('pandas').DataFrame({'a': [1, 2]})\nrelay_x")
+    before = kernel_state(kernel)
+    async with FakeEditor(kernel.connection_file) as editor:
+        link = await connect_relay(editor.send_request, NOTEBOOK)
+        try:
+            assert isinstance(link.transport, KernelTransport)
+            assert "kernel subshells" not in link.features
+            snap = await link.snapshot(ProbeQuery(names=["relay_x", "relay_df", "nope_not_here"]), timeout=60)
+            assert snap.variables["relay_x"].kind == "int"
+            assert snap.variables["relay_df"].shape == [2, 1]
+            assert "nope_not_here" in snap.undefined
+            t0 = time.perf_counter()
+            data = await link.call("snapshot", ProbeQuery(names=["relay_x"]).model_dump(), timeout=30)
+            print(f"relayed probe round trip (installed): {(time.perf_counter() - t0) * 1000:.0f} ms")
+            assert data["variables"]["relay_x"]["kind"] == "int"
+            with pytest.raises(ProbeError, match="no_such_entry"):
+                await link.call("no_such_entry", {}, timeout=30)
+            history = await link.history(timeout=30)
+            assert history and history[-1].source.startswith("relay_x = 41")
+        finally:
+            await link.close()
+    # what went to the kernel is exactly what vscode-jupyter sends: never a recorded cell
+    assert editor.executions and all(not e["store_history"] for e in editor.executions)
+    assert kernel_state(kernel) == before
+
+
+@pytest.mark.slow
+async def test_busy_kernel_answers_kernel_busy_quickly_then_recovers(fresh_kernel: TestKernel) -> None:
+    fresh_kernel.run("ready = 3")
+    events: list[KernelEvent] = []
+    async with FakeEditor(fresh_kernel.connection_file) as editor:
+        link = await connect_relay(editor.send_request, NOTEBOOK)
+        try:
+            link.add_listener(events.append)
+            await link.snapshot(ProbeQuery(names=["ready"]), timeout=60)  # installs the probe
+            fresh_kernel.client.execute("import time; time.sleep(6)")  # another client's cell
+            await asyncio.sleep(0.8)
+            t0 = time.monotonic()
+            with pytest.raises(KernelBusy):
+                await link.snapshot(ProbeQuery(names=["ready"]), timeout=30)
+            elapsed = time.monotonic() - t0
+            assert elapsed < 4.0, f"KernelBusy took {elapsed:.1f} s"
+            assert link.busy
+            assert await link.wait_idle(timeout=30), "the relay never saw the cell end"
+            snap = await link.snapshot(ProbeQuery(names=["ready"]), timeout=60)
+            assert snap.variables["ready"].kind == "int"
+        finally:
+            await link.close()
+    assert [e.kind for e in events if e.kind != "restarted"][-2:] == ["cell_started", "cell_finished"]
+
+
+@pytest.mark.slow
+async def test_a_cell_run_between_requests_moves_the_state(kernel: TestKernel) -> None:
+    async with FakeEditor(kernel.connection_file) as editor:
+        link = await connect_relay(editor.send_request, NOTEBOOK)
+        try:
+            await link.snapshot(ProbeQuery(names=["relay_y"]), timeout=60)
+            epoch = link.state_epoch
+            kernel.run("relay_y = 'now'")
+            snap = await link.snapshot(ProbeQuery(names=["relay_y"]), timeout=60)
+            assert snap.variables["relay_y"].kind == "str"
+            assert link.state_epoch > epoch
+        finally:
+            await link.close()
+
+
+async def test_no_kernel_in_the_editor_is_kernel_dead() -> None:
+    async def editor(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"status": "noKernel", "message": f"no running kernel for {params['notebookUri']}"}
+
+    t0 = time.monotonic()
+    with pytest.raises(KernelDead):
+        await connect_relay(editor, NOTEBOOK, timeout=5)
+    assert time.monotonic() - t0 < 5
+
+
+async def test_an_editor_without_the_relay_is_kernel_dead() -> None:
+    async def editor(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError(f"Unhandled method {method}")
+
+    with pytest.raises(KernelDead):
+        await connect_relay(editor, NOTEBOOK, timeout=5)
+
+
+async def test_what_a_relay_cannot_do_is_refused_not_waited_for() -> None:
+    async def editor(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"status": "idle"}
+
+    transport = RelayTransport(editor, NOTEBOOK)
+    got: list[tuple[str, dict[str, Any]]] = []
+    await transport.start(lambda channel, msg: got.append((channel, msg)))
+    for msg_type in ("interrupt_request", "list_subshell_request", "kernel_info_request"):
+        transport.send("control", transport.new_message(msg_type, {}))
+    await asyncio.sleep(0.1)
+    assert sorted(m["msg_type"] for _, m in got) == [
+        "interrupt_reply",
+        "kernel_info_reply",
+        "list_subshell_reply",
+    ]
+    assert all(m["content"]["status"] == "error" for _, m in got)
+    assert not await transport.interrupt()
+    with pytest.raises(NotImplementedError):
+        await transport.restart()
+    await transport.close()
