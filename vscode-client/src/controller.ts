@@ -5,7 +5,19 @@
  */
 import { apiKeyEnvName, buildServerEnv, redact, secretId, type Env } from './apiKey';
 import { ATTACH_NOTIFICATION, KernelAttacher, type CancelSource, type Consent, type Disposable, type JupyterLike } from './kernelAttach';
-import { attachFromFile, jupyterRuntimeDir, pickInterpreter, type AttachFromFileOutcome, type PickFileOptions, type PickInterpreterOutcome } from './pickers';
+import { JUPYTER_TOKEN_ENV, JUPYTER_TOKEN_SECRET, looksLikeUrl, parseKernelUrl, redactTokens } from './kernelUrl';
+import {
+  attachFromFile,
+  attachFromUrl,
+  jupyterRuntimeDir,
+  pickInterpreter,
+  type AttachFromFileOutcome,
+  type AttachFromUrlOutcome,
+  type InputOptions,
+  type PickFileOptions,
+  type PickInterpreterOutcome,
+} from './pickers';
+import { KernelRelay, RELAY_REQUEST, RELAY_STATUS_REQUEST } from './relay';
 import { CELL_VERDICT_COMMAND, cellVerdictArgument } from './runGuard';
 import { checkServer, describeLaunch, resolveServerLaunch, type Runner } from './serverCommand';
 import {
@@ -34,6 +46,8 @@ export interface LspClient {
   sendNotification(method: string, params: unknown): Promise<void>;
   sendRequest(method: string, params: unknown): Promise<unknown>;
   onNotification(method: string, handler: (params: unknown) => void): Disposable;
+  /** Answers a request the server sends (`crane/kernelRelay/execute`). */
+  onRequest(method: string, handler: (params: unknown) => Promise<unknown>): Disposable;
   /** Commands the server declared (`executeCommandProvider.commands`); the client registers them in VS Code. */
   serverCommands(): string[];
 }
@@ -88,6 +102,10 @@ export interface Host {
   showWarning(message: string, ...actions: string[]): Promise<string | undefined>;
   showInfo(message: string, ...actions: string[]): Promise<string | undefined>;
   inputSecret(prompt: string): Promise<string | undefined>;
+  /** A one-line input box; undefined when dismissed. */
+  inputText(options: InputOptions): Promise<string | undefined>;
+  /** Whether a file exists on the machine the server runs on (the extension host's). */
+  fileExists(path: string): Promise<boolean>;
   runInTerminal(command: string): void;
   copyToClipboard(text: string): Promise<void>;
   openMarkdown(text: string): Promise<void>;
@@ -153,6 +171,9 @@ export class Controller implements Disposable {
   private launchSource: string | undefined;
   private launchPython: string[] | undefined;
   readonly attacher: KernelAttacher;
+  readonly relay: KernelRelay;
+  /** The token every relayed `executeCode` gets; never cancelled (relay.ts says why). */
+  private readonly relayCancel: CancelSource;
 
   constructor(
     private readonly host: Host,
@@ -170,12 +191,23 @@ export class Controller implements Disposable {
         notify: async (params) => {
           if (this.client?.isRunning()) await this.client.sendNotification(ATTACH_NOTIFICATION, params);
         },
+        fileExists: (path) => host.fileExists(path),
         createCancel: () => host.createCancel(),
         onModeChange: (mode) => this.update({ attachMode: mode }),
         log: (line) => this.log(line),
       },
       attachTimeoutMs,
     );
+    this.relayCancel = host.createCancel();
+    this.relay = new KernelRelay({
+      jupyter: () => host.jupyter(),
+      getConsent: () => {
+        const v = host.getState(CONSENT_KEY);
+        return v === 'allow' || v === 'deny' ? v : undefined;
+      },
+      token: () => this.relayCancel.token,
+      log: (line) => this.log(line),
+    });
   }
 
   get clientState(): ClientState {
@@ -191,8 +223,9 @@ export class Controller implements Disposable {
     return this.options;
   }
 
+  /** Every line for the output channel: known secrets and anything shaped like a token removed. */
   private log(line: string): void {
-    this.host.log(redact(line, this.knownSecrets));
+    this.host.log(redactTokens(redact(line, this.knownSecrets)));
   }
 
   private update(patch: Partial<ClientState>): void {
@@ -218,7 +251,24 @@ export class Controller implements Disposable {
 
   private readOptions(): CraneOptions {
     const { options, problems } = readCraneOptions((key) => this.host.config(key));
-    if (options.connectionFile?.startsWith('~')) options.connectionFile = expandHome(options.connectionFile, this.host.homeDir());
+    if (options.connectionFile !== undefined && looksLikeUrl(options.connectionFile)) {
+      const parsed = parseKernelUrl(options.connectionFile);
+      if (!parsed.ok) {
+        problems.push(`crane.connectionFile: ${parsed.error}; not used`);
+        delete options.connectionFile;
+      } else {
+        if (parsed.token) {
+          problems.push('crane.connectionFile holds a token: remove it there and run "crane: Set Jupyter server token" (the URL is used without it)');
+        }
+        options.connectionFile = parsed.url;
+      }
+    } else if (options.connectionFile?.startsWith('~')) {
+      options.connectionFile = expandHome(options.connectionFile, this.host.homeDir());
+    }
+    const inSettings = this.host.config('jupyterToken');
+    if (typeof inSettings === 'string' && inSettings !== '') {
+      problems.push('a Jupyter token in settings (crane.jupyterToken) is ignored: settings files are not secret; run "crane: Set Jupyter server token"');
+    }
     for (const problem of problems) this.log(`Settings: ${problem}`);
     if (problems.length > 0) void this.host.showWarning(`crane: ${problems.join('; ')}`);
     this.options = options;
@@ -312,9 +362,14 @@ export class Controller implements Disposable {
 
     const envName = apiKeyEnvName(options.provider, options.apiKeyEnv);
     const key = envName ? await this.host.getSecret(secretId(envName)) : undefined;
-    this.knownSecrets = key ? [key] : [];
+    const jupyterToken = await this.host.getSecret(JUPYTER_TOKEN_SECRET);
     const base = this.host.processEnv();
+    this.knownSecrets = [key, jupyterToken, base[JUPYTER_TOKEN_ENV]].filter((s): s is string => !!s);
     const { env, fromSecrets } = buildServerEnv(base, envName, key);
+    if (jupyterToken) {
+      env[JUPYTER_TOKEN_ENV] = jupyterToken;
+      this.log(`Jupyter server token passed in ${JUPYTER_TOKEN_ENV} (from the secret store).`);
+    }
     if (fromSecrets.length > 0) {
       this.log(`API key passed in ${fromSecrets.join(', ')} (from the secret store).`);
     } else if (envName && options.provider !== 'none' && !base[envName]) {
@@ -342,6 +397,8 @@ export class Controller implements Disposable {
       client.onNotification(STATUS_NOTIFICATION, (params) => {
         this.update({ status: parseStatus(params, this.state.status) });
       }),
+      client.onRequest(RELAY_REQUEST, (params) => this.relay.execute(params)),
+      client.onRequest(RELAY_STATUS_REQUEST, (params) => this.relay.status(params)),
     );
     this.useFallbacks([]); // the client registers the server's commands while starting
     try {
@@ -393,6 +450,27 @@ export class Controller implements Disposable {
     } else {
       await this.host.storeSecret(secretId(envName), key.trim());
       this.log(`API key for ${envName} stored in the secret store.`);
+    }
+    await this.restart();
+  }
+
+  /**
+   * "crane: Set Jupyter server token": kept in the secret store, handed to the server only in its
+   * environment (JUPYTER_TOKEN), never in settings, initializationOptions (a verbose LSP trace
+   * prints those) or the log. Restarts the server.
+   */
+  async setJupyterToken(): Promise<void> {
+    const token = await this.host.inputSecret(
+      `Token of the Jupyter server whose kernels crane reads (passed to the server in ${JUPYTER_TOKEN_ENV}; empty to remove)`,
+    );
+    if (token === undefined) return;
+    if (token.trim() === '') {
+      await this.host.deleteSecret(JUPYTER_TOKEN_SECRET);
+      this.log('Jupyter server token removed from the secret store.');
+    } else {
+      await this.host.storeSecret(JUPYTER_TOKEN_SECRET, token.trim());
+      this.knownSecrets.push(token.trim());
+      this.log('Jupyter server token stored in the secret store.');
     }
     await this.restart();
   }
@@ -455,6 +533,17 @@ export class Controller implements Disposable {
   async attachKernel(args: unknown[], next: ExecuteNext): Promise<unknown> {
     const first = args[0];
     if (first && typeof first === 'object' && 'connectionFile' in first) return next('crane.attachKernel', args);
+    if (first && typeof first === 'object' && 'kernelUrl' in first) {
+      const { notebookUri, kernelUrl } = first as { notebookUri?: unknown; kernelUrl?: unknown };
+      const parsed = typeof kernelUrl === 'string' ? parseKernelUrl(kernelUrl) : undefined;
+      if (!parsed?.ok) return { attached: false, error: parsed?.error ?? 'kernelUrl must be a string' };
+      const forwarded = [{ notebookUri, kernelUrl: parsed.url }, ...args.slice(1)];
+      if (!parsed.token || !(await this.keepToken(parsed.token))) return next('crane.attachKernel', forwarded);
+      // a new token reaches the server only through its environment: restart, then attach there
+      await this.restart();
+      if (!this.client?.isRunning()) return undefined;
+      return this.client.sendRequest('workspace/executeCommand', { command: 'crane.attachKernel', arguments: forwarded });
+    }
     if (typeof first === 'string' && typeof args[1] === 'string') return next('crane.attachKernel', args);
     const notebookUri = typeof first === 'string' && first !== '' ? first : this.host.activeNotebookUri();
     if (!notebookUri) {
@@ -465,6 +554,11 @@ export class Controller implements Disposable {
     switch (outcome.kind) {
       case 'attached':
         void this.host.showInfo(`crane: kernel attached (${outcome.connectionFile}).`);
+        break;
+      case 'relayed':
+        void this.host.showInfo(
+          "crane: kernel attached through the editor (it runs on another machine: crane reads it with the Jupyter extension's executeCode).",
+        );
         break;
       case 'noKernel':
         void this.host.showInfo('crane: this notebook has no running kernel yet; run a cell first.');
@@ -500,6 +594,44 @@ export class Controller implements Disposable {
       showInfo: (message) => void this.host.showInfo(message),
       showWarning: (message) => void this.host.showWarning(message, SHOW_LOG),
     });
+  }
+
+  /**
+   * "crane: Attach kernel by URL…": a kernel on a Jupyter server for the active notebook or `# %%`
+   * file. A token typed in the URL goes to the secret store (and the server restarts to get it).
+   */
+  attachKernelFromUrl(): Promise<AttachFromUrlOutcome> {
+    return attachFromUrl({
+      targetUri: () => this.host.activeDocumentUri(),
+      inputText: (options) => this.host.inputText(options),
+      attach: async (notebookUri, kernelUrl) => {
+        if (!this.client?.isRunning()) return undefined;
+        const params = { command: 'crane.attachKernel', arguments: [{ notebookUri, kernelUrl }] };
+        return (await this.client.sendRequest('workspace/executeCommand', params)) ?? null;
+      },
+      keepToken: async (token, notebookUri, kernelUrl) => {
+        if (!(await this.keepToken(token))) return;
+        // the server gets a new token only at its start: pinned first, the URL is attached there too
+        this.attacher.pin(notebookUri, { kernelUrl });
+        await this.restart();
+      },
+      pin: (notebookUri, kernelUrl) => {
+        this.attacher.pin(notebookUri, { kernelUrl });
+        this.log(`Attached ${notebookUri} to kernel ${kernelUrl} (chosen by hand).`);
+      },
+      unpin: (notebookUri) => this.attacher.forget(notebookUri),
+      showInfo: (message) => void this.host.showInfo(message),
+      showWarning: (message) => void this.host.showWarning(message, SHOW_LOG),
+    });
+  }
+
+  /** Stores a token that came inside a URL; true when it differs from the stored one. */
+  private async keepToken(token: string): Promise<boolean> {
+    if (!this.knownSecrets.includes(token)) this.knownSecrets.push(token);
+    if ((await this.host.getSecret(JUPYTER_TOKEN_SECRET)) === token) return false;
+    await this.host.storeSecret(JUPYTER_TOKEN_SECRET, token);
+    this.log('The token in the kernel URL was moved to the secret store (crane: Set Jupyter server token changes it).');
+    return true;
   }
 
   /** "Pick another interpreter…" (and "crane: Select server interpreter…"). */
@@ -538,6 +670,7 @@ export class Controller implements Disposable {
 
   dispose(): void {
     this.attacher.dispose();
+    this.relayCancel.dispose();
     void this.stop();
   }
 }

@@ -17,6 +17,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { Controller, type ActiveCell, type ClientSpec, type Host, type LspClient } from './controller';
 import type { JupyterLike, KernelLike } from './kernelAttach';
@@ -126,6 +127,7 @@ function createClient(spec: ClientSpec, output: vscode.OutputChannel): LspClient
     sendNotification: (method, params) => client.sendNotification(method, params),
     sendRequest: (method, params) => client.sendRequest(method, params),
     onNotification: (method, handler) => client.onNotification(method, handler),
+    onRequest: (method, handler) => client.onRequest(method, (params: unknown) => handler(params)),
     serverCommands: () => client.initializeResult?.capabilities.executeCommandProvider?.commands ?? [],
   };
 }
@@ -159,6 +161,20 @@ export function createHost(context: vscode.ExtensionContext, output: vscode.Outp
     showWarning: async (message, ...actions) => vscode.window.showWarningMessage(message, ...actions),
     showInfo: async (message, ...actions) => vscode.window.showInformationMessage(message, ...actions),
     inputSecret: async (prompt) => vscode.window.showInputBox({ prompt, password: true, ignoreFocusOut: true }),
+    inputText: async (options) =>
+      vscode.window.showInputBox({
+        prompt: options.prompt,
+        placeHolder: options.placeHolder,
+        ignoreFocusOut: true,
+        validateInput: options.validate ? (text) => options.validate?.(text) : undefined,
+      }),
+    fileExists: async (file) => {
+      try {
+        return (await fs.promises.stat(file)).isFile();
+      } catch {
+        return false;
+      }
+    },
     runInTerminal: (command) => {
       const terminal = vscode.window.createTerminal('crane-lsp install');
       terminal.show();
@@ -270,6 +286,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
     vscode.commands.registerCommand('crane.setApiKey', () => ctl.setApiKey()),
     vscode.commands.registerCommand('crane.restartServer', () => ctl.restart()),
     vscode.commands.registerCommand('crane.attachKernelFromFile', () => ctl.attachKernelFromFile()),
+    vscode.commands.registerCommand('crane.attachKernelFromUrl', () => ctl.attachKernelFromUrl()),
+    vscode.commands.registerCommand('crane.setJupyterToken', () => ctl.setJupyterToken()),
     vscode.commands.registerCommand('crane.selectInterpreter', () => ctl.pickInterpreter()),
     vscode.commands.registerCommand('crane.showLog', () => output.show(true)),
     vscode.commands.registerCommand('crane.runCell', (kind?: unknown, ...rest: unknown[]) =>

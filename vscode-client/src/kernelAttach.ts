@@ -1,7 +1,9 @@
 /**
  * Attaching a notebook's live kernel: ask the Jupyter extension's kernel for its connection file
  * (with the user's consent, asked once per workspace) and tell the server with
- * `crane/attachKernel {notebookUri, connectionFile}`. Re-attaches after a kernel restart.
+ * `crane/attachKernel {notebookUri, connectionFile}`. When that file is not on this machine (the
+ * kernel runs on a remote Jupyter server), the server is told `{notebookUri, relay: true}` instead
+ * and reads the kernel through the editor (relay.ts). Re-attaches after a kernel restart.
  * Pure: the Jupyter API, the consent store and the LSP client are injected.
  */
 import { CONNECTION_FILE_CODE, extractConnectionFile, type KernelOutput } from './connectionFile';
@@ -9,13 +11,28 @@ import type { AttachMode } from './status';
 
 export const ATTACH_NOTIFICATION = 'crane/attachKernel';
 
-export interface AttachKernelParams {
-  notebookUri: string;
-  connectionFile: string;
-}
+/** What the server is told: a connection file, a kernel URL, or "relay through the editor". */
+export type AttachKernelParams =
+  | { notebookUri: string; connectionFile: string }
+  | { notebookUri: string; kernelUrl: string }
+  | { notebookUri: string; relay: true };
+
+/** Where a notebook's kernel is, without the notebook: what is kept and re-sent. */
+export type AttachTarget = { connectionFile: string } | { kernelUrl: string } | { relay: true };
 
 export function attachKernelParams(notebookUri: string, connectionFile: string): AttachKernelParams {
   return { notebookUri, connectionFile };
+}
+
+export function paramsFor(notebookUri: string, target: AttachTarget): AttachKernelParams {
+  return { notebookUri, ...target };
+}
+
+/** A target as a person reads it (never a token: kernel URLs are kept without one). */
+export function describeTarget(target: AttachTarget): string {
+  if ('connectionFile' in target) return target.connectionFile;
+  if ('kernelUrl' in target) return target.kernelUrl;
+  return "the editor's own kernel connection (relayed)";
 }
 
 export interface Disposable {
@@ -30,6 +47,7 @@ export interface CancelSource extends Disposable {
 /** The part of the Jupyter extension's `Kernel` that is used. */
 export interface KernelLike {
   readonly status?: string;
+  readonly language?: string;
   onDidChangeStatus?: (listener: (status: string) => void) => Disposable;
   executeCode(code: string, token: never): AsyncIterable<KernelOutput>;
 }
@@ -49,6 +67,8 @@ export interface AttachDeps {
   askConsent(): Promise<Consent | undefined>;
   /** Sends `crane/attachKernel`. */
   notify(params: AttachKernelParams): Promise<void>;
+  /** Whether a connection file exists on the machine the server runs on (this one). */
+  fileExists(path: string): Promise<boolean>;
   createCancel(): CancelSource;
   onModeChange(mode: AttachMode): void;
   log(message: string): void;
@@ -56,6 +76,7 @@ export interface AttachDeps {
 
 export type AttachOutcome =
   | { kind: 'attached'; connectionFile: string }
+  | { kind: 'relayed'; connectionFile?: string }
   | { kind: 'noJupyter' }
   | { kind: 'declined' }
   | { kind: 'noKernel' }
@@ -64,7 +85,7 @@ export type AttachOutcome =
 const RESTARTING = new Set(['starting', 'restarting', 'autorestarting', 'dead', 'terminating']);
 
 export class KernelAttacher implements Disposable {
-  private readonly attached = new Map<string, string>();
+  private readonly attached = new Map<string, AttachTarget>();
   /** Notebooks attached by hand ("Attach kernel from connection file…"): automatic attaching leaves them alone. */
   private readonly pinned = new Set<string>();
   private readonly watched = new Map<string, { kernel: KernelLike; subscription?: Disposable }>();
@@ -79,12 +100,18 @@ export class KernelAttacher implements Disposable {
 
   /** The connection file last sent for a notebook. */
   connectionFileOf(notebookUri: string): string | undefined {
+    const target = this.attached.get(notebookUri);
+    return target && 'connectionFile' in target ? target.connectionFile : undefined;
+  }
+
+  /** What was last sent for a notebook. */
+  targetOf(notebookUri: string): AttachTarget | undefined {
     return this.attached.get(notebookUri);
   }
 
-  /** Records a connection file the user chose for a notebook; it is re-sent after a server restart. */
-  pin(notebookUri: string, connectionFile: string): void {
-    this.attached.set(notebookUri, connectionFile);
+  /** Records a kernel the user chose for a notebook (a file or a URL); it is re-sent after a server restart. */
+  pin(notebookUri: string, target: string | AttachTarget): void {
+    this.attached.set(notebookUri, typeof target === 'string' ? { connectionFile: target } : target);
     this.pinned.add(notebookUri);
   }
 
@@ -99,7 +126,7 @@ export class KernelAttacher implements Disposable {
   attach(notebookUri: string, options: { userInitiated?: boolean } = {}): Promise<AttachOutcome> {
     const pinned = this.attached.get(notebookUri);
     if (this.pinned.has(notebookUri) && pinned !== undefined) {
-      if (!options.userInitiated) return Promise.resolve({ kind: 'attached', connectionFile: pinned });
+      if (!options.userInitiated) return Promise.resolve({ kind: 'attached', connectionFile: describeTarget(pinned) });
       this.pinned.delete(notebookUri);
     }
     const running = this.inflight.get(notebookUri);
@@ -124,8 +151,8 @@ export class KernelAttacher implements Disposable {
 
   /** Sends every known attachment again (after the server restarted). */
   async resendAll(): Promise<void> {
-    for (const [notebookUri, connectionFile] of this.attached) {
-      await this.deps.notify(attachKernelParams(notebookUri, connectionFile));
+    for (const [notebookUri, target] of this.attached) {
+      await this.deps.notify(paramsFor(notebookUri, target));
     }
   }
 
@@ -188,22 +215,39 @@ export class KernelAttacher implements Disposable {
     } catch (error) {
       outcome = { kind: 'failed', reason: error instanceof Error ? error.message : String(error) };
     }
-    if (outcome.kind === 'attached') {
-      this.attached.set(notebookUri, outcome.connectionFile);
-      await this.deps.notify(attachKernelParams(notebookUri, outcome.connectionFile));
-      this.deps.log(`Attached ${notebookUri} to kernel ${outcome.connectionFile}.`);
+    if (outcome.kind === 'attached' && !(await this.deps.fileExists(outcome.connectionFile))) {
+      // the kernel runs elsewhere (a remote Jupyter server): its file is not on this machine
+      if (kernel.language !== undefined && kernel.language !== 'python') {
+        outcome = { kind: 'failed', reason: `${outcome.connectionFile} is not on this machine, and a ${kernel.language} kernel cannot be relayed` };
+      } else {
+        outcome = { kind: 'relayed', connectionFile: outcome.connectionFile };
+      }
+    }
+    if (outcome.kind === 'attached' || outcome.kind === 'relayed') {
+      const target: AttachTarget = outcome.kind === 'attached' ? { connectionFile: outcome.connectionFile } : { relay: true };
+      this.attached.set(notebookUri, target);
+      await this.deps.notify(paramsFor(notebookUri, target));
+      this.deps.log(
+        outcome.kind === 'attached'
+          ? `Attached ${notebookUri} to kernel ${outcome.connectionFile}.`
+          : `Attached ${notebookUri} through the editor: the kernel's connection file (${outcome.connectionFile ?? 'unknown'}) is not on this machine, so crane's requests are relayed through the Jupyter extension.`,
+      );
     } else if (outcome.kind === 'failed') {
       this.deps.log(`Could not read the kernel's connection file for ${notebookUri}: ${outcome.reason}`);
     }
     return outcome;
   }
 
+  /**
+   * Never cancels: the Jupyter extension interrupts the kernel when a started `executeCode` is
+   * cancelled, and on a shared kernel that interrupt could reach someone else's cell. A late answer
+   * is simply dropped; the code (one print) ends by itself.
+   */
   private async run(kernel: KernelLike): Promise<KernelOutput[]> {
     const cancel = this.deps.createCancel();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        cancel.cancel();
         reject(new Error(`no answer from the kernel within ${this.timeoutMs} ms (is it busy?)`));
       }, this.timeoutMs);
     });
@@ -217,7 +261,7 @@ export class KernelAttacher implements Disposable {
       return await Promise.race([collect, timeout]);
     } finally {
       clearTimeout(timer);
-      cancel.dispose();
+      void collect.finally(() => cancel.dispose()).catch(() => undefined);
     }
   }
 

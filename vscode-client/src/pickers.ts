@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path';
 import type { Env } from './apiKey';
+import { parseKernelUrl, redactTokens } from './kernelUrl';
 
 export interface PickFileOptions {
   title: string;
@@ -73,6 +74,78 @@ export async function attachFromFile(deps: AttachFromFileDeps): Promise<AttachFr
   }
   const reason = typeof answer.error === 'string' && answer.error !== '' ? answer.error : 'the server did not attach it';
   deps.showWarning(`crane: could not attach ${connectionFile}: ${reason}`);
+  return { kind: 'failed', reason };
+}
+
+export interface InputOptions {
+  prompt: string;
+  placeHolder?: string;
+  /** An error message for the text as typed, or undefined when it is acceptable. */
+  validate?(text: string): string | undefined;
+}
+
+export interface AttachFromUrlDeps {
+  targetUri(): string | undefined;
+  inputText(options: InputOptions): Promise<string | undefined>;
+  /** A token came inside the typed URL: keep it in the secret store (may restart the server). */
+  keepToken(token: string, notebookUri: string, kernelUrl: string): Promise<void>;
+  /** Runs the server's `crane.attachKernel {notebookUri, kernelUrl}`; undefined when no server runs. */
+  attach(notebookUri: string, kernelUrl: string): Promise<unknown>;
+  pin(notebookUri: string, kernelUrl: string): void;
+  unpin(notebookUri: string): void;
+  showInfo(message: string): void;
+  showWarning(message: string): void;
+}
+
+export type AttachFromUrlOutcome =
+  | { kind: 'attached'; notebookUri: string; kernelUrl: string }
+  | { kind: 'noTarget' }
+  | { kind: 'cancelled' }
+  | { kind: 'notRunning' }
+  | { kind: 'failed'; reason: string };
+
+export const KERNEL_URL_PLACEHOLDER = 'http(s)://HOST:PORT[/BASE]/api/kernels/KERNEL_ID';
+
+/**
+ * "crane: Attach kernel by URL…": type a kernel's URL on a Jupyter server, tell the server. The
+ * URL is sent and kept without its token; a token in it goes to the secret store.
+ */
+export async function attachFromUrl(deps: AttachFromUrlDeps): Promise<AttachFromUrlOutcome> {
+  const notebookUri = deps.targetUri();
+  if (!notebookUri) {
+    deps.showInfo('crane: open a notebook or a `# %%` Python file first, or set crane.connectionFile (a path or a URL) for all of them.');
+    return { kind: 'noTarget' };
+  }
+  const typed = await deps.inputText({
+    prompt: 'Kernel URL on a Jupyter server (the token: "crane: Set Jupyter server token", or ?token=… here, kept in the secret store)',
+    placeHolder: KERNEL_URL_PLACEHOLDER,
+    validate: (text) => {
+      if (text.trim() === '') return undefined;
+      const parsed = parseKernelUrl(text);
+      return parsed.ok ? undefined : parsed.error;
+    },
+  });
+  if (typed === undefined || typed.trim() === '') return { kind: 'cancelled' };
+  const parsed = parseKernelUrl(typed);
+  if (!parsed.ok) {
+    deps.showWarning(`crane: ${parsed.error}`);
+    return { kind: 'failed', reason: parsed.error };
+  }
+  if (parsed.token) await deps.keepToken(parsed.token, notebookUri, parsed.url);
+  const result = await deps.attach(notebookUri, parsed.url);
+  if (result === undefined) {
+    deps.showWarning('crane: the server is not running.');
+    return { kind: 'notRunning' };
+  }
+  const answer = (result ?? {}) as { attached?: unknown; error?: unknown };
+  if (answer.attached === true) {
+    deps.pin(notebookUri, parsed.url);
+    deps.showInfo(`crane: kernel attached (${parsed.url}).`);
+    return { kind: 'attached', notebookUri, kernelUrl: parsed.url };
+  }
+  deps.unpin(notebookUri);
+  const reason = typeof answer.error === 'string' && answer.error !== '' ? answer.error : 'the server did not attach it';
+  deps.showWarning(redactTokens(`crane: could not attach ${parsed.url}: ${reason}`));
   return { kind: 'failed', reason };
 }
 

@@ -16,7 +16,8 @@ import {
   type LspClient,
 } from '../src/controller';
 import type { JupyterLike, KernelLike } from '../src/kernelAttach';
-import type { PickFileOptions } from '../src/pickers';
+import { RELAY_REQUEST, RELAY_STATUS_REQUEST } from '../src/relay';
+import type { InputOptions, PickFileOptions } from '../src/pickers';
 import type { RunResult } from '../src/serverCommand';
 import type { StatusView } from '../src/status';
 
@@ -53,6 +54,11 @@ class FakeClient implements LspClient {
   onNotification(method: string, handler: (params: unknown) => void) {
     this.handlers.set(method, handler);
     return { dispose: () => this.handlers.delete(method) };
+  }
+  requestHandlers = new Map<string, (params: unknown) => Promise<unknown>>();
+  onRequest(method: string, handler: (params: unknown) => Promise<unknown>) {
+    this.requestHandlers.set(method, handler);
+    return { dispose: () => this.requestHandlers.delete(method) };
   }
   serverCommands() {
     return this.commands;
@@ -144,8 +150,11 @@ class FakeHost implements Host {
   async setState(key: string, value: unknown) {
     this.state.set(key, value);
   }
+  /** What every new client's server answers to requests. */
+  clientResult: unknown = null;
   createClient(spec: ClientSpec) {
     const client = new FakeClient(spec, this.failStart);
+    client.requestResult = this.clientResult;
     if (this.serverCommandList) client.commands = this.serverCommandList;
     this.clients.push(client);
     return client;
@@ -167,6 +176,17 @@ class FakeHost implements Host {
   showInfo = this.message('info');
   async inputSecret() {
     return this.answers.shift();
+  }
+  inputs: InputOptions[] = [];
+  typed: (string | undefined)[] = [];
+  async inputText(options: InputOptions) {
+    this.inputs.push(options);
+    return this.typed.shift();
+  }
+  /** Connection files that are not on this machine (a remote Jupyter server's kernels). */
+  missing = new Set<string>();
+  async fileExists(file: string) {
+    return !this.missing.has(file);
   }
   runInTerminal(command: string) {
     this.terminal.push(command);
@@ -569,5 +589,161 @@ describe('controller: status and commands', () => {
     await host.invoke('crane.showPrompt', 'vscode-notebook-cell:/x#1');
     assert.match(host.messages.at(-1)?.text ?? '', /server is not running/);
     assert.deepEqual(host.markdown, []);
+  });
+});
+
+describe('controller: Jupyter server token, kernel URLs and the relay', () => {
+  const TOKEN = 'f00dfeedcafe1234';
+
+  it('hands the stored Jupyter token to the server in JUPYTER_TOKEN only, and keeps it out of every log line', async () => {
+    const host = new FakeHost();
+    host.secrets.set('crane.jupyterToken', TOKEN);
+    const controller = new Controller(host);
+    await controller.start();
+    const spec = host.client.spec;
+    assert.equal(spec.env.JUPYTER_TOKEN, TOKEN);
+    assert.doesNotMatch(JSON.stringify(spec.initializationOptions), new RegExp(TOKEN));
+    assert.doesNotMatch(JSON.stringify(spec.configuration('crane')), new RegExp(TOKEN));
+    assert.ok(host.logs.some((l) => /Jupyter server token passed in JUPYTER_TOKEN/.test(l)));
+    // whatever reaches the log (a server error echoed, a URL): the token is not there
+    await host.invoke('crane.attachKernel', { notebookUri: 'file:///nb.ipynb', connectionFile: `/k-${TOKEN}.json` });
+    (controller as unknown as { log(line: string): void }).log(`GET http://h:8888/api/kernels?token=${TOKEN} and ${TOKEN}`);
+    (controller as unknown as { log(line: string): void }).log('Authorization: token 0ther-t0ken-9');
+    assert.doesNotMatch(host.logs.join('\n'), new RegExp(TOKEN));
+    assert.doesNotMatch(host.logs.join('\n'), /0ther-t0ken-9/);
+  });
+
+  it('"Set Jupyter server token" stores it in the secret store and restarts the server with it; empty removes it', async () => {
+    const host = new FakeHost();
+    const controller = new Controller(host);
+    await controller.start();
+    host.answers = [` ${TOKEN} `];
+    await controller.setJupyterToken();
+    assert.equal(host.secrets.get('crane.jupyterToken'), TOKEN);
+    assert.equal(host.clients.length, 2, 'restarted');
+    assert.equal(host.client.spec.env.JUPYTER_TOKEN, TOKEN);
+    assert.deepEqual(host.updates, [], 'never written to settings');
+    host.answers = [''];
+    await controller.setJupyterToken();
+    assert.equal(host.secrets.has('crane.jupyterToken'), false);
+    assert.equal(host.client.spec.env.JUPYTER_TOKEN, undefined);
+    assert.doesNotMatch(host.logs.join('\n'), new RegExp(TOKEN));
+  });
+
+  it('takes a kernel URL in crane.connectionFile: sent without its token, never expanded as a path', async () => {
+    const host = new FakeHost();
+    host.configValues = { connectionFile: 'http://10.0.0.5:8888/api/kernels/abc' };
+    await new Controller(host).start();
+    assert.equal(host.client.spec.initializationOptions.connectionFile, 'http://10.0.0.5:8888/api/kernels/abc');
+    const leaky = new FakeHost();
+    leaky.configValues = { connectionFile: `http://10.0.0.5:8888/api/kernels/abc?token=${TOKEN}` };
+    await new Controller(leaky).start();
+    assert.equal(leaky.client.spec.initializationOptions.connectionFile, 'http://10.0.0.5:8888/api/kernels/abc');
+    assert.match(leaky.messages.map((m) => m.text).join('\n'), /holds a token.*Set Jupyter server token/);
+    assert.doesNotMatch(JSON.stringify([leaky.logs, leaky.messages, leaky.client.spec.initializationOptions]), new RegExp(TOKEN));
+    const wrong = new FakeHost();
+    wrong.configValues = { connectionFile: 'http://10.0.0.5:8888/lab' };
+    await new Controller(wrong).start();
+    assert.equal(wrong.client.spec.initializationOptions.connectionFile, undefined);
+    assert.match(wrong.messages.map((m) => m.text).join('\n'), /does not name a kernel/);
+  });
+
+  it('warns about a token put in settings (crane.jupyterToken), without using or showing it', async () => {
+    const host = new FakeHost();
+    host.configValues = { jupyterToken: TOKEN };
+    await new Controller(host).start();
+    assert.equal(host.client.spec.env.JUPYTER_TOKEN, undefined);
+    assert.match(host.messages.map((m) => m.text).join('\n'), /settings files are not secret/);
+    assert.doesNotMatch(JSON.stringify([host.logs, host.messages, host.client.spec.initializationOptions]), new RegExp(TOKEN));
+  });
+
+  it('"Attach kernel by URL…": the token typed in the URL goes to the secret store, the server gets the URL without it', async () => {
+    const host = new FakeHost();
+    host.env.JUPYTER_TOKEN = undefined;
+    const controller = new Controller(host);
+    await controller.start();
+    host.typed = [`http://10.0.0.5:8888/api/kernels/abc?token=${TOKEN}`];
+    host.clientResult = { attached: true, error: null };
+    const outcome = await controller.attachKernelFromUrl();
+    const validate = host.inputs[0].validate;
+    assert.ok(validate);
+    assert.equal(validate('http://h:1/api/kernels/abc'), undefined);
+    assert.match(validate('http://h:1/tree') ?? '', /does not name a kernel/);
+    assert.deepEqual(outcome, { kind: 'attached', notebookUri: 'file:///nb.ipynb', kernelUrl: 'http://10.0.0.5:8888/api/kernels/abc' });
+    assert.equal(host.secrets.get('crane.jupyterToken'), TOKEN);
+    assert.equal(host.clients.length, 2, 'restarted for the new token');
+    assert.equal(host.client.spec.env.JUPYTER_TOKEN, TOKEN);
+    assert.deepEqual(host.client.requests.at(-1), {
+      method: 'workspace/executeCommand',
+      params: { command: 'crane.attachKernel', arguments: [{ notebookUri: 'file:///nb.ipynb', kernelUrl: 'http://10.0.0.5:8888/api/kernels/abc' }] },
+    });
+    await controller.restart();
+    assert.deepEqual(host.client.notifications.at(-1), {
+      method: 'crane/attachKernel',
+      params: { notebookUri: 'file:///nb.ipynb', kernelUrl: 'http://10.0.0.5:8888/api/kernels/abc' },
+    }, 're-sent after a restart');
+    const everything = JSON.stringify([host.logs, host.messages, host.clients.map((c) => [c.requests, c.notifications, c.spec.initializationOptions])]);
+    assert.doesNotMatch(everything, new RegExp(TOKEN));
+  });
+
+  it('"Attach kernel by URL…": a URL without a token attaches at once; a refusal unpins it and says why', async () => {
+    const host = new FakeHost();
+    const controller = new Controller(host);
+    await controller.start();
+    host.client.requestResult = { attached: false, error: 'the Jupyter server at http://10.0.0.5:8888 refused the token (403)' };
+    host.typed = ['http://10.0.0.5:8888/api/kernels/abc'];
+    const outcome = await controller.attachKernelFromUrl();
+    assert.equal(outcome.kind, 'failed');
+    assert.equal(host.clients.length, 1, 'no restart without a new token');
+    assert.match(host.messages.at(-1)?.text ?? '', /refused the token \(403\)/);
+    assert.equal(controller.attacher.targetOf('file:///nb.ipynb'), undefined);
+    host.typed = [undefined];
+    assert.deepEqual(await controller.attachKernelFromUrl(), { kind: 'cancelled' });
+  });
+
+  it('crane.attachKernel with {notebookUri, kernelUrl} strips the token before the server sees it', async () => {
+    const host = new FakeHost();
+    host.secrets.set('crane.jupyterToken', TOKEN);
+    await new Controller(host).start();
+    await host.invoke('crane.attachKernel', { notebookUri: 'file:///nb.ipynb', kernelUrl: `http://h:8888/api/kernels/abc?token=${TOKEN}` });
+    assert.deepEqual(host.client.requests.at(-1)?.params, {
+      command: 'crane.attachKernel',
+      arguments: [{ notebookUri: 'file:///nb.ipynb', kernelUrl: 'http://h:8888/api/kernels/abc' }],
+    });
+    assert.equal(host.clients.length, 1, 'the same token: no restart');
+  });
+
+  it('relays a remote kernel: {notebookUri, relay: true}, then answers the server\'s relay requests with executeCode', async () => {
+    const host = new FakeHost();
+    host.state.set(CONSENT_KEY, 'allow');
+    host.missing.add('/home/jovyan/.local/share/jupyter/runtime/kernel-r.json');
+    const executed: string[] = [];
+    const kernel: KernelLike = {
+      status: 'idle',
+      language: 'python',
+      async *executeCode(code: string) {
+        executed.push(code);
+        if (code.startsWith('print(__import__("json")')) {
+          yield { items: [{ mime: MIME_STDOUT, data: '{"crane_connection_file": "/home/jovyan/.local/share/jupyter/runtime/kernel-r.json"}\n' }] };
+        } else {
+          yield { items: [{ mime: MIME_STDOUT, data: 'relayed\n' }] };
+        }
+      },
+    };
+    host.jupyterApi = { getKernel: async () => kernel };
+    host.notebooks = ['file:///nb.ipynb'];
+    const controller = new Controller(host);
+    await controller.start();
+    await tick();
+    assert.deepEqual(host.client.notifications, [{ method: 'crane/attachKernel', params: { notebookUri: 'file:///nb.ipynb', relay: true } }]);
+    const relayExecute = host.client.requestHandlers.get(RELAY_REQUEST);
+    const relayStatus = host.client.requestHandlers.get(RELAY_STATUS_REQUEST);
+    assert.ok(relayExecute && relayStatus, 'both relay requests are answered');
+    const answer = await relayExecute({ notebookUri: 'file:///nb.ipynb', code: 'exec(...)', startTimeoutMs: 500, timeoutMs: 1000 });
+    assert.deepEqual(answer, { status: 'ok', stdout: 'relayed\n', stderr: '', outputs: [] });
+    assert.deepEqual(await relayStatus({ notebookUri: 'file:///nb.ipynb' }), { status: 'idle' });
+    assert.equal(executed.at(-1), 'exec(...)');
+    await host.invoke('crane.attachKernel');
+    assert.match(host.messages.at(-1)?.text ?? '', /attached through the editor/);
   });
 });

@@ -132,8 +132,10 @@ describe('host (VS Code wrapper) with a mocked vscode', { skip: python ? false :
     });
   });
 
-  it('attaches the kernel of the active notebook through the Jupyter extension', async () => {
+  it('attaches the kernel of the active notebook through the Jupyter extension (relayed when its file is elsewhere)', async () => {
     const asked: string[] = [];
+    const kernelFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'crane-host-')), 'kernel-9.json');
+    writeFileSync(kernelFile, '{}');
     recorded.extensions.set('ms-toolsai.jupyter', {
       isActive: false,
       exports: undefined,
@@ -145,7 +147,7 @@ describe('host (VS Code wrapper) with a mocked vscode', { skip: python ? false :
               status: 'idle',
               onDidChangeStatus: () => ({ dispose: () => undefined }),
               async *executeCode() {
-                yield { items: [{ mime: MIME_STDOUT, data: new TextEncoder().encode('{"crane_connection_file": "/tmp/k-9.json"}\n') }] };
+                yield { items: [{ mime: MIME_STDOUT, data: new TextEncoder().encode(JSON.stringify({ crane_connection_file: kernelFile }) + '\n') }] };
               },
             };
           },
@@ -159,9 +161,19 @@ describe('host (VS Code wrapper) with a mocked vscode', { skip: python ? false :
     assert.deepEqual(asked, ['file:///work/nb.ipynb']);
     assert.deepEqual(LanguageClient.instances[0].notifications.at(-1), {
       method: 'crane/attachKernel',
-      params: { notebookUri: 'file:///work/nb.ipynb', connectionFile: '/tmp/k-9.json' },
+      params: { notebookUri: 'file:///work/nb.ipynb', connectionFile: kernelFile },
     });
     assert.equal(context.stateMap.get('crane.kernelAccess'), 'allow');
+    // the same kernel on another machine (its file is not here): relayed, and the relay is answered
+    rmSync(kernelFile);
+    await recorded.commands.get('crane.attachKernel')?.();
+    assert.deepEqual(LanguageClient.instances[0].notifications.at(-1), {
+      method: 'crane/attachKernel',
+      params: { notebookUri: 'file:///work/nb.ipynb', relay: true },
+    });
+    const status = LanguageClient.instances[0].requestHandlers.get('crane/kernelRelay/status');
+    assert.deepEqual(await status?.({ notebookUri: 'file:///work/nb.ipynb' }), { status: 'idle' });
+    assert.ok(LanguageClient.instances[0].requestHandlers.has('crane/kernelRelay/execute'));
     window.activeNotebookEditor = undefined;
   });
 

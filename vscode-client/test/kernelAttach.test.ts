@@ -39,7 +39,7 @@ class FakeKernel implements KernelLike {
   }
 }
 
-function setup(options: { jupyter?: boolean; consent?: Consent; answer?: Consent } = {}) {
+function setup(options: { jupyter?: boolean; consent?: Consent; answer?: Consent; missing?: string[] } = {}) {
   const kernels = new Map<string, FakeKernel>();
   const sent: AttachKernelParams[] = [];
   const modes: AttachMode[] = [];
@@ -59,6 +59,7 @@ function setup(options: { jupyter?: boolean; consent?: Consent; answer?: Consent
     notify: async (params) => {
       sent.push(params);
     },
+    fileExists: async (file) => !(options.missing ?? []).includes(file),
     createCancel: () => {
       const token = { cancelled: false };
       tokens.push(token);
@@ -166,14 +167,44 @@ describe('kernel attachment', () => {
     assert.equal(ctx.attacher.connectionFileOf('a'), '/k/two.json');
   });
 
-  it('gives up on a kernel that does not answer (busy), and cancels the request', async () => {
+  it('gives up on a kernel that does not answer (busy), and never cancels the request (a cancel interrupts the kernel)', async () => {
     const ctx = setup({ consent: 'allow' });
     ctx.kernels.set('a', new FakeKernel('/k/a.json', true));
     const outcome = await ctx.attacher.attach('a');
     assert.equal(outcome.kind, 'failed');
     assert.ok(outcome.kind === 'failed' && /no answer from the kernel within 50 ms/.test(outcome.reason));
     assert.deepEqual(ctx.sent, []);
-    assert.deepEqual(ctx.tokens, [{ cancelled: true }]);
+    assert.deepEqual(ctx.tokens, [{ cancelled: false }]);
+  });
+
+  it('attaches through the editor (relay) when the connection file is not on this machine', async () => {
+    const ctx = setup({ consent: 'allow', missing: ['/home/jovyan/.local/share/jupyter/runtime/kernel-9.json'] });
+    ctx.kernels.set('a', new FakeKernel('/home/jovyan/.local/share/jupyter/runtime/kernel-9.json'));
+    const outcome = await ctx.attacher.attach('a');
+    assert.equal(outcome.kind, 'relayed');
+    assert.deepEqual(ctx.sent, [{ notebookUri: 'a', relay: true }]);
+    assert.deepEqual(ctx.attacher.targetOf('a'), { relay: true });
+    ctx.sent.length = 0;
+    await ctx.attacher.resendAll();
+    assert.deepEqual(ctx.sent, [{ notebookUri: 'a', relay: true }], 'a server restart gets the relay again');
+  });
+
+  it('does not relay a kernel that is not Python (the probe is Python)', async () => {
+    const ctx = setup({ consent: 'allow', missing: ['/remote/kernel-r.json'] });
+    const kernel = Object.assign(new FakeKernel('/remote/kernel-r.json'), { language: 'r' });
+    ctx.kernels.set('a', kernel);
+    const outcome = await ctx.attacher.attach('a');
+    assert.equal(outcome.kind, 'failed');
+    assert.deepEqual(ctx.sent, []);
+  });
+
+  it('keeps a kernel URL chosen by hand, and re-sends it (without a token) after a server restart', async () => {
+    const ctx = setup({ consent: 'allow' });
+    ctx.attacher.pin('a', { kernelUrl: 'http://10.0.0.5:8888/api/kernels/k1' });
+    const outcome = await ctx.attacher.attach('a');
+    assert.deepEqual(outcome, { kind: 'attached', connectionFile: 'http://10.0.0.5:8888/api/kernels/k1' });
+    await ctx.attacher.resendAll();
+    assert.deepEqual(ctx.sent, [{ notebookUri: 'a', kernelUrl: 'http://10.0.0.5:8888/api/kernels/k1' }]);
   });
 
   it('resends attachments after a server restart and forgets closed notebooks', async () => {

@@ -84,6 +84,11 @@ export class LanguageClient {
     this.handlers.set(method, handler);
     return { dispose: () => this.handlers.delete(method) };
   }
+  requestHandlers = new Map<string, (params: unknown) => unknown>();
+  onRequest(method: string, handler: (params: unknown) => unknown) {
+    this.requestHandlers.set(method, handler);
+    return { dispose: () => this.requestHandlers.delete(method) };
+  }
   onDidChangeState(listener: (event: { oldState: State; newState: State }) => void) {
     this.stateListeners.push(listener);
     return { dispose: () => undefined };
