@@ -28,6 +28,7 @@ class ShortenedWhat(BaseModel):
     param: str | None = None  # the iteration parameter lowered (``n_init``)
     kept: int
     of: int
+    unit: str = "rows"  # "batches"/"elements" for a tf.data pipeline or a Keras dataset (their first ones)
 
 
 class ShortenedFacts(BaseModel):
@@ -38,6 +39,7 @@ class ShortenedFacts(BaseModel):
     loops: dict[str, tuple[int, int]] = Field(default_factory=dict)
     sizes: list[int] = Field(default_factory=list)
     failure: dict[str, Any] = Field(default_factory=dict)
+    eager: bool = False  # TensorFlow functions ran eagerly (a fork has none of TF's thread pools)
 
 
 class ShortenedRun(BaseModel):
@@ -63,13 +65,17 @@ def describe(run: ShortenedRun) -> str:
     """What a run shortened: "263 of 200,000 rows (df, X); 2 of 25 iterations of the loop on line 3"."""
     facts = run.shortened or ShortenedFacts()
     parts = []
-    by_size: dict[tuple[int, int], list[str]] = {}
+    by_size: dict[tuple[int, int, str], list[str]] = {}
     for item in facts.rows:
-        by_size.setdefault((item.kept, item.of), []).append(item.what)
-    for (kept, of), names in by_size.items():
-        parts.append(f"{kept:,} of {of:,} rows ({', '.join(names)})")
+        by_size.setdefault((item.kept, item.of, item.unit), []).append(item.what)
+    for (kept, of, unit), names in by_size.items():
+        first = "" if unit == "rows" else "the first "
+        parts.append(f"{first}{kept:,} of {of:,} {unit} ({', '.join(names)})")
     for line, (kept, of) in sorted(facts.loops.items(), key=lambda kv: int(kv[0])):
-        parts.append(f"{kept:,} of {of:,} iterations of the loop on line {line}")
+        if of > 0:
+            parts.append(f"{kept:,} of {of:,} iterations of the loop on line {line}")
+        else:  # a while loop stopped after its first iterations: how many it would run is unknown
+            parts.append(f"the first {kept:,} iterations of the while loop on line {line}")
     for item in facts.params:
         parts.append(f"{item.what}: {item.kept:,} instead of {item.of:,}")
     return "; ".join(parts) if parts else "nothing shortened"

@@ -30,18 +30,16 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _SHS_CAP,
         _SHS_CAPS,
         _SHS_RANGE,
-        _SHS_ROWS_MIN,
+        _SHS_WHILE,
+        _SHS_WHILE_START,
         _shs_code_names,
+        _shs_is_data,
     )
 
 #: the two shortened runs: rows wanted (odd sizes, unlikely to be confused with a real dimension in
 #: an error message), the sample's seed, and iterations kept per shortened loop
 _SH_RUNS = ({"rows": 263, "seed": 0, "cap": 2}, {"rows": 391, "seed": 1, "cap": 3})
 _SH_MIN_LEFT_S = 0.2  # no shortened run is started with less time than this left
-_SH_DATA_TYPES = frozenset(
-    {"ndarray", "DataFrame", "Series", "Tensor", "DataLoader", "csr_matrix", "csc_matrix", "coo_matrix",
-     "csr_array", "csc_array", "coo_array"}
-)  # fmt: skip
 
 
 class _ShHelper:
@@ -207,17 +205,13 @@ def _sh_compile(source):
 
 def _sh_names_data(code, namespace):
     """Whether the cell names data a sample could shorten, judged by TYPE alone (in the kernel no
-    attribute of a user object is read): arrays, frames, tensors, loaders, sparse matrices, long
-    lists. A cell that names none and has no loop to cut (an ``import torch``) gets no shortened
-    run: it would only slow the full one down."""
+    attribute of a user object is read): arrays, frames, tensors, loaders, datasets, sparse
+    matrices, long lists, and small containers of them. A cell that names none and has no loop to
+    cut (an ``import torch``) gets no shortened run: it would only slow the full one down."""
     for name in _shs_code_names(code):
-        value = namespace.get(name)
-        kind = type(value)
-        root = (kind.__module__ or "").split(".", 1)[0]
-        if root in ("numpy", "pandas", "polars", "torch", "scipy") and kind.__name__ in _SH_DATA_TYPES:
-            return True
-        if kind is list and len(value) >= _SHS_ROWS_MIN:
-            return True
+        with _sb_contextlib.suppress(Exception):
+            if name in namespace and _shs_is_data(namespace[name]):
+                return True
     return False
 
 
@@ -264,6 +258,52 @@ class _ShRewrite(_sh_rewriter_base()):  # type: ignore[misc]
 
     def visit_For(self, node):
         return self._wrap_loop_iter(node)
+
+    def visit_While(self, node):
+        """``while epoch < EPOCHS:`` (a comparison, a counter) stops after its first iterations: the
+        test goes through the child's while helper, reset by a call just before the loop."""
+        ast = self.ast
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        test = node.test
+        counted = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.NotEq)
+        if not isinstance(test, ast.Compare) or not all(isinstance(op, counted) for op in test.ops):
+            return node
+        line = ast.Constant(value=node.lineno)
+        node.test = self._helper_call(_SHS_WHILE, [test, line], test)
+        start = ast.Expr(value=self._helper_call(_SHS_WHILE_START, [line], node))
+        self.inserted += 1
+        return [ast.copy_location(start, node), node]
+
+    def _visit_comprehensions(self, node):
+        """``[f(i) for i in range(N)]``: its ranges through the child's range helper, which cuts
+        only long ones (``_SHS_COMPREHENSION_MIN``: a comprehension over a few columns runs whole)."""
+        ast = self.ast
+        nested = self.depth > 0
+        for generator in node.generators:
+            if self._is_range(generator.iter):
+                where = [generator.iter.lineno, nested, True]  # line, nested, a comprehension
+                args = [ast.Constant(value=value) for value in where]
+                generator.iter = self._helper_call(_SHS_RANGE, [generator.iter, *args], generator.iter)
+                self.inserted += 1
+            nested = True  # a second generator runs inside the first
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        return node
+
+    def visit_ListComp(self, node):
+        return self._visit_comprehensions(node)
+
+    def visit_SetComp(self, node):
+        return self._visit_comprehensions(node)
+
+    def visit_DictComp(self, node):
+        return self._visit_comprehensions(node)
+
+    def visit_GeneratorExp(self, node):
+        return self._visit_comprehensions(node)
 
     def visit_AsyncFor(self, node):
         return self._wrap_loop_iter(node)

@@ -21,10 +21,16 @@ _SHR_SENSITIVE = _shr_re.compile(
 #: Exceptions a run on fewer rows or iterations cannot bring about by itself (checked further below).
 _SHR_DATA_FREE = frozenset({"AttributeError", "TypeError"})
 _SHR_IMPORTS = frozenset({"ImportError", "ModuleNotFoundError"})
-_SHR_SHAPE_ERRORS = frozenset({"ValueError", "RuntimeError"})
+#: TensorFlow's shape errors are ``InvalidArgumentError`` (``Matrix size-incompatible: In[0]: [263,8],
+#: In[1]: [7,4]``); Keras raises ValueError
+_SHR_SHAPE_ERRORS = frozenset({"ValueError", "RuntimeError", "InvalidArgumentError"})
 _SHR_NAME = _shr_re.compile(r"name '([^']+)' is not defined|local variable '([^']+)'")
 _SHR_AXIS = _shr_re.compile(r"out of bounds for axis (\d+) with size")
 _SHR_NUMBER = _shr_re.compile(r"\b\d+\b")
+#: Keras appends the call's arguments (``kwargs=<class 'inspect._empty'>``) and colours the message:
+#: neither says why it failed
+_SHR_ANSI = _shr_re.compile(r"\x1b\[[0-9;]*m")
+_SHR_KERAS_ARGUMENTS = "\n\nArguments received by "
 
 
 def _shr_facts(run):
@@ -104,7 +110,7 @@ def _shr_doubt(first, second, source):
     if full_sizes & set(_SHR_NUMBER.findall(raw)):
         return "a full-size object met a sampled one"
     if exception in _SHR_SHAPE_ERRORS:
-        if _SHR_SENSITIVE.search(message):
+        if _SHR_SENSITIVE.search(_SHR_ANSI.sub("", message).split(_SHR_KERAS_ARGUMENTS, 1)[0]):
             return "its message is about sizes, classes or counts the sample changes"
         if "<rows>" in message and not _shr_re.search(r"[\[(]\s*<rows>\s*[,x]", message):
             return "its message names the sample's size"

@@ -38,7 +38,16 @@ _SHS_CAPS = {
     "num_boost_round": lambda cap: 5 * cap,
     "iterations": lambda cap: 5 * cap,
 }
+_SHS_CONTAINER_MAX = 64  # a dict, list or tuple with at most this many items is looked into
+#: type names of the data a sample shortens (with their library: numpy, pandas, polars, torch, scipy)
+_SHS_DATA_TYPES = frozenset(
+    {"ndarray", "DataFrame", "Series", "Tensor", "DataLoader", "csr_matrix", "csc_matrix", "coo_matrix",
+     "csr_array", "csc_array", "coo_array"}
+)  # fmt: skip
 _SHS_RANGE = "__crane_short_range__"
+_SHS_WHILE = "__crane_short_while__"
+_SHS_WHILE_START = "__crane_short_while_start__"
+_SHS_COMPREHENSION_MIN = 1000  # a comprehension's range shorter than this runs whole
 _SHS_CAP = "__crane_short_cap__"
 
 _shs_state: dict[str, Any] = {}  # in the child only: the full objects, for the failure facts
@@ -75,23 +84,71 @@ def _shs_kind(value):
             return "sparse"
         if kind is list:
             return "list"
+        if root == "tensorflow" and name == "EagerTensor":
+            return "tf" if len(value.shape) >= 1 else None
+        return _shs_kind_by_class(kind)
     except Exception:
         return None
     return None
 
 
+def _shs_kind_by_class(kind):
+    """Datasets recognised by a base class (read off the type, never the object): ``tfdata`` (a
+    ``tf.data`` pipeline), ``batches`` (a Keras ``PyDataset``/``Sequence``: ImageDataGenerator's
+    iterators too), ``dataset`` (a map-style torch dataset); else None."""
+    for base in kind.__mro__:
+        module, name = base.__module__ or "", base.__name__
+        if module.startswith("tensorflow.python.data") and name == "DatasetV2":
+            return "tfdata"
+        if module.startswith(("keras", "tf_keras")) and name in ("PyDataset", "Sequence"):
+            return "batches"
+        if module == "torch.utils.data.dataset" and name == "Dataset":
+            if "__getitem__" in dir(kind) and "__len__" in dir(kind) and base is not kind:
+                return "dataset"
+            return None
+    return None
+
+
+def _shs_is_data(value, depth=0):
+    """Whether ``value`` is data a sample could shorten, judged by its TYPE alone (the kernel's side
+    of the choice: no attribute of a user object is read; a small dict, list or tuple is looked
+    into, one level)."""
+    kind = type(value)
+    module = kind.__module__ or ""
+    root = module.split(".", 1)[0]
+    if root in ("numpy", "pandas", "polars", "torch", "scipy") and kind.__name__ in _SHS_DATA_TYPES:
+        return True
+    if root == "tensorflow" and kind.__name__ == "EagerTensor":
+        return True
+    if kind in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(kind, "_fields")):
+        size = len(value)
+        if kind is list and size >= _SHS_ROWS_MIN:
+            return True
+        if depth == 0 and size <= _SHS_CONTAINER_MAX:
+            items = dict.values(value) if kind is dict else value
+            return any(_shs_is_data(item, 1) for item in items)
+        return False
+    try:
+        return _shs_kind_by_class(kind) is not None
+    except Exception:
+        return False
+
+
 def _shs_rows(kind, value):
+    """Rows (items of a dataset; elements of a ``tf.data`` pipeline, batches of a Keras one)."""
     if kind == "loader":
         return len(value.dataset)
-    if kind in ("numpy", "torch", "sparse"):
+    if kind in ("numpy", "torch", "sparse", "tf"):
         return int(value.shape[0])
+    if kind == "tfdata":
+        return int(value.cardinality())  # -1 infinite, -2 unknown: never sampled
     return len(value)
 
 
 def _shs_feature_dims(kind, value):
     """Sizes of ``value`` that are not rows (a length equal to one of them is a feature axis)."""
-    if kind in ("numpy", "torch", "sparse"):
-        return {int(d) for d in value.shape[1:]}
+    if kind in ("numpy", "torch", "sparse", "tf"):
+        return {int(d) for d in value.shape[1:] if d is not None}
     if kind in ("pandas", "polars") and len(getattr(value, "shape", ())) == 2:
         return {int(value.shape[1])}
     return set()
@@ -116,8 +173,10 @@ def _shs_label_arrays(kind, value, np):
         elif kind == "polars":
             columns = [value] if not hasattr(value, "columns") else [value[c] for c in value.columns]
             found.extend(c.to_numpy() for c in columns[:_SHS_LABEL_COLUMNS] if not c.dtype.is_float())
-        elif kind == "loader":
-            dataset = value.dataset
+        elif kind == "tf" and len(value.shape) == 1:
+            found.append(value.numpy())
+        elif kind in ("loader", "dataset"):
+            dataset = value.dataset if kind == "loader" else value
             tensors = getattr(dataset, "tensors", None)
             targets = tensors[-1] if tensors else getattr(dataset, "targets", None)
             if targets is not None:
@@ -205,6 +264,11 @@ def _shs_take(kind, value, positions, np, seed):
         return value.index_select(0, torch.as_tensor(positions, dtype=torch.long))
     if kind == "sparse":
         return value.tocsr()[positions].asformat(value.format)
+    if kind == "tf":  # through NumPy: a TensorFlow op on the full tensor would need the kernel's pools
+        tf = _shs_sys.modules["tensorflow"]
+        return tf.convert_to_tensor(value.numpy()[np.asarray(positions, dtype=np.intp)])
+    if kind == "dataset":
+        return _shs_dataset_subset(value, positions)
     if kind == "list":
         return [value[i] for i in positions]
     if kind == "loader":  # the loader reads only the sampled items, shuffled if it shuffled
@@ -215,6 +279,27 @@ def _shs_take(kind, value, positions, np, seed):
             random.Random(seed).shuffle(order)
         value.batch_sampler.sampler = order
         return value
+    return value
+
+
+def _shs_dataset_subset(value, positions):
+    """A map-style torch dataset reading only the items at ``positions`` (as a ``Subset`` of them
+    would), kept the same object of a subclass of its class: its attributes (``classes``,
+    ``transform``) and ``isinstance`` stay as they were, so no AttributeError is invented."""
+    import operator
+
+    cls = type(value)
+
+    def __len__(self):
+        return len(positions)
+
+    def __getitem__(self, index):
+        with _shs_contextlib.suppress(TypeError):  # beyond the sample: IndexError, as at the end
+            index = positions[operator.index(index)]
+        return cls.__getitem__(self, index)
+
+    members = {"__len__": __len__, "__getitem__": __getitem__, "__module__": cls.__module__}
+    value.__class__ = type(cls.__name__, (cls,), {**members, "__qualname__": cls.__qualname__})
     return value
 
 
@@ -254,63 +339,206 @@ def _shs_sample(namespace, code, plan, state):
         raise _SandboxBlocked(state["blocked"]) from None
 
 
+class _ShsPlace:
+    """Where a sample goes in the child's copy: ``target[key] = new`` (the namespace, a dict or a
+    list, changed in place), then for a tuple's items the tuple rebuilt under its name."""
+
+    def __init__(self, target, key, rebuild=None):
+        self.target, self.key, self.rebuild = target, key, rebuild
+
+    def __call__(self, new):
+        self.target[self.key] = new
+        if self.rebuild is not None:
+            self.rebuild()
+
+
+def _shs_candidates(namespace, names):
+    """``(what, kind, value, place)`` for each sampleable object the cell names, also the items of
+    a small dict, list or tuple it names (``data['train']``)."""
+    found = []
+    for name in sorted(names):
+        value = namespace.get(name)
+        if value is None:
+            continue
+        kind = _shs_kind(value)
+        if kind is not None:
+            found.append((name, kind, value, _ShsPlace(namespace, name)))
+            continue
+        container = type(value)
+        tuple_like = isinstance(value, tuple) and (container is tuple or hasattr(container, "_fields"))
+        if not (container in (dict, list) or tuple_like) or len(value) > _SHS_CONTAINER_MAX:
+            continue
+        rebuild = None
+        if tuple_like:
+            items: Any = list(value)
+            keys: Any = range(len(items))
+
+            def rebuild(items=items, name=name, make=container):
+                namespace[name] = make(*items) if hasattr(make, "_fields") else make(items)
+        else:
+            items = value
+            keys = list(dict.keys(value)) if container is dict else range(len(value))
+        for key in keys:
+            item = items[key]
+            kind = _shs_kind(item) if item is not None else None
+            if kind is not None and kind != "list":
+                found.append((f"{name}[{key!r}]", kind, item, _ShsPlace(items, key, rebuild)))
+    return found
+
+
+def _shs_batched(value):
+    """Whether a ``tf.data`` pipeline yields batches (its elements' first axis is free, or a batch
+    step lies upstream)."""
+    tf = _shs_sys.modules.get("tensorflow")
+    try:
+        leaves = tf.nest.flatten(value.element_spec) if tf is not None else []
+        if leaves and leaves[0].shape.rank and leaves[0].shape[0] is None:
+            return True
+    except Exception:
+        pass
+    current = value
+    for _step in range(30):
+        if "Batch" in type(current).__name__:
+            return True
+        current = getattr(current, "_input_dataset", None)
+        if current is None:
+            break
+    return False
+
+
+def _shs_take_first(kind, value, cap, wanted):
+    """A pipeline's first elements (``ds.take(n)``) or a Keras dataset's first batches: their own
+    order is their meaning (no positions to choose). ``(new, kept, unit)`` or None to run it whole."""
+    if kind == "tfdata":
+        batched = _shs_batched(value)
+        kept, unit = (cap + 2, "batches") if batched else (wanted, "elements")
+        return (value.take(kept), kept, unit) if _shs_rows(kind, value) >= 2 * kept else None
+    kept = cap + 2  # batches of a Keras PyDataset/Sequence: the same object, fewer batches
+    if len(value) < 2 * kept:
+        return None
+    cls = type(value)
+    shorter = {"__len__": lambda self: kept, "__module__": cls.__module__, "__qualname__": cls.__qualname__}
+    if isinstance(getattr(cls, "num_batches", None), property):
+        shorter["num_batches"] = property(lambda self: kept)
+    value.__class__ = type(cls.__name__, (cls,), shorter)
+    return value, kept, "batches"
+
+
+def _shs_tf_eager(namespace, names):
+    """TensorFlow in a fork: its thread pools stayed in the kernel, so a compiled function (a Keras
+    ``fit``) would wait for them forever. In the child, functions run eagerly, op by op, and ops on
+    a sample are small enough to run in the calling thread."""
+    tf = _shs_sys.modules.get("tensorflow")
+    if tf is None:
+        return False
+    with _shs_contextlib.suppress(Exception):
+        tf.config.run_functions_eagerly(True)
+    for name in names:
+        value = namespace.get(name)
+        keras = (type(value).__module__ or "").startswith(("keras", "tf_keras"))
+        if keras and hasattr(type(value), "run_eagerly"):
+            with _shs_contextlib.suppress(Exception):
+                value.run_eagerly = True
+    return True
+
+
 def _shs_sample_names(namespace, code, plan):
     started = _shs_time.perf_counter()
     np = _shs_sys.modules.get("numpy")
     wanted, seed, cap = int(plan["rows"]), int(plan["seed"]), int(plan["cap"])
     names = _shs_code_names(code)
     found, feature_dims = [], set()
-    for name in sorted(names):
-        value = namespace.get(name)
-        kind = _shs_kind(value) if value is not None else None
-        if kind is None:
+    shortened: dict[str, Any] = {"rows": [], "params": [], "loops": {}, "sizes": []}
+    loaders = {id(v.dataset) for _w, kind, v, _p in _shs_candidates(namespace, names) if kind == "loader"}
+    for what, kind, value, place in _shs_candidates(namespace, names):
+        if kind in ("tfdata", "batches"):
+            try:
+                of = _shs_rows(kind, value)
+                taken = _shs_take_first(kind, value, cap, wanted)
+            except Exception:
+                continue  # an unknown or infinite length: it runs whole
+            if taken is not None:
+                place(taken[0])
+                shortened["rows"].append({"what": what, "kept": taken[1], "of": of, "unit": taken[2]})
             continue
+        if kind == "dataset" and id(value) in loaders:
+            continue  # a loader reading it is sampled: its positions are the dataset's own
         try:
             rows = _shs_rows(kind, value)
             feature_dims |= _shs_feature_dims(kind, value)
         except Exception:
             continue
-        found.append((name, kind, value, rows))
+        found.append((what, kind, value, rows, place))
     by_rows: dict[int, list[Any]] = {}
-    for name, kind, value, rows in found:
+    for what, kind, value, rows, place in found:
         if rows >= max(_SHS_ROWS_MIN, 2 * wanted) and rows not in feature_dims:
-            by_rows.setdefault(rows, []).append((name, kind, value))
-    shortened: dict[str, Any] = {"rows": [], "params": [], "loops": {}, "sizes": []}
+            by_rows.setdefault(rows, []).append((what, kind, value, place))
     originals = _shs_state.setdefault("originals", [])
     for rows, members in by_rows.items():
-        labels = [a for _n, kind, value in members for a in _shs_label_arrays(kind, value, np)]
+        labels = [a for _w, kind, value, _p in members for a in _shs_label_arrays(kind, value, np)]
         positions = _shs_positions(rows, wanted, seed, labels, np)
         done: dict[int, Any] = {}
-        for name, kind, value in members:
+        for what, kind, value, place in members:
             if id(value) not in done:
-                done[id(value)] = _shs_take(kind, value, positions, np, seed)
                 originals.append((kind, value))
-            namespace[name] = done[id(value)]
-            shortened["rows"].append({"what": name, "kept": len(positions), "of": rows})
+                done[id(value)] = _shs_take(kind, value, positions, np, seed)
+            place(done[id(value)])
+            shortened["rows"].append({"what": what, "kept": len(positions), "of": rows})
         shortened["sizes"].append(len(positions))
     _shs_cap_estimators(namespace, names, cap, shortened["params"])
+    if _shs_tf_eager(namespace, names):
+        shortened["eager"] = True
     _shs_state["shortened"] = shortened
     _shs_state["cap"] = cap
+    _shs_state["features"] = feature_dims
     namespace[_SHS_RANGE] = _shs_range
     namespace[_SHS_CAP] = _shs_cap
+    namespace[_SHS_WHILE] = _shs_while
+    namespace[_SHS_WHILE_START] = _shs_while_start
     shortened["sample_s"] = round(_shs_time.perf_counter() - started, 4)
     return shortened
 
 
-def _shs_range(iterable, line, nested=False):
+def _shs_range(iterable, line, nested=False, comprehension=False):
     """A ``for`` loop's ``range`` with its first ``cap - 1`` iterations and its last; a range as
-    long as a sample (a loop over the sampled rows) runs whole unless it is nested in another."""
+    long as a sample (a loop over the sampled rows) runs whole unless it is nested in another, and
+    so does one as long as a feature axis of the data (a loop over columns builds one per column),
+    and a comprehension's range shorter than ``_SHS_COMPREHENSION_MIN``."""
     shortened = _shs_state.get("shortened")
     cap = _shs_state.get("cap", 2)
     if type(iterable) is not range or shortened is None:
         return iterable
     size = len(iterable)
-    if size <= cap or (size in shortened["sizes"] and not nested):
+    if size <= cap or (size in shortened["sizes"] and not nested) or size in _shs_state.get("features", ()):
+        return iterable
+    if comprehension and size < _SHS_COMPREHENSION_MIN:
         return iterable
     loops = shortened["loops"]
     kept, of = loops.get(str(line), (0, 0))
     loops[str(line)] = (kept + cap, of + size)
     return [*iterable[: cap - 1], iterable[-1]]
+
+
+def _shs_while_start(line):
+    """Just before a counted ``while`` loop: its iterations are counted from here."""
+    _shs_state.setdefault("whiles", {})[line] = 0
+
+
+def _shs_while(test, line):
+    """A counted ``while`` loop's test: as it is for the loop's first ``cap`` iterations, then
+    false (the loop stops; how many iterations it would have run is unknown: ``of`` 0)."""
+    shortened = _shs_state.get("shortened")
+    if not test or shortened is None:
+        return test
+    counts = _shs_state.setdefault("whiles", {})
+    counts[line] = counts.get(line, 0) + 1
+    cap = _shs_state.get("cap", 2)
+    if counts[line] <= cap:
+        return test
+    kept, _of = shortened["loops"].get(str(line), (0, 0))
+    shortened["loops"][str(line)] = (kept + cap, 0)
+    counts[line] = 0
+    return False
 
 
 def _shs_cap(value, name, line):
