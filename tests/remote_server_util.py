@@ -11,6 +11,8 @@ Run as a script to build the venv ahead of the tests: ``python -m tests.remote_s
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import pwd
@@ -20,11 +22,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 USER = "crane-remote"
 VENV = Path(os.environ.get("CRANE_REMOTE_VENV", "/opt/crane-remote-venv"))
@@ -65,7 +69,8 @@ def ensure_venv() -> Path:
         for name in dirs + files:
             path = os.path.join(root, name)
             if not os.path.islink(path):
-                os.chmod(path, os.stat(path).st_mode | 0o055 if name in dirs else os.stat(path).st_mode | 0o044)
+                extra = 0o055 if name in dirs else 0o044
+                os.chmod(path, os.stat(path).st_mode | extra)
     os.chmod(VENV, 0o755)
     return VENV / "bin" / "python"
 
@@ -164,6 +169,11 @@ class RemoteServer:
         assert isinstance(answer, dict)
         return str(answer["id"])
 
+    def connection_file(self, kernel_id: str) -> Path:
+        """The kernel's connection file in the remote user's runtime dir: for the tests' own observer
+        only (as root it can read it); crane never gets this path."""
+        return Path(ensure_user().pw_dir) / ".crane-remote-runtime" / f"kernel-{kernel_id}.json"
+
 
 class _suppress:
     def __enter__(self) -> None:
@@ -173,13 +183,120 @@ class _suppress:
         return exc[0] is not None and issubclass(exc[0], ProcessLookupError | OSError)  # type: ignore[arg-type]
 
 
-def make_root(parent: Path) -> Path:
-    """A notebook root the remote user owns (its kernels start there)."""
+#: what "the kernel's state" means for the trace-free checks: names, execution count, history
+STATE_EXPR = (
+    "repr((sorted(k for k in globals() if not k.startswith('_')), get_ipython().execution_count,"
+    " len(In), len(get_ipython().history_manager.input_hist_raw)))"
+)
+#: the global ``random`` state (its position and a few words)
+RNG_EXPR = "repr((__import__('random').getstate()[1][-1], __import__('random').getstate()[1][:4]))"
+
+
+class Observer:
+    """The test's own eyes on a remote kernel, through its connection file (ZeroMQ, never the server's
+    websocket, which would nudge the kernel with ``kernel_info``). It only evaluates ``user_expressions``
+    silently, so it moves nothing it measures; ``run`` is a user cell, for setting up state."""
+
+    def __init__(self, connection_file: Path) -> None:
+        from jupyter_client.blocking.client import BlockingKernelClient
+
+        self.client = BlockingKernelClient()
+        self.client.load_connection_file(str(connection_file))
+        self.client.start_channels()  # no wait_for_ready: its kernel_info would move ``random``
+
+    def _reply(self, msg_id: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.client.get_shell_msg(timeout=max(deadline - time.monotonic(), 0.01))
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+
+    def eval(self, expr: str, timeout: float = 60.0) -> str:
+        msg_id = self.client.execute("", silent=True, store_history=False, user_expressions={"v": expr})
+        value = self._reply(msg_id, timeout)["content"]["user_expressions"]["v"]
+        if value["status"] != "ok":
+            raise RuntimeError(f"{value['ename']}: {value['evalue']}")
+        return str(value["data"]["text/plain"])
+
+    def state(self) -> str:
+        """Names, execution count, history and the ``random`` state."""
+        return self.eval(STATE_EXPR) + self.eval(RNG_EXPR)
+
+    def state_but_rng(self) -> str:
+        return self.eval(STATE_EXPR)
+
+    def rng(self) -> str:
+        return self.eval(RNG_EXPR)
+
+    def run(self, code: str, timeout: float = 120.0) -> dict[str, Any]:
+        msg_id = self.client.execute(code, allow_stdin=False)
+        content: dict[str, Any] = self._reply(msg_id, timeout)["content"]
+        return content
+
+    def start(self, code: str) -> str:
+        """Start a user cell without waiting (a busy kernel); its msg_id."""
+        return str(self.client.execute(code, allow_stdin=False))
+
+    def wait(self, msg_id: str, timeout: float = 60.0) -> dict[str, Any]:
+        return dict(self._reply(msg_id, timeout)["content"])
+
+    def close(self) -> None:
+        self.client.stop_channels()
+
+
+class TcpProxy:
+    """A TCP forwarder on 127.0.0.1:``port`` to ``target_port`` (a reverse proxy in front of the server,
+    as JupyterHub's): ``stop`` drops every connection and the port, ``start`` takes the same port again."""
+
+    def __init__(self, target_port: int, port: int | None = None) -> None:
+        self.target_port = target_port
+        self.port = port or free_port()
+        self._server: asyncio.base_events.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port, reuse_address=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+        self._writers |= {writer, up_writer}
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (OSError, asyncio.CancelledError):
+                pass
+            finally:
+                dst.close()
+
+        # the test's loop may close with the proxy's connections open
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for w in list(self._writers):
+                w.close()
+            self._writers.clear()
+            await self._server.wait_closed()
+            self._server = None
+
+
+def make_root(label: str = "server") -> Path:
+    """A notebook root the remote user owns (its kernels start there), in a fresh folder under /tmp that
+    it can reach (pytest's own tmp dirs are private to root)."""
     user = ensure_user()
-    parent.mkdir(parents=True, exist_ok=True)
+    parent = Path(tempfile.mkdtemp(prefix=f"crane-remote-{label}-", dir="/tmp"))
     os.chmod(parent, 0o755)
     root = parent / "root"
-    root.mkdir(exist_ok=True)
+    root.mkdir()
     os.chown(root, user.pw_uid, user.pw_gid)
     return root
 

@@ -171,7 +171,8 @@ class WebSocketTransport:
         self._url = url
         self._token = token
         self._owns = owns_kernel
-        self._session = Session(key=b"", username="crane", session=uuid.uuid4().hex)
+        # the server signs towards the kernel with its own key; ours only keeps Session from warning
+        self._session = Session(key=uuid.uuid4().hex.encode(), username="crane", session=uuid.uuid4().hex)
         self._conn: Any = None
         self.subprotocol: str | None = None
         self.gone_reason: str | None = None
