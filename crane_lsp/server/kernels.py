@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ class Kernels:
         self._attachments: dict[str, Attachment] = {}
         self.default_connection_file: str | None = None
         self.jupyter_server_url: str | None = None
-        self.jupyter_token: str | None = None  # the setting, else JUPYTER_TOKEN; never logged
+        # the setting, else JUPYTER_TOKEN (already here for an attach that comes before the settings)
+        self.jupyter_token: str | None = os.environ.get("JUPYTER_TOKEN") or None
 
     def attachment(self, notebook_uri: str) -> Attachment:
         return self._attachments.setdefault(notebook_uri, Attachment())
@@ -94,6 +96,9 @@ class Kernels:
                 log.warning("could not attach %s to %s: %s%s", where, notebook_uri, error, kept)
                 if att.link is None:
                     att.error = error
+                    if is_url(connection_file):  # the kernel the user named: retried (back-off), not
+                        att.explicit = connection_file  # replaced by whatever discovery finds
+                        att.failures, att.last_try = 1, time.monotonic()
                 return error
             att.explicit = connection_file
             await self._drop(att)

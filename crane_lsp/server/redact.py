@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 
 MASK = "<token hidden>"
 #: shorter strings would mask ordinary words; Jupyter's tokens are 48 hex digits
 MIN_SECRET = 6
+#: where a token shows before crane has read it (pygls logs ``initialize``'s options first): the
+#: ``jupyterToken`` setting in any quoting, a URL's ``?token=``, an ``Authorization: token`` header
+_SHAPES = (
+    re.compile(r"""(jupyter_?token['"]?\s*[:=]\s*(?:SecretStr\()?['"]?)([^'"\s,}\)]+)""", re.IGNORECASE),
+    re.compile(r"""([?&]token=)([^&#\s'"]+)"""),
+    re.compile(r"""(authorization['"]?\s*[:=]\s*['"]?token\s+)([^'"\s,}]+)""", re.IGNORECASE),
+)
 
 
 class Redact(logging.Filter):
@@ -27,11 +35,12 @@ class Redact(logging.Filter):
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
+        if "oken" in text:
+            for shape in _SHAPES:
+                text = shape.sub(lambda m: m.group(1) + MASK, text)
         return text
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self.secrets:
-            return True
         message = record.getMessage()
         clean = self.scrub(message)
         if record.exc_info and not record.exc_text:

@@ -1,0 +1,200 @@
+"""Kernels on a Jupyter server crane cannot see the files of: attached by URL, found by session.
+
+A real ``jupyter server`` (127.0.0.1, a token, its own runtime dir: crane's server process runs with
+another, so no ``kernel-<id>.json`` is in its reach) runs the notebook's kernel; crane reaches it only
+through the server's API and token: the ``crane/attachKernel`` notification's ``kernelUrl`` with the
+token in ``JUPYTER_TOKEN``, the ``connectionFile`` setting holding a URL, and ``jupyterServerUrl`` +
+``jupyterToken`` (the notebook's session). Every message the server sends and every line it logs (at
+DEBUG, where pygls logs each message, the settings with the token included) is captured: the token
+appears in none of them. A wrong token is said once, clearly.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from jupyter_client.blocking.client import BlockingKernelClient
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from crane_lsp.server.redact import MASK
+from tests.jupyterlab_util import JupyterProc, wait_kernel_ready, write_notebook
+from tests.server_client import SERVER_ENV, Notebook, has, start, wait_for, wait_status
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # a ceiling: a cold kernel start takes minutes
+
+_DIRS = Path(tempfile.mkdtemp(prefix="crane-remote-server-"))
+ROOT = _DIRS / "root"
+LOG = _DIRS / "crane-lsp.log"  # every crane-lsp process of this module appends its stderr here
+TOKEN = secrets.token_hex(24)
+WRONG = secrets.token_hex(24)
+CELLS = [
+    'import pandas as pd\ndf = pd.DataFrame({"price": [1.5, 2.0], "qty": [3, 4]})',
+    'total = df["prise"].sum()',
+]
+
+
+def _config(**env: str) -> ClientServerConfig:
+    command = [
+        "sh",
+        "-c",
+        'exec "$@" 2>>"$CRANE_REMOTE_TEST_LOG"',
+        "sh",
+        sys.executable,
+        "-m",
+        "crane_lsp.cli",
+        "serve",
+    ]
+    base = {k: v for k, v in SERVER_ENV.items() if k != "JUPYTER_TOKEN"}
+    return ClientServerConfig(
+        server_command=command,
+        server_env={**base, "CRANE_LSP_LOG_LEVEL": "DEBUG", "CRANE_REMOTE_TEST_LOG": str(LOG), **env},
+    )
+
+
+@pytest.fixture(scope="module")
+def jserver() -> Iterator[dict[str, Any]]:
+    """The server, one session (``remote.ipynb``) whose kernel holds ``df``, and its URL."""
+    ROOT.mkdir(parents=True, exist_ok=True)
+    write_notebook(ROOT / "remote.ipynb", CELLS)
+    proc = JupyterProc(root=ROOT, dirs=_DIRS / "jupyter", token=TOKEN)
+    proc.start()
+    try:
+        kernel_id = proc.start_session("remote.ipynb")["kernel"]["id"]
+        kc = BlockingKernelClient(connection_file=str(proc.runtime_dir / f"kernel-{kernel_id}.json"))
+        kc.load_connection_file()
+        kc.start_channels()
+        try:
+            wait_kernel_ready(kc)
+            reply = kc.execute_interactive(CELLS[0], timeout=180, output_hook=lambda msg: None)
+            assert reply["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+        yield {"proc": proc, "url": f"{proc.url}api/kernels/{kernel_id}", "kernel_id": kernel_id}
+    finally:
+        proc.stop()
+
+
+def _capture(client: LanguageClient) -> list[str]:
+    """Every JSON object the server sends, as text (each message and every object inside it)."""
+    seen: list[str] = []
+    protocol = client.protocol
+    structure = protocol.structure_message
+
+    def grab(data: Any) -> Any:
+        seen.append(repr(data))
+        return structure(data)
+
+    protocol.structure_message = grab  # type: ignore[method-assign]
+    return seen
+
+
+def _assert_no_token(seen: list[str], *tokens: str) -> None:
+    log = LOG.read_text(errors="replace") if LOG.exists() else ""
+    assert "crane-lsp" in log, "the server's log was not captured"
+    for token in tokens:
+        assert not [m for m in seen if token in m], "a message the server sent holds the token"
+        assert token not in log, "the server's log holds the token"
+
+
+def _notebook(client: LanguageClient, uri: str | None = None) -> Notebook:
+    nb = Notebook(client, [(CELLS[0], 1), (CELLS[1], None)], name="remote")
+    if uri is not None:
+        nb.uri = uri
+        nb.cell_uris = [f"vscode-notebook-cell:{uri.removeprefix('file://')}#C{i}" for i in range(2)]
+    nb.open()
+    return nb
+
+
+async def _hover(client: LanguageClient, nb: Notebook) -> str:
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=nb.cell_uris[1]), position=types.Position(0, 10)
+        )
+    )
+    assert hover is not None
+    return str(hover.contents)
+
+
+@pytest_lsp.fixture(config=_config(JUPYTER_TOKEN=TOKEN))
+async def env_client(lsp_client: LanguageClient) -> Any:
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_kernel_attached_by_url_with_the_token_from_the_environment(
+    env_client: LanguageClient, jserver: dict[str, Any]
+) -> None:
+    client = env_client
+    seen = _capture(client)
+    statuses = await start(client, {"debounce": 50})
+    nb = _notebook(client)
+    client.protocol.notify("crane/attachKernel", {"notebookUri": nb.uri, "kernelUrl": jserver["url"]})
+    diags = await wait_for(client, nb.cell_uris[1], has("KeyError", 0), timeout=180)
+    assert "prise" in diags[0].message
+    status = await wait_status(statuses, lambda s: s.get("kernelUrl") == jserver["url"], timeout=30)
+    assert status["connectionFile"] is None and status["kernel"] in ("attached", "busy")
+    assert f"reads the kernel of kernel at {jserver['url']}" in LOG.read_text()  # said at INFO: no news
+    assert "prise" in await _hover(client, nb)
+    verdict = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="crane.cellVerdict", arguments=[{"cell": nb.cell_uris[1]}])
+    )
+    assert verdict is not None
+    _assert_no_token(seen, TOKEN)
+
+
+@pytest_lsp.fixture(config=_config())
+async def settings_client(lsp_client: LanguageClient) -> Any:
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_notebook_session_is_found_on_the_server_with_the_token_setting(
+    settings_client: LanguageClient, jserver: dict[str, Any]
+) -> None:
+    """``jupyterServerUrl`` + ``jupyterToken``: no attach at all, the session of ``remote.ipynb``."""
+    client = settings_client
+    seen = _capture(client)
+    proc = jserver["proc"]
+    statuses = await start(client, {"debounce": 50, "jupyterServerUrl": proc.url, "jupyterToken": TOKEN})
+    nb = _notebook(client, uri=f"file://{ROOT}/remote.ipynb")
+    await wait_for(client, nb.cell_uris[1], has("KeyError", 0), timeout=180)
+    await wait_status(statuses, lambda s: s.get("kernelUrl") == jserver["url"], timeout=30)
+    # a kernel URL pasted with its token, in the connectionFile setting: shown without it
+    pasted = f"{jserver['url']}?token={TOKEN}"
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"crane": {"debounce": 50, "connectionFile": pasted}})
+    )
+    nb2 = _notebook(client)
+    await wait_for(client, nb2.cell_uris[1], has("KeyError", 0), timeout=180)
+    _assert_no_token(seen, TOKEN)
+    assert MASK in LOG.read_text()  # pygls logged the settings at DEBUG: the token was there to hide
+
+
+@pytest_lsp.fixture(config=_config(JUPYTER_TOKEN=WRONG))
+async def wrong_client(lsp_client: LanguageClient) -> Any:
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_wrong_token_is_said_once_and_clearly(
+    wrong_client: LanguageClient, jserver: dict[str, Any]
+) -> None:
+    client = wrong_client
+    seen = _capture(client)
+    statuses = await start(client, {"debounce": 50})
+    nb = _notebook(client)
+    client.protocol.notify("crane/attachKernel", {"notebookUri": nb.uri, "kernelUrl": jserver["url"]})
+    status = await wait_status(statuses, lambda s: bool(s.get("message")), timeout=60)
+    assert status["kernel"] == "none" and "refused the token" in status["message"], status
+    errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
+    assert len(errors) == 1 and "refused the token" in errors[0] and jserver["url"] in errors[0], errors
+    await wait_for(client, nb.cell_uris[1], lambda ds: not ds, timeout=30)  # no verdict made up
+    _assert_no_token(seen, TOKEN, WRONG)
