@@ -310,3 +310,65 @@ async def test_what_a_relay_cannot_do_is_refused_not_waited_for() -> None:
     with pytest.raises(NotImplementedError):
         await transport.restart()
     await transport.close()
+
+
+# ---------------------------------------------------------------------- end to end through the server
+
+
+def _server_takes_relay() -> bool:
+    from crane_lsp.server.command_args import AttachArgs
+
+    return "relay" in AttachArgs.model_fields
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(not _server_takes_relay(), reason="crane/attachKernel does not take {relay: true} yet")
+async def test_the_server_reads_the_editors_kernel_through_the_relay(kernel: TestKernel) -> None:
+    """A real ``crane-lsp serve`` told ``{notebookUri, relay: true}`` (what the extension sends when the
+    kernel's file is not on its machine) probes the kernel through the LSP client, which answers the
+    relay requests as the extension does."""
+    import sys
+
+    from lsprotocol import types
+    from pytest_lsp import ClientServerConfig, LanguageClient
+
+    from crane_lsp.server.config import plain
+    from tests.server_client import SERVER_ENV, Notebook, capabilities, has, wait_for, wait_status
+
+    kernel.run("import pandas as pd\nrly_df = pd.DataFrame({'a': [1, 2]})")
+    before = kernel_state(kernel)
+    contract = json.loads(CONTRACT.read_text())
+    command = [sys.executable, *contract["serverArgs"]]
+    client = await ClientServerConfig(server_command=command, server_env=SERVER_ENV).start()
+    assert isinstance(client, LanguageClient)
+    statuses: list[dict[str, Any]] = []
+    client.feature(contract["statusNotification"])(lambda params: statuses.append(plain(params)))
+    async with FakeEditor(kernel.connection_file) as editor:
+
+        @client.feature(RELAY_EXECUTE)
+        async def relay_execute(params: Any) -> dict[str, Any]:
+            return await editor.send_request(RELAY_EXECUTE, plain(params))
+
+        @client.feature(RELAY_STATUS)
+        async def relay_status(params: Any) -> dict[str, Any]:
+            return await editor.send_request(RELAY_STATUS, plain(params))
+
+        try:
+            await client.initialize_session(
+                types.InitializeParams(
+                    capabilities=capabilities(), initialization_options=contract["initializationOptions"]
+                )
+            )
+            setup = "import pandas as pd\nrly_df = pd.DataFrame({'a': [1, 2]})"
+            nb = Notebook(client, [(setup, 1), ("", None)])
+            nb.open()
+            client.protocol.notify(contract["attachKernel"]["method"], {"notebookUri": nb.uri, "relay": True})
+            await wait_status(statuses, lambda s: s.get("kernel") in ("attached", "busy"))
+            nb.edit(1, "print(rly_df.shape)\nrly_df['missing_col']\n")
+            await wait_for(client, nb.cell_uris[1], has("KeyError", line=1))
+            assert any(method == RELAY_EXECUTE for method, _ in editor.requests)
+            await client.shutdown_session()
+        finally:
+            await client.stop()
+    assert kernel_state(kernel) == before

@@ -456,6 +456,27 @@ def _refusal(ename: str, evalue: str) -> dict[str, Any]:
     return {"status": "error", "ename": ename, "evalue": evalue, "traceback": [], "user_expressions": {}}
 
 
+@dataclass(frozen=True)
+class RelayTarget:
+    """The editor's own kernel of a notebook as an attach target (the server's ``KernelTarget``
+    shape: ``where`` and ``label`` for messages, no file, no URL, no token; ``connect``)."""
+
+    send_request: SendRequest = field(repr=False, compare=False)
+    notebook_uri: str
+    where: str = "the editor's kernel (relayed)"
+    url: None = None
+    token: None = None
+    connection_file: None = None
+    kernel_url: None = None
+
+    @property
+    def label(self) -> str:
+        return self.where
+
+    async def connect(self) -> KernelLink:
+        return await connect_relay(self.send_request, self.notebook_uri)
+
+
 async def connect_relay(send_request: SendRequest, notebook_uri: str, timeout: float = 10.0) -> KernelLink:
     """A ``KernelLink`` to the editor's kernel of ``notebook_uri``, relayed over LSP (the server's hook
     for ``crane/attachKernel {notebookUri, relay: true}``); ``KernelDead`` when the editor has none."""
