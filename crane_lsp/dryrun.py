@@ -30,7 +30,7 @@ from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName, Screened
 from crane_lsp.prediction import Prediction, Source, line_position
 from crane_lsp.settings import Settings
-from crane_lsp.shortened import ShortenedRuns, judge
+from crane_lsp.shortened import ShortenedRuns, SlowCells, judge
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +314,7 @@ class DryRunner:
         self.link = link
         self.settings = settings
         self._prepared: tuple[object, float] | None = None  # (generation, when) of the last prepare
+        self.slow_cells = SlowCells()  # cells whose full run overran its budget (shortened.py)
 
     def wants_prepare(self, generation: object) -> bool:
         """Whether to prepare now: at most once per kernel ``generation`` per window, and again
@@ -361,10 +362,12 @@ class DryRunner:
         }
         if self.settings.dry_run_shorten:  # a slow cell runs again on a sample (Re-check: full run goes on)
             payload["shorten"] = {"after_s": min(0.5, budget / 4), "stop_full": not explicit}
+            payload["shorten"].update(self.slow_cells.forecast(source, budget))
         payload["privacy"] = self.settings.privacy  # the failing line's facts honour it
         self._prepared = None  # a prepared child is used (or discarded) now: the next edit prepares again
         raw = await self.link.call("dry_run", payload, timeout=budget + 10)
         outcome = DryRunOutcome.model_validate(raw)
+        self.slow_cells.learn(source, budget, outcome.outcome, outcome.shortened)
         log.debug(
             "dry run: %s in %s s, prepared child: %s", outcome.outcome, outcome.round_trip_s, outcome.prepared
         )

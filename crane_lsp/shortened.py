@@ -15,6 +15,8 @@ seen in a shortened run", never "ran clean".
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -59,6 +61,7 @@ class ShortenedRuns(BaseModel):
     after_s: float | None = None
     error: str | None = None
     skipped: str | None = None  # why no shortened run was started
+    skipped_full: str | None = None  # why the full run was stopped at once (``SlowCells``)
 
 
 def describe(run: ShortenedRun) -> str:
@@ -91,6 +94,9 @@ def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
     """The Prediction from the shortened runs beside a full dry run that did not finish."""
     timed_out = f"no verdict: the dry run did not finish in {full_budget}"
     notes = [f"full dry run: did not finish in {full_budget}"]
+    if runs.skipped_full:  # predicted to overrun: the shortened runs had the CPU to themselves
+        timed_out = f"no verdict: the full dry run was not run ({runs.skipped_full})"
+        notes = [f"full dry run: not run: {runs.skipped_full}"]
     for number, run in enumerate(runs.runs, 1):
         seen = run.outcome + (f" {run.exception} at line {run.line}" if run.outcome == "raised" else "")
         seen += f" in {run.elapsed_s:.2f} s" if run.elapsed_s is not None and run.outcome != "timeout" else ""
@@ -117,7 +123,8 @@ def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
     reason = doubt(first, second, source)
     if reason is not None:
         return _no_verdict(f"no verdict: {what}, which may come from the shortening ({reason})", notes)
-    return _observed(first, second, source, notes)
+    full = "was not run" if runs.skipped_full else "did not finish in time"
+    return _observed(first, second, source, [*notes, f"observed in a shortened dry run: the full run {full}"])
 
 
 def _no_verdict(headline: str, notes: list[str]) -> Prediction:
@@ -144,5 +151,43 @@ def _observed(first: ShortenedRun, second: ShortenedRun, source: str, notes: lis
         ),
         evidence=[Evidence(fact="shortened dry run", value=shortened)],
         source=Source(layer="dryrun", latency_ms=None),
-        notes=[*notes, "observed in a shortened dry run: the full run did not finish in time"],
+        notes=notes,
     )
+
+
+@dataclass
+class SlowCells:
+    """Which cells' full dry runs overran their budget, remembered by the client (one per kernel
+    link), so that the next dry run of such a cell goes straight to the shortened runs.
+
+    Conservative on purpose: the full run is skipped only for the SAME cell text whose full run did
+    not finish within a budget at least as long as this one (a Re-check's longer budget always runs
+    it), and the kernel skips it only when the cell has something to shorten; a cell that merely
+    begins like a slow one (the lines before its last one, as while the end of a slow cell is typed)
+    starts its shortened runs at once, beside its full run. A full run that answers is forgotten.
+    """
+
+    limit: int = 256
+    overran: OrderedDict[str, float] = field(default_factory=OrderedDict)  # text -> budget overrun
+
+    def forecast(self, source: str, budget: float) -> dict[str, Any]:
+        """What to add to the payload's ``shorten`` options for ``source``."""
+        seen = self.overran.get(source)
+        if seen is not None and seen >= budget:
+            self.overran.move_to_end(source)
+            return {"skip_full": f"its full dry run did not finish in {seen:g} s before", "after_s": 0.0}
+        for text, overrun in reversed(self.overran.items()):
+            stem = text.rstrip().rpartition("\n")[0]
+            if stem.strip() and overrun >= budget and source.startswith(stem + "\n"):
+                return {"after_s": 0.0}
+        return {}
+
+    def learn(self, source: str, budget: float, outcome: str, shortened: ShortenedRuns | None) -> None:
+        """Remember an overrun (also a full run skipped for one); forget a cell whose full run answered."""
+        if outcome == "timeout":
+            self.overran[source] = max(budget, self.overran.get(source, 0.0))
+            self.overran.move_to_end(source)
+            while len(self.overran) > self.limit:
+                self.overran.popitem(last=False)
+        elif outcome in ("completed", "raised"):
+            self.overran.pop(source, None)

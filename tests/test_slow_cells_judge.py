@@ -119,3 +119,80 @@ def test_a_clean_shortened_run_is_never_ran_clean_and_a_timeout_keeps_its_headli
     assert "shortened run 1 (nothing shortened): timeout" in stuck.notes
     none = judge(ShortenedRuns(), "3 s", CELL)
     assert none.message == "no verdict: the dry run did not finish in 3 s"
+
+
+def test_batches_elements_and_while_loops_are_described_as_such() -> None:
+    facts = {
+        "rows": [
+            {"what": "ds", "kept": 4, "of": 3125, "unit": "batches"},
+            {"what": "data['train']", "kept": 263, "of": 300_000},
+        ],
+        "loops": {"2": [2, 0]},
+        "params": [{"what": "epochs on line 1", "param": "epochs", "kept": 1, "of": 30}],
+    }
+    run = {"outcome": "completed", "shortened": facts}
+    said = judge(ShortenedRuns.model_validate({"runs": [run]}), "3 s", CELL).message
+    assert said == (
+        "no crash seen in a shortened run (the first 4 of 3,125 batches (ds); 263 of 300,000 rows "
+        "(data['train']); the first 2 iterations of the while loop on line 2; "
+        "epochs on line 1: 1 instead of 30)"
+    )
+
+
+def test_keras_argument_listing_does_not_make_a_shape_error_about_classes() -> None:
+    message = (
+        "Exception encountered when calling Sequential.call().\n\n\x1b[1mInput 0 of layer 'dense' is "
+        "incompatible with the layer: expected axis -1 of input shape to have value 8, but received input "
+        "with shape (3, 7)\x1b[0m\n\nArguments received by Sequential.call():\n  • training=False\n"
+        "  • kwargs=<class 'inspect._empty'>"
+    )
+    said = _judge(_run(263, "ValueError", message), _run(391, "ValueError", message))
+    assert said.crash and said.certainty == "observed"
+
+
+def test_a_tensorflow_shape_error_is_observed() -> None:
+    def message(rows: int) -> str:
+        return f"Matrix size-incompatible: In[0]: [{rows},8], In[1]: [7,4] [Op:MatMul] name: "
+
+    said = _judge(
+        _run(263, "InvalidArgumentError", message(263)), _run(391, "InvalidArgumentError", message(391))
+    )
+    assert said.crash and said.exception == "InvalidArgumentError"
+
+
+def test_slow_cells_skip_only_the_same_text_at_no_longer_budget() -> None:
+    from crane_lsp.shortened import SlowCells
+
+    slow = SlowCells()
+    cell = "x = fit(big)\nx.plott()\n"
+    assert slow.forecast(cell, 3.0) == {}
+    slow.learn(cell, 3.0, "timeout", None)
+    assert slow.forecast(cell, 3.0) == {
+        "skip_full": "its full dry run did not finish in 3 s before",
+        "after_s": 0.0,
+    }
+    assert slow.forecast(cell, 30.0) == {}  # a Re-check's longer budget always runs it whole
+    assert slow.forecast("x = fit(big)\nx.plot()\n", 3.0) == {
+        "after_s": 0.0
+    }  # same start: early, not skipped
+    assert slow.forecast("y = 1\n", 3.0) == {}
+    slow.learn(cell, 3.0, "completed", None)  # its full run answered: forgotten
+    assert slow.forecast(cell, 3.0) == {}
+    one_line = SlowCells()
+    one_line.learn("km = KMeans(n_init=500).fit(X)", 3.0, "timeout", None)
+    assert one_line.forecast("km = KMeans(n_init=500).fit(X)\nprint(km)", 3.0) == {}  # no stem to share
+
+
+def test_a_skipped_full_run_says_so() -> None:
+    runs = ShortenedRuns.model_validate(
+        {
+            "runs": [{"outcome": "completed", "shortened": {}}],
+            "skipped_full": "its full dry run did not finish",
+        }
+    )
+    said = judge(runs, "3 s", CELL)
+    assert said.notes[0] == "full dry run: not run: its full dry run did not finish"
+    stuck = judge(
+        ShortenedRuns.model_validate({"skipped_full": "its full dry run did not finish"}), "3 s", CELL
+    )
+    assert stuck.message == "no verdict: the full dry run was not run (its full dry run did not finish)"

@@ -53,6 +53,11 @@ class _ShHelper:
         budget = float(payload.get("budget_s", 3.0))
         self.after_s = float(options.get("after_s", min(0.5, budget / 4)))
         self.stop_full = bool(options.get("stop_full", True))
+        # the client's reason to expect the full run to overrun (the same cell's full run did before):
+        # it is stopped as soon as the shortened runs start, which then have the CPU to themselves
+        self.skip_full = options.get("skip_full") or None
+        if self.skip_full:
+            self.after_s = 0.0
         self.full_cancel = _sh_os.pipe()  # written: the full run is superseded
         self.own_cancel = _sh_os.pipe()  # written: the full run answered, the helper stops
         self.second_cancel = _sh_os.pipe()  # written: the second sample is not needed
@@ -87,6 +92,9 @@ class _ShHelper:
             if not inserted and not _sh_names_data(self.code, self.compiled[1]):
                 self.skipped = "nothing to shorten: the cell names no large data and has no loop to cut"
                 return
+            if self.skip_full:  # only now: a cell with nothing to shorten keeps its full run
+                self.superseded = True
+                _sh_os.write(self.full_cancel[1], b"x")
             second: dict[str, Any] = {}
             second_done = _thread.allocate_lock()
             second_done.acquire()
@@ -161,7 +169,9 @@ class _ShHelper:
                 _sh_os.close(fd)
         if result is None:
             return None
-        if outcome == "superseded":
+        if outcome == "superseded" and self.skip_full:
+            data.update(outcome="timeout", message=f"not run: {self.skip_full}")
+        elif outcome == "superseded":
             data.update(outcome="timeout", message="stopped early: two shortened runs raised alike")
         if data.get("outcome") == "timeout":
             shortened = {
@@ -169,6 +179,7 @@ class _ShHelper:
                 "after_s": self.after_s,
                 "error": self.error,
                 "skipped": self.skipped,
+                "skipped_full": self.skip_full if outcome == "superseded" else None,
             }
             data["shortened"] = shortened
         return result
