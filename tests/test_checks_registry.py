@@ -17,6 +17,7 @@ from tests.lib_checks_util import Case, verify
 
 CASE_MODULES = (
     "tests.test_checks_aggregations",
+    "tests.test_checks_agg_forms",
     "tests.test_checks_arrays",
     "tests.test_checks_built_methods",
     "tests.test_checks_generalised",
