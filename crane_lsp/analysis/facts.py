@@ -314,6 +314,38 @@ class CellFacts:
                 out[d.name] = node.func.id
         return out
 
+    def imported_names(self) -> dict[str, str]:
+        """Names the cell binds by an absolute import, each to the ``@module.name`` probe chain of what it
+        binds (``from sklearn.ensemble import RandomForestClassifier as RFC`` -> ``RFC``:
+        ``@sklearn.ensemble.RandomForestClassifier``; ``import sklearn.svm as svm`` -> ``@sklearn.svm``), when
+        that import, run on every path, is the name's only binding in the cell. The probe reads the chain
+        from a module the kernel has already loaded, never importing one."""
+        tree = self.tree() if self.imports else None
+        if tree is None:
+            return {}
+        found: dict[str, list[tuple[str, Span]]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for a in node.names:
+                    found.setdefault(a.asname or a.name, []).append(
+                        (f"@{node.module}.{a.name}", self.span(node))
+                    )
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    name = a.asname or a.name.split(".")[0]
+                    found.setdefault(name, []).append((f"@{a.name if a.asname else name}", self.span(node)))
+        out: dict[str, str] = {}
+        for name, binds in found.items():
+            defines = [d for d in self.defines if d.name == name]
+            if (
+                len(binds) == 1
+                and len(defines) == 1
+                and not defines[0].guarded
+                and defines[0].span == binds[0][1]
+            ):
+                out[name] = binds[0][0]
+        return out
+
     def probe_query_fields(self) -> dict[str, Any]:
         """Names, chains, subscripts, paths, modules and row labels for a ``runtime.ProbeQuery``.
 
@@ -335,11 +367,22 @@ class CellFacts:
         for call in self.calls:  # ``m = C(); m.fit(...)``: the method's contract, read on the kernel class
             if call.receiver in built and call.method:
                 chains.setdefault(f"{built[call.receiver]}.{call.method}", None)
+        imported = self.imported_names()
+        for call in self.calls:  # ``from m import C`` then ``C(...)``: C's contract, from the loaded module
+            if call.func_is_name and call.base in imported and not call.guarded:
+                chains.setdefault(imported[call.base] + call.func[len(call.base) :], None)
+        agg_labels: dict[str, list[str]] = {}
         for call in self.calls:  # ``df.agg('meen')``: how pandas resolves the name (checks/aggregations.py)
             if call.receiver in kernel:
                 for name in agg_names(call):
                     chains.setdefault(f"{call.receiver}.{name}", None)
                     chains.setdefault(f"{NUMPY_CHAIN}.{name}", None)
+            root = call.func.split(".", 1)[0].split("[", 1)[0] if call.method in _AGG_METHODS else ""
+            if root in kernel:  # groupby, list, dict and named forms: the classes, the frame's index
+                for name in agg_spec_names(call):
+                    for cls_chain in AGG_CLASS_CHAINS:
+                        chains.setdefault(f"{cls_chain}.{name}", None)
+                    agg_labels.setdefault(root, []).append(name)
         subs: dict[str, None] = {}
         for sub in self.subscripts:
             if sub.base in kernel and not sub.is_store:
@@ -356,7 +399,7 @@ class CellFacts:
             "subscripts": list(subs),
             "paths": list(paths),
             "modules": list(modules),
-            "index_labels": self.row_labels(),
+            "index_labels": _merged(self.row_labels(), agg_labels),
         }
 
 
@@ -379,6 +422,55 @@ def agg_names(call: Call) -> tuple[str, ...]:
     if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
         return ()
     return tuple(dict.fromkeys(names))
+
+
+#: Probe chains whose attributes resolve an aggregation name: a column's Series, a groupby and its column,
+#: numpy (read from the loaded modules: checks/aggregations.py).
+AGG_CLASS_CHAINS = (
+    "@pandas.Series",
+    "@pandas.core.groupby.DataFrameGroupBy",
+    "@pandas.core.groupby.SeriesGroupBy",
+    NUMPY_CHAIN,
+)
+
+
+def agg_spec_names(call: Call) -> tuple[str, ...]:
+    """Every function name an ``agg`` call spells as literal text: ``'a'``, ``['a', np.mean]``,
+    ``{'col': 'a'}``, ``{'col': ['a', 'b']}``, ``new=('col', 'a')``."""
+    if call.method not in _AGG_METHODS:
+        return ()
+    found: list[str] = []
+
+    def add(value: Any) -> None:
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and item.isidentifier():
+                found.append(item)
+
+    for arg in call.args:
+        if not arg.is_literal or arg.starred:
+            continue
+        value = arg.literal
+        if arg.keyword not in (None, "func"):
+            if isinstance(value, tuple) and len(value) == 2:
+                add(value[1])
+        elif isinstance(value, dict):
+            for item in value.values():
+                add(item)
+        else:
+            add(value)
+    return tuple(dict.fromkeys(found))[:_MAX_AGG_NAMES]
+
+
+_MAX_AGG_NAMES = 50
+
+
+def _merged(labels: dict[str, list[Any]], more: dict[str, list[str]]) -> dict[str, list[Any]]:
+    for target, names in more.items():
+        have = labels.setdefault(target, [])
+        for name in names:
+            if name not in have and len(have) < _MAX_ROW_LABELS:
+                have.append(name)
+    return labels
 
 
 def _row_label(value: Any) -> bool:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import inspect
 import operator
 from collections.abc import Callable
 from typing import Any
 
 from crane_lsp.analysis.facts import (
+    UNTRUSTED_ALL,
     UNTRUSTED_FILES,
     UNTRUSTED_MODULES,
     Argument,
@@ -286,10 +288,13 @@ def _signature(summary: ObjectSummary) -> inspect.Signature | None:
 def call_signature(facts: CellFacts, snap: Snapshot) -> list[Finding]:
     """A call whose arguments the callee's signature rejects (too many, unknown keyword, missing)."""
     out: list[Finding] = []
+    imported = facts.imported_names()
     for call in facts.calls:
         if call.guarded or not call.func_is_name or any(a.starred for a in call.args):
             continue
         summary = kernel_value(facts, snap, call.func, call.func_span)
+        if summary is None:
+            summary = imported_value(facts, snap, imported, call.func, call.func_span)
         if summary is None or summary.kind not in ("function", "class"):
             continue
         sig = _signature(summary)
@@ -305,12 +310,47 @@ def call_signature(facts: CellFacts, snap: Snapshot) -> list[Finding]:
                     "python.call-signature",
                     "TypeError",
                     call.span,
-                    f"{call.func}{summary.signature or ''} rejects these arguments: {exc}",
+                    f"{call.func}{summary.signature or ''} rejects these arguments: {exc}"
+                    + _did_you_mean(exc, sig),
                     evidence=((f"signature of {call.func}", summary.signature or str(sig)),),
                     variables=(root_name(call.func),),
                 )
             )
     return out
+
+
+def imported_value(
+    facts: CellFacts, snap: Snapshot, imported: dict[str, str], text: str, at: Span
+) -> ObjectSummary | None:
+    """The summary of ``text`` (``RandomForestClassifier``, ``svm.SVC``) whose root the cell binds by an
+    import before ``at`` (``CellFacts.imported_names``): the probe read it from the module the kernel has
+    loaded (``@sklearn.ensemble.RandomForestClassifier``); None when the module is not loaded there, or when
+    code the analysis cannot follow (``exec``, ``%pip``) may run between the import and ``at``."""
+    root = root_name(text)
+    chain = imported.get(root)
+    if chain is None or "[" in text:
+        return None
+    define = next((d for d in facts.defines if d.name == root), None)
+    pos = (at.line, at.col)
+    if define is None or (define.span.line, define.span.col) >= pos:
+        return None
+    for key in (UNTRUSTED_ALL, UNTRUSTED_MODULES):
+        limit = facts.untrusted_pos.get(key)
+        if limit is not None and limit <= pos:
+            return None
+    summary = snap.variables.get(chain + text[len(root) :])
+    return summary if summary is not None and summary.kind != "error" else None
+
+
+def _did_you_mean(exc: TypeError, sig: inspect.Signature) -> str:
+    """``; did you mean 'n_estimators'?`` for an unknown keyword close to a parameter's name."""
+    text = str(exc)
+    if "unexpected keyword argument" not in text:
+        return ""
+    word = text.rsplit("'", 2)[-2] if text.count("'") >= 2 else ""
+    names = [p.name for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    close = difflib.get_close_matches(word, names, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 @check("python.not-callable")

@@ -1,0 +1,95 @@
+"""``python.call-signature`` on a class or function the cell imports itself
+(``from sklearn.ensemble import RandomForestClassifier`` then ``RandomForestClassifier(n_estimator=10)``):
+the probe reads it from the module the kernel has already loaded (chain
+``@sklearn.ensemble.RandomForestClassifier``) and never imports one, so a module the kernel has not loaded
+gives no verdict. Each case runs for real.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import crane_lsp.checks.python  # noqa: F401
+from tests.check_util import assert_predicts
+from tests.lib_checks_util import Case, predict, verify
+
+SIG = "python.call-signature"
+# an earlier cell loaded sklearn.ensemble (through another class): importing from it again runs nothing new
+STATE = "from sklearn.ensemble import RandomForestRegressor\nimport sklearn.linear_model\n"
+
+CASES = [
+    Case(
+        "from-import",
+        SIG,
+        STATE,
+        "from sklearn.ensemble import RandomForestClassifier\nclf = RandomForestClassifier(n_estimator=10)\n",
+        "TypeError",
+        1,
+    ),
+    Case(
+        "from-import-alias",
+        SIG,
+        STATE,
+        "from sklearn.ensemble import RandomForestClassifier as RFC\n"
+        "\nclf = RFC(n_estimators=10, max_dept=3)\n",
+        "TypeError",
+        2,
+    ),
+    Case(
+        "module-alias",
+        SIG,
+        STATE,
+        "import sklearn.linear_model as lm\nm = lm.LogisticRegression(C=1.0, penalty='l2', max_iters=50)\n",
+        "TypeError",
+        1,
+    ),
+    Case(
+        "valid-arguments",
+        SIG,
+        STATE,
+        "from sklearn.ensemble import RandomForestClassifier as RFC\n"
+        "import sklearn.linear_model as lm\n"
+        "clf = RFC(n_estimators=10, max_depth=3)\nm = lm.LogisticRegression(C=1.0, max_iter=50)\n",
+        None,
+    ),
+    Case(
+        "rebound-after-import",
+        SIG,
+        STATE,
+        "from sklearn.ensemble import RandomForestClassifier\n"
+        "RandomForestClassifier = dict\nclf = RandomForestClassifier(n_estimator=10)\n",
+        None,
+    ),
+    Case(
+        "import-in-a-branch",
+        SIG,
+        STATE,
+        "import os\nif os.sep:\n    from sklearn.ensemble import RandomForestClassifier\n"
+        "else:\n    RandomForestClassifier = dict\nclf = RandomForestClassifier(n_estimators=10)\n",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_imported_class(kernel, case: Case) -> None:
+    verify(kernel, case)
+
+
+def test_close_match_named(kernel) -> None:
+    """Through every check: the TypeError names the parameter the keyword was meant to be."""
+    cell = CASES[0].cell
+    found = assert_predicts(kernel, STATE, cell, "TypeError", 1, check_id=SIG, message="n_estimator")
+    assert "did you mean 'n_estimators'?" in found.message
+
+
+def test_module_not_loaded_gives_no_verdict(fresh_kernel) -> None:
+    """sklearn is loaded but not sklearn.ensemble: importing it would run its code in the kernel, so the
+    probe does not, and the check says nothing (the cell really raises once run)."""
+    fresh_kernel.run("import sklearn, sys\n")
+    assert fresh_kernel.eval("'sklearn.ensemble' in sys.modules") == "False"
+    cell = CASES[0].cell
+    assert predict(fresh_kernel, SIG, cell) == []
+    assert fresh_kernel.eval("'sklearn.ensemble' in sys.modules") == "False"
+    reply = fresh_kernel.run(cell, allow_error=True)
+    assert reply["ename"] == "TypeError"
