@@ -15,7 +15,7 @@ import ast
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -362,7 +362,9 @@ class DryRunner:
         }
         if self.settings.dry_run_shorten:  # a slow cell runs again on a sample (Re-check: full run goes on)
             payload["shorten"] = {"after_s": min(0.5, budget / 4), "stop_full": not explicit}
-            payload["shorten"].update(self.slow_cells.forecast(source, budget))
+            ran = getattr(self.link, "cell_seconds", None)  # the kernel's own timings (H6-for-H1.md)
+            ran = ran if isinstance(ran, Mapping) else None
+            payload["shorten"].update(self.slow_cells.forecast(source, budget, ran))
         payload["privacy"] = self.settings.privacy  # the failing line's facts honour it
         self._prepared = None  # a prepared child is used (or discarded) now: the next edit prepares again
         raw = await self.link.call("dry_run", payload, timeout=budget + 10)

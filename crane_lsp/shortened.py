@@ -16,6 +16,7 @@ seen in a shortened run", never "ran clean".
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,15 +171,21 @@ class SlowCells:
     limit: int = 256
     overran: OrderedDict[str, float] = field(default_factory=OrderedDict)  # text -> budget overrun
 
-    def forecast(self, source: str, budget: float) -> dict[str, Any]:
-        """What to add to the payload's ``shorten`` options for ``source``."""
+    def forecast(self, source: str, budget: float, ran: Mapping[str, float] | None = None) -> dict[str, Any]:
+        """What to add to the payload's ``shorten`` options for ``source``. ``ran``: seconds the
+        kernel itself took to run cells, by their text, where the link measured them."""
         seen = self.overran.get(source)
         if seen is not None and seen >= budget:
             self.overran.move_to_end(source)
             return {"skip_full": f"its full dry run did not finish in {seen:g} s before", "after_s": 0.0}
-        for text, overrun in reversed(self.overran.items()):
+        took = (ran or {}).get(source)
+        if took is not None and took > budget:
+            return {"skip_full": f"it ran {took:.0f} s in the kernel before", "after_s": 0.0}
+        slow = [text for text, overrun in self.overran.items() if overrun >= budget]
+        slow += [text for text, seconds in (ran or {}).items() if seconds > budget]
+        for text in slow:
             stem = text.rstrip().rpartition("\n")[0]
-            if stem.strip() and overrun >= budget and source.startswith(stem + "\n"):
+            if stem.strip() and source.startswith(stem + "\n"):
                 return {"after_s": 0.0}
         return {}
 

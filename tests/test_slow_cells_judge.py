@@ -196,3 +196,15 @@ def test_a_skipped_full_run_says_so() -> None:
         ShortenedRuns.model_validate({"skipped_full": "its full dry run did not finish"}), "3 s", CELL
     )
     assert stuck.message == "no verdict: the full dry run was not run (its full dry run did not finish)"
+
+
+def test_the_kernels_own_timings_predict_an_overrun() -> None:
+    from crane_lsp.shortened import SlowCells
+
+    ran = {"model.fit(X, y, epochs=50)\nmodel.predict(X_test)\n": 82.4, "df.head()": 0.01}
+    slow = SlowCells()
+    cell = "model.fit(X, y, epochs=50)\nmodel.predict(X_test)\n"
+    assert slow.forecast(cell, 3.0, ran) == {"skip_full": "it ran 82 s in the kernel before", "after_s": 0.0}
+    assert slow.forecast(cell, 120.0, ran) == {}
+    assert slow.forecast("model.fit(X, y, epochs=50)\nmodel.evaluate(X_test)\n", 3.0, ran) == {"after_s": 0.0}
+    assert slow.forecast("df.head()", 3.0, ran) == {}
