@@ -191,6 +191,8 @@ async def test_wrong_token_is_one_clear_message(
         await KernelLink.connect_url(KernelUrl(server.url, kernel_id), wrong, timeout=10)
     assert str(info.value) == f"the Jupyter server at {server.url} refused the token (403)"
     assert wrong not in caplog.text and server.token not in caplog.text
+    with pytest.raises(KernelRefused, match=r"needs a token \(403\): set JUPYTER_TOKEN or the jupyterToken"):
+        await KernelLink.connect_url(KernelUrl(server.url, kernel_id), None, timeout=10)
     with pytest.raises(KernelDead, match=r"is gone \(the server has no such kernel: 404\)"):
         await KernelLink.connect_url(KernelUrl(server.url, "no-such-kernel"), server.token, timeout=10)
 
@@ -207,6 +209,8 @@ async def test_sessions_and_owned_kernels(server: RemoteServer) -> None:
     assert await find_session_kernel(server.url, server.token, "/elsewhere/analysis.ipynb") == url  # by name
     assert await find_session_kernel(server.url, server.token, "other.ipynb") is None
     assert (await link.execute("x = 41 + 1")).ok
+    timed = await link.execute("import time\ntime.sleep(60)", timeout=2.0)  # interrupted through REST
+    assert timed.status == "timeout" and (await link.execute("x")).ok
     await link.close()
     kernels = server.api("GET", "/api/kernels")
     assert isinstance(kernels, list) and url.kernel_id not in {k["id"] for k in kernels}

@@ -90,6 +90,14 @@ def resolve_token(explicit: str | None) -> str | None:
     return os.environ.get("JUPYTER_TOKEN") or None
 
 
+def refusal(server: str, token: str | None, code: int) -> str:
+    """The one message for a 401/403: a wrong token, or none where the server needs one."""
+    if not token:
+        why = "set JUPYTER_TOKEN or the jupyterToken setting"
+        return f"the Jupyter server at {server} needs a token ({code}): {why}"
+    return f"the Jupyter server at {server} refused the token ({code})"
+
+
 def headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"token {token}"} if token else {}
 
@@ -115,7 +123,7 @@ async def rest(
         response = await AsyncHTTPClient().fetch(request)
     except HTTPClientError as exc:
         if exc.code in (401, 403):
-            raise RemoteRefused(f"the Jupyter server at {base} refused the token ({exc.code})") from None
+            raise RemoteRefused(refusal(base, token, exc.code)) from None
         error = RemoteError(f"the Jupyter server at {base} answered {exc.code} to {method} {path}")
         error.code = exc.code  # type: ignore[attr-defined]
         raise error from None

@@ -272,7 +272,7 @@ class WebSocketTransport:
         except HTTPClientError as exc:
             if exc.code in (401, 403):
                 self._refused = True
-                self.gone_reason = f"the Jupyter server at {server} refused the token ({exc.code})"
+                self.gone_reason = remote.refusal(server, self._token, exc.code)
                 raise TransportRefused(self.gone_reason) from None
             if exc.code == 404:
                 self._status_alive = False
@@ -310,8 +310,14 @@ class WebSocketTransport:
         self._write(channel, msg)
 
     def _write(self, channel: Channel, msg: dict[str, Any]) -> None:
+        from tornado.websocket import WebSocketClosedError
+
         frame = encode_v1(channel, msg) if self.subprotocol == V1_PROTOCOL else encode_legacy(channel, msg)
-        future = self._conn.write_message(frame, binary=isinstance(frame, bytes))
+        try:
+            future = self._conn.write_message(frame, binary=isinstance(frame, bytes))
+        except WebSocketClosedError:  # dropped, and the reader has not noticed yet: send after reconnecting
+            self._outbox.append((channel, msg))
+            return
         future.add_done_callback(_ignore_closed)
 
     async def _read(self) -> None:
