@@ -78,7 +78,7 @@ async def _measure(link: KernelLink, n: int) -> tuple[list[float], list[float]]:
         t0 = time.perf_counter()
         await link.snapshot(query)
         probes.append((time.perf_counter() - t0) * 1000)
-    settings = Settings(dry_run="on", dry_run_budget_s=10.0)  # type: ignore[arg-type]
+    settings = Settings(dry_run="on", dry_run_budget_s=10.0)  # type: ignore[arg-type, call-arg]
     pipeline = Pipeline(settings, link=link, dryrun=DryRunner(link, settings))
     runs = []
     for _ in range(max(n // 2, 3)):

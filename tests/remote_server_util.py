@@ -155,7 +155,7 @@ class RemoteServer:
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-3000:] if self.log_path else ""
 
-    def api(self, method: str, path: str, body: dict[str, object] | None = None) -> object:
+    def api(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
         req = urllib.request.Request(
             self.url + path, data=data, method=method, headers={"Authorization": f"token {self.token}"}

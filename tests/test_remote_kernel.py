@@ -77,7 +77,7 @@ async def link(server: RemoteServer, kernel_id: str, observer: Observer) -> Asyn
 
 
 def _pipeline(link: KernelLink) -> Pipeline:
-    settings = Settings(dry_run="on", dry_run_budget_s=10.0)  # type: ignore[arg-type]
+    settings = Settings(dry_run="on", dry_run_budget_s=10.0)  # type: ignore[arg-type, call-arg]
     return Pipeline(settings, link=link, dryrun=DryRunner(link, settings))
 
 

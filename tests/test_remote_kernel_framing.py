@@ -9,6 +9,7 @@ plus the legacy JSON text frame. Kernel URLs and tokens are parsed without ever 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from jupyter_client.session import Session
@@ -25,7 +26,7 @@ from crane_lsp.kernel.transport_ws import decode_legacy, decode_v1, encode_legac
 SESSION = Session(key=b"k")
 
 
-def _sample(buffers: list[bytes] | None = None) -> dict[str, object]:
+def _sample(buffers: list[bytes] | None = None) -> dict[str, Any]:
     msg = SESSION.msg(
         "execute_request",
         {"code": "x = 'é'\n", "silent": True, "user_expressions": {"r": "1"}},
