@@ -247,11 +247,12 @@ class FakeLLMServer:
         version: str | None = None,
     ) -> None:
         """``kind`` plays a real server's metadata and quirks: ``plain`` (no model list), ``llama.cpp``
-        (``/props`` with ``n_ctx`` = ``context``, ``/tokenize``: one token per word), ``llama-cpp-python``
-        (``owned_by: me``; OpenAI's json_schema is a 500 there), ``ollama`` (``/api/show``,
-        ``/api/version``), ``vllm`` (``max_model_len``, ``/version``). ``version`` is what Ollama or vLLM
-        say they are (None: no version endpoint). A prompt over ``context`` (words) is a 400 naming the
-        context. ``enforced(request)`` is the schema the real server would constrain the answer to."""
+        (``/props`` with ``n_ctx`` = ``context``, ``/tokenize``: one token per word),
+        ``llama-cpp-python`` (``owned_by: me``, ``/extras/tokenize``; OpenAI's json_schema is a 500
+        there), ``ollama`` (``/api/show``, ``/api/version``), ``vllm`` (``max_model_len``, ``/version``).
+        ``version`` is what Ollama or vLLM say they are (None: no version endpoint). A prompt over
+        ``context`` (words) is a 400 naming the context. ``enforced(request)`` is the schema the real
+        server would constrain the answer to."""
         self.handler = handler
         self.kind = kind
         self.context = context
@@ -288,6 +289,8 @@ class FakeLLMServer:
             return Raw(200, json.dumps(props).encode())
         if path.endswith("/tokenize") and self.kind == "llama.cpp":
             return Raw(200, json.dumps({"tokens": list(range(len(req.json["content"].split())))}).encode())
+        if path.endswith("/extras/tokenize") and self.kind == "llama-cpp-python":
+            return Raw(200, json.dumps({"tokens": list(range(len(req.json["input"].split())))}).encode())
         if self.version is not None and (
             (path == "/api/version" and self.kind == "ollama") or (path == "/version" and self.kind == "vllm")
         ):

@@ -108,14 +108,35 @@ async def test_llama_cpp_json_schema_crash_switches_to_its_own_dialect_once(fake
     assert dialect(llm) == "json_object"
 
 
-async def test_a_context_length_error_keeps_structured_output(fake_llm: FakeLLMServer) -> None:
-    fake_llm.push(Error(400, "Requested tokens (3100) exceed context window of 2048"), Answer(crash_answer()))
+async def test_a_context_length_error_keeps_structured_output_and_teaches_the_context(
+    fake_llm: FakeLLMServer,
+) -> None:
+    fake_llm.push(
+        Error(400, "Requested tokens (3100) exceed context window of 2048"), Error(400, "context length")
+    )
     llm = local(fake_llm)
     p = await llm.predict(Ask(TARGET, EXECUTED))
-    assert p.certainty == "none" and any("context window" in n for n in p.notes)
-    assert dialect(llm) == "json_schema" and len(fake_llm.requests) == 1  # a 400 is not retried
+    assert p.certainty == "none" and any("context" in n for n in p.notes)
+    # the context the error named is learned: the prompt, fitted to it, is asked once more (no more)
+    assert await llm.provider.prompt_limit() == 2048 - 512 and len(fake_llm.requests) == 2
+    assert dialect(llm) == "json_schema"
+    fake_llm.push(Answer(crash_answer()))
     await llm.predict(Ask("y = 2\n" + TARGET, EXECUTED))
     assert fake_llm.requests[-1].json["response_format"]["type"] == "json_schema"
+
+
+async def test_a_server_that_names_its_context_only_in_errors_gets_fitted_prompts() -> None:
+    """llama-cpp-python says its context nowhere but in the error to an over-long prompt: the same
+    question is then shortened (oldest executed cells first) and asked once more."""
+    with FakeLLMServer(kind="llama-cpp-python", context=700) as server:
+        server.push(Answer(crash_answer()))
+        llm = local(server, max_tokens=200)
+        executed = [f"df['c{i}'] = df['a'] * {i}  # " + "padding " * 40 for i in range(20)]
+        p = await llm.predict(Ask(TARGET, [*EXECUTED, *executed]))
+        assert p.crash, p.notes
+        assert any("prompt shortened to fit the model's context of 700 tokens" in n for n in p.notes), p.notes
+        sent = [len(" ".join(m["content"] for m in r.json["messages"]).split()) for r in server.requests]
+        assert len(sent) == 3 and sent[-1] + 200 <= 700  # streamed, unstreamed (the error), fitted
 
 
 async def test_an_unrelated_400_keeps_structured_output(fake_llm: FakeLLMServer) -> None:
@@ -222,6 +243,7 @@ async def test_an_empty_stream_is_asked_again_unstreamed_for_the_servers_own_err
         llm = local(server)
         p = await llm.predict(Ask("x = 1\n" + "y = x + 1  # padding words " * 20, []))
         assert p.certainty == "none"
-        assert any("context window of 50" in n for n in p.notes), p.notes
+        # the server's error named its context: the prompt, counted against it, is not sent again
+        assert "exceeds the model's context of 50" in p.message, p.message
         streamed = [r.json.get("stream") for r in server.requests]
-        assert streamed[:2] == [True, None], streamed
+        assert streamed == [True, None], streamed

@@ -129,6 +129,12 @@ def _evidence(items: Sequence[str]) -> list[Evidence]:
     return out
 
 
+def _sum(values: Iterator[int | None]) -> int | None:
+    """The total of the counts a server reported; None when it reported none (not 0: unknown)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 def _first_sentence(text: str, limit: int = 160) -> str:
     sentence = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
     return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
@@ -162,8 +168,15 @@ class LLMPredictor:
         #: called with why the LLM gives no answer, or None once it answers again: on changes only
         self.on_state: Callable[[str | None], None] | None = None
         self._failing: bool = False
+        #: how the latest question went, for the editor's status (status.py): None before any
+        self.answered: bool | None = None
+        self.reached: bool | None = None  # the server answered at all (a garbled answer is an answer)
+        self.last_error: str | None = None
 
-    def _report(self, failure: str | None) -> None:
+    def _report(self, failure: str | None, *, reached: bool = True) -> None:
+        self.answered, self.reached = failure is None, reached
+        if failure is not None:
+            self.last_error = failure
         if (failure is not None) == self._failing:
             return
         self._failing = failure is not None
@@ -189,8 +202,31 @@ class LLMPredictor:
         return prediction
 
     async def predict_exchange(self, ask: Ask, *, raise_errors: bool = False) -> tuple[Prediction, Exchange]:
-        """``predict``, also returning this call's own exchange (concurrent callers each get theirs)."""
+        """``predict``, also returning this call's own exchange (concurrent callers each get theirs).
+
+        A server that says nothing of its context up front (llama-cpp-python) names it in its error
+        to an over-long prompt: the prompt is then fitted to it and asked once more."""
         started = time.perf_counter()
+        blind = await self._prompt_limit() is None
+        try:
+            result, exchange = await self._predict_once(ask, started, raise_errors=raise_errors)
+        except ProviderError:
+            if not blind or await self._prompt_limit() is None:
+                raise
+            return await self._predict_once(ask, started, raise_errors=raise_errors)
+        if blind and not result.source.votes and await self._prompt_limit() is not None:
+            return await self._predict_once(ask, started, raise_errors=raise_errors)
+        return result, exchange
+
+    async def _prompt_limit(self) -> int | None:
+        try:
+            return await self.provider.prompt_limit()
+        except Exception:  # a probe that fails leaves the prompt as it is: the server will say
+            return None
+
+    async def _predict_once(
+        self, ask: Ask, started: float, *, raise_errors: bool
+    ) -> tuple[Prediction, Exchange]:
         target, bypass_cache = ask.target, ask.explicit
         messages, fit_notes, too_long = await self._fitted(ask)
         if too_long is not None:
@@ -237,10 +273,7 @@ class LLMPredictor:
         """The prompt, its executed cells shortened oldest-first to fit the model's context (counted
         with the server's tokenizer where it has one); the note saying so; or why it cannot fit."""
         messages = self.messages(ask)
-        try:
-            limit = await self.provider.prompt_limit()
-        except Exception:  # a probe that fails leaves the prompt as it is: the server will say
-            limit = None
+        limit = await self._prompt_limit()
         if limit is None:
             return messages, [], None
         context = limit + self.provider.policy.max_tokens
@@ -327,8 +360,8 @@ class LLMPredictor:
             provider=self.provider.name,
             model=completions[0].model if completions else self.provider.model,
             votes=[a.crash for a in answers],
-            prompt_tokens=sum(c.prompt_tokens or 0 for c in completions) if completions else None,
-            completion_tokens=sum(c.completion_tokens or 0 for c in completions) if completions else None,
+            prompt_tokens=_sum(c.prompt_tokens for c in completions),  # None: the server said nothing
+            completion_tokens=_sum(c.completion_tokens for c in completions),
         )
         notes = [
             f"LLM sample {i}: {s.error}" for i, s in enumerate(samples, 1) if s.answer is None and s.error
@@ -341,7 +374,7 @@ class LLMPredictor:
                 else "the LLM could not be reached"
             )
             why = next((s.error for s in samples if s.error), None)
-            self._report(f"{reason} ({why})" if why else reason)
+            self._report(f"{reason} ({why})" if why else reason, reached=failed == "garbled")
             message = f"no verdict: {reason}"  # the editor shows it as a no-verdict, never as safe
             return Prediction(crash=False, certainty="none", message=message, source=source, notes=notes)
         self._report(None)

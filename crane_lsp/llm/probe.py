@@ -28,7 +28,7 @@ class ServerInfo:
     kind: str = "unknown"  # llama.cpp | llama-cpp-python | ollama | vllm | unknown
     context: int | None = None  # tokens the model sees at once, when the server says
     dialect: str = "json_schema"  # where to start: see dialects.py
-    tokenize_url: str | None = None  # llama.cpp's /tokenize: exact prompt lengths
+    tokenize_url: str | None = None  # llama.cpp's /tokenize, llama-cpp-python's: exact prompt lengths
     version: str | None = None  # Ollama's /api/version, vLLM's /version
 
 
@@ -75,6 +75,7 @@ async def probe_server(base_url: str, model: str, client: httpx.AsyncClient) -> 
     owner = str(entry.get("owned_by", ""))
     if owner == "me":  # llama-cpp-python: json_schema is a 500 there; json_object + schema works
         info.kind, info.dialect = "llama-cpp-python", "json_object"
+        info.tokenize_url = root + "/extras/tokenize"  # {"input": text} -> {"tokens": [...]}
     elif owner == "llamacpp":
         info.kind = "llama.cpp"
     elif owner == "vllm":
@@ -117,11 +118,13 @@ async def probe_server(base_url: str, model: str, client: httpx.AsyncClient) -> 
 
 
 async def count_tokens(client: httpx.AsyncClient, info: ServerInfo, text: str) -> int | None:
-    """The prompt's length in the server's own tokens (llama.cpp ``/tokenize``), else None."""
+    """The prompt's length in the server's own tokens (llama.cpp ``/tokenize``, llama-cpp-python
+    ``/extras/tokenize``), else None."""
     if info.tokenize_url is None:
         return None
     try:
-        resp = await client.post(info.tokenize_url, json={"content": text})
+        field = "input" if info.kind == "llama-cpp-python" else "content"  # llama.cpp's /tokenize
+        resp = await client.post(info.tokenize_url, json={field: text})
         tokens = resp.json().get("tokens") if resp.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None

@@ -300,6 +300,18 @@ def is_context_error(err: ProviderError) -> bool:
     return "context" in text and any(w in text for w in ("length", "exceed", "window", "token", "size"))
 
 
+_CONTEXT_NUMBER = re.compile(
+    r"maximum context length is (\d+)|context (?:window|length|size) of (\d+)|n_ctx\W{0,4}(\d+)", re.I
+)
+
+
+def context_in(err: ProviderError) -> int | None:
+    """The model's context a context-length error names (llama-cpp-python, vLLM and OpenAI: "maximum
+    context length is N tokens"; llama.cpp's n_ctx), else None."""
+    found = _CONTEXT_NUMBER.search(str(err)) if is_context_error(err) else None
+    return int(next(g for g in found.groups() if g)) if found else None
+
+
 def _rejects_format(err: ProviderError) -> bool:
     """An error that NAMES the structured-output format (unknown field, unsupported schema, a crash on
     it); any other 400 (a context-length error above all) leaves the format alone."""
@@ -437,6 +449,8 @@ class OpenAICompatibleProvider(_OpenAIBase):
                     self._dialect = following
                     dialects.remember(self.base_url or "", self.model, kind, following)
                 else:
+                    if self.server is not None and self.server.context is None:
+                        self.server.context = context_in(err)  # the next prompts are fitted to it
                     raise
 
     async def _stream(self, kwargs: dict[str, Any]) -> Completion:
