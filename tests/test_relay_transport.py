@@ -129,7 +129,12 @@ class FakeEditor:
             return {"status": self.status}
         assert method == RELAY_EXECUTE
         if self.status == "busy" and time.monotonic() - self._last_end > 1.0:
-            return {"status": "busy", "stdout": "", "stderr": "", "outputs": []}
+            for _ in range(8):  # relay.ts: a busy that does not settle within 400 ms is a cell
+                await asyncio.sleep(0.05)
+                if self.status != "busy":
+                    break
+            else:
+                return {"status": "busy", "stdout": "", "stderr": "", "outputs": []}
         try:
             return await self._execute(params)
         finally:
@@ -180,6 +185,7 @@ def kernel_state(kernel: TestKernel) -> dict[str, str]:
         "out": "sorted(get_ipython().user_ns['Out'])",
         "underscore": "repr(get_ipython().user_ns.get('_'))",
         "last": "hasattr(__import__('sys'), 'last_value')",
+        "rng": "hash(__import__('random').getstate())",
     }
     return {key: kernel.eval(expr) for key, expr in exprs.items()}
 
@@ -207,8 +213,9 @@ def test_the_extension_pins_the_relay_methods() -> None:
 @pytest.mark.slow
 async def test_probe_over_the_relay_leaves_no_trace(kernel: TestKernel) -> None:
     kernel.run("relay_x = 41\nrelay_df = __import__('pandas').DataFrame({'a': [1, 2]})\nrelay_x")
-    before = kernel_state(kernel)
     async with FakeEditor(kernel.connection_file) as editor:
+        # the editor's own connection (its kernel_info moves IPython's RNG) is the user's, not crane's
+        before = kernel_state(kernel)
         link = await connect_relay(editor.send_request, NOTEBOOK)
         try:
             assert isinstance(link.transport, KernelTransport)
@@ -230,6 +237,34 @@ async def test_probe_over_the_relay_leaves_no_trace(kernel: TestKernel) -> None:
     # what went to the kernel is exactly what vscode-jupyter sends: never a recorded cell
     assert editor.executions and all(not e["store_history"] for e in editor.executions)
     assert kernel_state(kernel) == before
+
+
+@pytest.mark.slow
+async def test_dry_run_over_the_relay_observes_the_crash_in_a_fork(kernel: TestKernel) -> None:
+    from crane_lsp.dryrun import DryRunner
+    from crane_lsp.pipeline import Pipeline
+    from crane_lsp.settings import Settings
+
+    kernel.run(
+        "import random, pandas as pd\nrandom.seed(7)\n"
+        "rly_sales = pd.DataFrame({'region': ['n', 's', 'n'], 'units': [1, 2, 3]})"
+    )
+    failing = "rly_by_region = rly_sales.groupby('region')['units'].sum()\nrly_sales['Units']"
+    async with FakeEditor(kernel.connection_file) as editor:
+        before = kernel_state(kernel)
+        link = await connect_relay(editor.send_request, NOTEBOOK)
+        try:
+            settings = Settings(dry_run="on", dry_run_budget_s=10.0)  # type: ignore[arg-type]
+            run = await Pipeline(settings, link=link, dryrun=DryRunner(link, settings)).predict(
+                failing, layers={"dryrun"}
+            )
+        finally:
+            await link.close()
+    prediction = run.prediction
+    assert prediction.crash and prediction.certainty == "observed", prediction
+    assert prediction.exception == "KeyError" and prediction.line == 1
+    assert kernel_state(kernel) == before  # the seeded RNG too
+    assert kernel.eval("'rly_by_region' in globals()") == "False"  # the dry run ran in a fork
 
 
 @pytest.mark.slow
@@ -337,7 +372,6 @@ async def test_the_server_reads_the_editors_kernel_through_the_relay(kernel: Tes
     from tests.server_client import SERVER_ENV, Notebook, capabilities, has, wait_for, wait_status
 
     kernel.run("import pandas as pd\nrly_df = pd.DataFrame({'a': [1, 2]})")
-    before = kernel_state(kernel)
     contract = json.loads(CONTRACT.read_text())
     command = [sys.executable, *contract["serverArgs"]]
     client = await ClientServerConfig(server_command=command, server_env=SERVER_ENV).start()
@@ -345,6 +379,7 @@ async def test_the_server_reads_the_editors_kernel_through_the_relay(kernel: Tes
     statuses: list[dict[str, Any]] = []
     client.feature(contract["statusNotification"])(lambda params: statuses.append(plain(params)))
     async with FakeEditor(kernel.connection_file) as editor:
+        before = kernel_state(kernel)
 
         @client.feature(RELAY_EXECUTE)
         async def relay_execute(params: Any) -> dict[str, Any]:

@@ -206,12 +206,14 @@ class RelayTransport:
 
     #: a relayed request that shows no output within this time waits behind a running cell
     start_timeout_s = 2.0
-    #: the longest a relayed request may run (the link's own timeouts are shorter)
-    request_timeout_s = 120.0
+    #: the longest a relayed request may run (the link's own timeouts, a dry run's included, are shorter)
+    request_timeout_s = 600.0
     #: how often the editor is asked for the kernel's status while a cell runs
     poll_s = 1.0
     #: a status request the editor does not answer within this time proves nothing
     status_timeout_s = 5.0
+    #: a "busy" lasting less than this is another client's quick request (a variable explorer), not a cell
+    busy_settle_s = 0.4
 
     def __init__(self, send_request: SendRequest, notebook_uri: str) -> None:
         self._send_request = send_request
@@ -332,16 +334,35 @@ class RelayTransport:
         self.gone_reason = None
         return status
 
+    async def _settled_status(self) -> str:
+        """The status, asked again for ``busy_settle_s`` while it says busy."""
+        status = await self._status()
+        until = asyncio.get_running_loop().time() + self.busy_settle_s
+        while status in _BUSY_STATES and asyncio.get_running_loop().time() < until:
+            await asyncio.sleep(0.1)
+            status = await self._status()
+        return status
+
     async def _answer_control_ping(self, msg: dict[str, Any]) -> None:
-        """The control channel answers even mid-cell: the editor knowing a live kernel is the answer."""
+        """The control channel answers even mid-cell: the editor knowing a live kernel is the answer.
+        The first time, an idle kernel is also asked its execution count (one relayed request)."""
         status = await self._status()
         if status in _GONE_STATES:
             return  # never answered: the link's is_alive says why
+        if self._count is None and status not in _BUSY_STATES:
+            with contextlib.suppress(Exception):
+                await self._learn_count()
         self._reply("control", msg, {"status": "ok", "comms": {}})
+
+    async def _learn_count(self) -> None:
+        answer, markers = await self._execute({"kind": "ping"})
+        reply = decode_reply(answer, markers) if answer.status == "ok" else None
+        if reply is not None and isinstance(reply.get("execution_count"), int):
+            self._count = reply["execution_count"]
 
     async def _answer_shell_ping(self, msg: dict[str, Any]) -> None:
         """The main shell answers when no cell runs: at once when idle, else when the poll sees idle."""
-        status = await self._status()
+        status = await self._settled_status()
         if status in _GONE_STATES:
             return
         if status in _BUSY_STATES or self._stand_in is not None:
@@ -350,9 +371,8 @@ class RelayTransport:
             return
         self._reply("shell", msg, {"status": "ok", "comms": {}})
 
-    async def _relay(self, channel: Channel, msg: dict[str, Any], request: dict[str, Any]) -> None:
-        if self._stand_in is not None:
-            return  # a cell runs: the request would wait behind it, as in the kernel's own queue
+    async def _execute(self, request: dict[str, Any]) -> tuple[RelayAnswer, tuple[str, str]]:
+        """One relayed execution of ``SOURCE`` for ``request``; the answer and its reply's markers."""
         nonce = secrets.token_hex(8)
         markers = (f"<crane-relay {nonce}>", f"</crane-relay {nonce}>")
         request = {**request, "start": f"<crane-relay-start {nonce}>", "open": markers[0]}
@@ -367,7 +387,12 @@ class RelayTransport:
                     "timeoutMs": int(self.request_timeout_s * 1000),
                 },
             )
-        answer = RelayAnswer.parse(raw)
+        return RelayAnswer.parse(raw), markers
+
+    async def _relay(self, channel: Channel, msg: dict[str, Any], request: dict[str, Any]) -> None:
+        if self._stand_in is not None:
+            return  # a cell runs: the request would wait behind it, as in the kernel's own queue
+        answer, markers = await self._execute(request)
         if answer.status == "busy":
             self._announce_stand_in()
             return
@@ -414,8 +439,9 @@ class RelayTransport:
         """A cell runs that the relay cannot see: say so as IOPub would, then poll until it ends."""
         if self._stand_in is None:
             self._stand_in = self._stand_in_header()
-            count = self._count if self._count is not None else 0
-            self._emit("iopub", "execute_input", {"code": "", "execution_count": count}, self._stand_in)
+            if self._count is not None:  # the running cell's number: the count it started with
+                content = {"code": "", "execution_count": self._count}
+                self._emit("iopub", "execute_input", content, self._stand_in)
             self._emit_status("busy", self._stand_in)
         if self._poller is None or self._poller.done():
             self._poller = asyncio.get_running_loop().create_task(self._poll_until_idle())

@@ -54,6 +54,8 @@ export interface RelayResult {
 }
 
 export const DEFAULT_START_TIMEOUT_MS = 2_000;
+/** A `busy` shorter than this is another client's quick request (a variable explorer), not a cell. */
+export const BUSY_SETTLE_MS = 400;
 export const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_TIMEOUT_MS = 600_000;
 
@@ -118,6 +120,7 @@ export interface RelayDeps {
   token(): unknown;
   log(message: string): void;
   now?(): number;
+  sleep?(ms: number): Promise<void>;
 }
 
 const GONE = new Set(['dead', 'terminating', 'restarting', 'autorestarting', 'starting']);
@@ -160,7 +163,7 @@ export class KernelRelay {
       return refused('noKernel', `the kernel is ${kernel.status}`);
     }
     const last = this.lastEnd.get(params.notebookUri) ?? -Infinity;
-    if (kernel.status === 'busy' && now() - last > 1_000) {
+    if (kernel.status === 'busy' && now() - last > 1_000 && !(await this.settles(kernel))) {
       return refused('busy', 'the kernel is busy running a cell');
     }
     try {
@@ -168,6 +171,16 @@ export class KernelRelay {
     } finally {
       this.lastEnd.set(params.notebookUri, now());
     }
+  }
+
+  /** Whether a `busy` kernel turns idle within BUSY_SETTLE_MS. */
+  private async settles(kernel: KernelLike): Promise<boolean> {
+    const sleep = this.deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+    for (let waited = 0; waited < BUSY_SETTLE_MS; waited += 50) {
+      await sleep(50);
+      if (kernel.status !== 'busy') return true;
+    }
+    return false;
   }
 
   private run(kernel: KernelLike, params: RelayParams): Promise<RelayResult> {

@@ -104,6 +104,16 @@ describe('kernel relay (crane/kernelRelay/execute)', () => {
     assert.deepEqual(kernel.executed, []);
   });
 
+  it('runs when a busy status turns idle within moments (another client\'s quick request)', async () => {
+    const kernel = new FakeJupyterKernel([stdout('ran\n')]);
+    kernel.status = 'busy';
+    setTimeout(() => (kernel.status = 'idle'), 100);
+    const { relay } = setup(kernel);
+    const result = await relay.execute(params());
+    assert.equal(result.status, 'ok');
+    assert.equal(result.stdout, 'ran\n');
+  });
+
   it('says busy when nothing starts within startTimeoutMs, and never cancels the queued execution', async () => {
     const kernel = new FakeJupyterKernel([stdout('late\n')]);
     kernel.delayFirstMs = 400;
