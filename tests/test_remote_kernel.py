@@ -114,7 +114,8 @@ async def test_probe_and_dry_run_leave_no_trace(
 async def test_busy_kernel_answers_on_a_subshell(observer: Observer, link: KernelLink) -> None:
     events: list[KernelEvent] = []
     link.add_listener(events.append)
-    msg_id = observer.start("import time\ntime.sleep(6)\nafter_sleep = 1")
+    sleeper = "import time\ntime.sleep(6)\nafter_sleep = 1"
+    msg_id = observer.start(sleeper)
     deadline = time.monotonic() + 10
     while not link.busy and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
@@ -126,6 +127,7 @@ async def test_busy_kernel_answers_on_a_subshell(observer: Observer, link: Kerne
     assert observer.wait(msg_id)["status"] == "ok"
     assert await link.wait_idle(20)
     assert [e.kind for e in events] == ["cell_started", "cell_finished"]
+    assert 5.0 < link.cell_seconds[sleeper] < 30.0  # the kernel's own timing, for the dry run's forecast
     assert "after_sleep" in observer.eval("sorted(k for k in globals() if not k.startswith('_'))")
 
 

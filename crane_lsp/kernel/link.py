@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from crane_lsp.kernel import probe_install
+from crane_lsp.kernel import probe_request
 from crane_lsp.kernel.cellrun import ExecutionResult, execution_result, failing_line, strip_ansi
 from crane_lsp.kernel.transport import Channel, KernelTransport, TransportClosed, TransportError
 from crane_lsp.kernel.transport_zmq import ZmqTransport
@@ -114,8 +114,6 @@ Listener = Callable[[KernelEvent], None]
 _SUBSHELL_FEATURE = "kernel subshells"
 #: probe entry points that only read: safe on a subshell beside a running cell
 READ_ONLY_ENTRY_POINTS = frozenset({"snapshot"})
-_RESULT_KEY = "r"
-_INSTALLED_KEY = "ok"
 #: msg_id prefix of every request a link sends except real cells (``execute``): the kernel echoes it in
 #: the parent header of the request's status messages, so they are recognised statelessly, whenever
 #: they arrive (also those of other crane links on the same kernel)
@@ -124,6 +122,8 @@ SILENT_ID_PREFIX = "crane-silent-"
 STATE_MOVING = frozenset({"execute_request", "comm_open", "comm_msg", "comm_close"})
 #: how long a probe's answer waits for its own busy status (IOPub may trail the shell reply a little)
 STAMP_WAIT_S = 0.1
+#: how many cell texts ``cell_seconds`` remembers
+CELL_SECONDS_KEPT = 256
 
 
 async def _opened(opening: Any) -> KernelTransport:
@@ -156,6 +156,10 @@ class KernelLink:
         self._started: set[str] = set()  # own requests the kernel has started on (status busy seen)
         self._foreign_busy: dict[str, int | None] = {}  # running cells of others: msg_id -> count
         self._cells: set[str] = set()  # running executes that announced their input (not silent)
+        #: cell text -> wall seconds its last run took (busy to idle on IOPub), newest last, at most
+        #: ``CELL_SECONDS_KEPT``: the dry run skips a full run of a text known to overrun its budget
+        self.cell_seconds: OrderedDict[str, float] = OrderedDict()
+        self._cell_started: dict[str, tuple[str, float]] = {}  # msg_id -> (code, time.monotonic())
         self._ping: str | None = None  # unanswered shell ping (comm_info): the main shell is occupied
         self._listeners: list[Listener] = []
         self._idle = asyncio.Event()
@@ -328,6 +332,7 @@ class KernelLink:
             self.generation = content["execution_count"]
             self._foreign_busy[parent] = self.generation
             self._cells.add(parent)
+            self._cell_started[parent] = (str(content.get("code") or ""), time.monotonic())
             self._emit(KernelEvent("cell_started", self.generation, parent))
         if msg_type != "status":
             return
@@ -354,6 +359,7 @@ class KernelLink:
             self._foreign_busy.setdefault(parent, None)
             self._update_idle()
         elif state == "idle":
+            self._record_seconds(parent)
             seen = parent in self._foreign_busy
             self._foreign_busy.pop(parent, None)
             self._update_idle()
@@ -363,11 +369,20 @@ class KernelLink:
                 self._cells.discard(parent)
                 self._emit(KernelEvent("cell_finished", self.generation, parent))
 
+    def _record_seconds(self, msg_id: str) -> None:
+        code, began = self._cell_started.pop(msg_id, ("", 0.0))
+        if code:
+            self.cell_seconds[code] = time.monotonic() - began
+            self.cell_seconds.move_to_end(code)
+            while len(self.cell_seconds) > CELL_SECONDS_KEPT:
+                self.cell_seconds.popitem(last=False)
+
     def _on_restart(self) -> None:
         self._probe_ready = False
         self._subshell_id = None
         self._foreign_busy.clear()
         self._cells.clear()
+        self._cell_started.clear()  # cell_seconds stays: those texts are still slow
         if self._ping is not None:  # a restarted kernel never answers the old ping
             self._forget(self._ping)
             self._ping = None
@@ -603,20 +618,7 @@ class KernelLink:
         return f"kernel busy: {which} is running and {why}"
 
     def _execute_content(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
-        code = ""
-        if not self._probe_ready:
-            code = f"if not ({probe_install.installed_expression()}):\n    {probe_install.install_code()}\n"
-        return {
-            "code": code,
-            "silent": True,
-            "store_history": False,
-            "user_expressions": {
-                _INSTALLED_KEY: probe_install.installed_expression(),
-                _RESULT_KEY: probe_install.call_expression(function, payload),
-            },
-            "allow_stdin": False,
-            "stop_on_error": False,
-        }
+        return probe_request.execute_content(function, payload, install=not self._probe_ready)
 
     async def _probe_on_main(
         self, function: str, payload: dict[str, Any], timeout: float, allow_busy: bool
@@ -690,29 +692,10 @@ class KernelLink:
 
     def _parse(self, content: dict[str, Any], function: str) -> dict[str, Any] | None:
         """The entry point's JSON, or None when the probe must be (re)installed first."""
-        if content.get("status") != "ok":
-            raise ProbeError(
-                f"installing the probe failed: {content.get('ename')}: {content.get('evalue')}"
-                if content.get("ename")
-                else f"the kernel refused the probe request ({content.get('status')})"
-            )
-        exprs = content.get("user_expressions") or {}
-        installed = exprs.get(_INSTALLED_KEY, {})
-        if installed.get("data", {}).get("text/plain") != "True":
-            return None
-        result = exprs.get(_RESULT_KEY) or {}
-        if result.get("status") != "ok":
-            raise ProbeError(f"the probe's {function}() raised {result.get('ename')}: {result.get('evalue')}")
-        data = result.get("data") or {}
-        value = data.get("application/json")
-        if value is None:
-            try:
-                value = json.loads(data.get("text/plain", ""))
-            except ValueError as exc:
-                raise ProbeError(f"the probe's {function}() answered no JSON: {str(data)[:200]}") from exc
-        if not isinstance(value, dict):
-            raise ProbeError(f"the probe's {function}() answered {type(value).__name__}, not an object")
-        return value
+        try:
+            return probe_request.parse_answer(content, function)
+        except probe_request.ProbeAnswerError as exc:
+            raise ProbeError(str(exc)) from exc
 
     # ------------------------------------------------------------------ history and execution
 
