@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -30,7 +31,12 @@ from crane_lsp.settings import Settings
 from crane_lsp.snapshot import ProbeQuery
 from tests.remote_server_util import Observer, RemoteServer, TcpProxy, free_port, make_root, new_token
 
-pytestmark = pytest.mark.slow
+# the first run may build the remote user's venv (a minute or two; CI does it in .ci/setup.d first)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(os.geteuid() != 0, reason="runs the server as another user: needs root"),
+]
 
 SETUP = (
     "import random, pandas as pd\n"
