@@ -186,6 +186,27 @@ async def test_an_editor_without_the_relay_is_kernel_dead() -> None:
         await connect_relay(editor, NOTEBOOK, timeout=5)
 
 
+@pytest.mark.slow
+async def test_a_restart_the_editor_reports_is_a_restart_for_the_link(fresh_kernel: TestKernel) -> None:
+    events: list[KernelEvent] = []
+    async with FakeEditor(fresh_kernel.connection_file) as editor:
+        link = await connect_relay(editor.send_request, NOTEBOOK)
+        try:
+            link.add_listener(events.append)
+            await link.snapshot(ProbeQuery(names=["x"]), timeout=60)
+            fresh_kernel.manager.restart_kernel(now=True)
+            fresh_kernel.client.wait_for_ready(timeout=60)
+            editor.status = "restarting"  # what the Jupyter extension reports meanwhile
+            assert await link.is_alive()
+            editor.status = "idle"
+            assert [e.kind for e in events] == ["restarted"]
+            fresh_kernel.run("x = 'after'")
+            snap = await link.snapshot(ProbeQuery(names=["x"]), timeout=60)  # the probe is installed again
+            assert snap.variables["x"].kind == "str"
+        finally:
+            await link.close()
+
+
 async def test_what_a_relay_cannot_do_is_refused_not_waited_for() -> None:
     async def editor(method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"status": "idle"}

@@ -59,6 +59,8 @@ SendRequest = Callable[[str, dict[str, Any]], Awaitable[Any]]
 FEATURES_MISSING = frozenset({"subshells", "iopub", "interrupt", "restart", "stdin"})
 _BUSY_STATES = frozenset({"busy"})
 _GONE_STATES = frozenset({"dead", "terminating"})
+_RESTARTING = frozenset({"starting", "restarting", "autorestarting"})
+_NOT_IDLE = _GONE_STATES | _BUSY_STATES | _RESTARTING | {"unknown"}
 _REFUSED = frozenset({"noKernel", "denied", "failed"})
 
 #: runs inside the user's kernel, in a namespace of its own; ``req`` and ``ns`` are given. Only stdlib
@@ -228,6 +230,7 @@ class RelayTransport:
         self._stand_in: dict[str, Any] | None = None  # the header of the announced running cell
         self._pings: list[dict[str, Any]] = []  # shell comm_info requests waiting for an idle shell
         self._poller: asyncio.Task[None] | None = None
+        self._restarting = False
 
     # ------------------------------------------------------------------ KernelTransport
 
@@ -332,6 +335,11 @@ class RelayTransport:
             self.gone_reason = str(message or f"the editor has no kernel for {self.notebook_uri}")
             return "dead"
         self.gone_reason = None
+        if status in _RESTARTING and not self._restarting:
+            # as the kernel's own IOPub would say: the link forgets the probe and hears "restarted"
+            self._count = None
+            self._emit_status("restarting", {})
+        self._restarting = status in _RESTARTING
         return status
 
     async def _settled_status(self) -> str:
@@ -450,7 +458,7 @@ class RelayTransport:
         while not self._closed:
             await asyncio.sleep(self.poll_s)
             status = await self._status()
-            if status in _GONE_STATES or status in _BUSY_STATES or status == "unknown":
+            if status in _NOT_IDLE:
                 continue
             stand_in, self._stand_in = self._stand_in, None
             if stand_in is not None:
