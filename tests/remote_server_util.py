@@ -115,7 +115,6 @@ class RemoteServer:
             str(python), "-m", "jupyter_server", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
             "--port-retries=0", f"--ServerApp.root_dir={self.root}",
             f"--IdentityProvider.token={self.token}",
-            "--ServerApp.disable_check_xsrf=True",
             *self.extra_args,
         ]  # fmt: skip
         if self.gateway_legacy:

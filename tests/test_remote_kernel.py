@@ -203,6 +203,9 @@ async def test_wrong_token_is_one_clear_message(
         await KernelLink.connect_url(KernelUrl(server.url, kernel_id), None, timeout=10)
     with pytest.raises(KernelDead, match=r"is gone \(the server has no such kernel: 404\)"):
         await KernelLink.connect_url(KernelUrl(server.url, "no-such-kernel"), server.token, timeout=10)
+    nobody = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(KernelDead, match=rf"^the Jupyter server at {nobody} is not reachable \("):
+        await KernelLink.connect_url(KernelUrl(nobody, kernel_id), server.token, timeout=10)
 
 
 async def test_sessions_and_owned_kernels(server: RemoteServer) -> None:
