@@ -135,6 +135,8 @@ export const INSTALL = 'Install in terminal';
 export const COPY = 'Copy command';
 export const SHOW_LOG = 'Show log';
 export const PICK_INTERPRETER = 'Pick another interpreter…';
+export const BY_URL = 'Kernel URL…';
+export const BY_FILE = 'Connection file…';
 
 /** The text of `crane.showPrompt`'s result as Markdown: a string, or `{prompt, answer}`. */
 export function promptMarkdown(result: unknown, cellUri: string): string {
@@ -544,6 +546,9 @@ export class Controller implements Disposable {
       if (!this.client?.isRunning()) return undefined;
       return this.client.sendRequest('workspace/executeCommand', { command: 'crane.attachKernel', arguments: forwarded });
     }
+    if (typeof first === 'string' && typeof args[1] === 'string' && looksLikeUrl(args[1])) {
+      return this.attachKernel([{ notebookUri: first, kernelUrl: args[1] }, ...args.slice(2)], next);
+    }
     if (typeof first === 'string' && typeof args[1] === 'string') return next('crane.attachKernel', args);
     const notebookUri = typeof first === 'string' && first !== '' ? first : this.host.activeNotebookUri();
     if (!notebookUri) {
@@ -564,16 +569,24 @@ export class Controller implements Disposable {
         void this.host.showInfo('crane: this notebook has no running kernel yet; run a cell first.');
         break;
       case 'noJupyter':
-        void this.host.showInfo('crane: the Jupyter extension is not available; the server discovers kernels itself.');
+        this.offerOtherWays(this.host.showInfo('crane: the Jupyter extension is not available; the server discovers kernels itself.', BY_URL, BY_FILE));
         break;
       case 'declined':
-        void this.host.showInfo('crane: kernel access not allowed; the server discovers kernels itself.');
+        this.offerOtherWays(this.host.showInfo('crane: kernel access not allowed; the server discovers kernels itself.', BY_URL, BY_FILE));
         break;
       case 'failed':
-        void this.host.showWarning(`crane: could not attach the kernel: ${outcome.reason}`, SHOW_LOG);
+        this.offerOtherWays(this.host.showWarning(`crane: could not attach the kernel: ${outcome.reason}`, BY_URL, BY_FILE, SHOW_LOG));
         break;
     }
     return outcome;
+  }
+
+  /** "Kernel URL…" / "Connection file…" on a message: attach the kernel the other ways. */
+  private offerOtherWays(choice: Promise<string | undefined>): void {
+    void choice.then((picked) => {
+      if (picked === BY_URL) void this.attachKernelFromUrl();
+      else if (picked === BY_FILE) void this.attachKernelFromFile();
+    });
   }
 
   /** "crane: Attach kernel from connection file…". */

@@ -701,6 +701,30 @@ describe('controller: Jupyter server token, kernel URLs and the relay', () => {
     assert.deepEqual(await controller.attachKernelFromUrl(), { kind: 'cancelled' });
   });
 
+  it('"Attach kernel" without the Jupyter extension offers a URL typed in an input box (or a connection file)', async () => {
+    const host = new FakeHost();
+    const controller = new Controller(host);
+    await controller.start();
+    host.clientResult = { attached: true, error: null };
+    host.client.requestResult = { attached: true, error: null };
+    host.answers = ['Kernel URL…'];
+    host.typed = ['https://hub.example.org/user/ada/api/kernels/k-1'];
+    await host.invoke('crane.attachKernel');
+    await tick();
+    assert.deepEqual(host.messages[0].actions, ['Kernel URL…', 'Connection file…']);
+    assert.deepEqual(host.client.requests.at(-1)?.params, {
+      command: 'crane.attachKernel',
+      arguments: [{ notebookUri: 'file:///nb.ipynb', kernelUrl: 'https://hub.example.org/user/ada/api/kernels/k-1' }],
+    });
+    assert.deepEqual(controller.attacher.targetOf('file:///nb.ipynb'), { kernelUrl: 'https://hub.example.org/user/ada/api/kernels/k-1' });
+    // positional (notebookUri, URL), as a keybinding's args would give it: the same, without the token
+    await host.invoke('crane.attachKernel', 'file:///nb.ipynb', 'http://h:8888/api/kernels/abc?token=zzzz9999');
+    assert.deepEqual(host.client.requests.at(-1)?.params, {
+      command: 'crane.attachKernel',
+      arguments: [{ notebookUri: 'file:///nb.ipynb', kernelUrl: 'http://h:8888/api/kernels/abc' }],
+    });
+  });
+
   it('crane.attachKernel with {notebookUri, kernelUrl} strips the token before the server sees it', async () => {
     const host = new FakeHost();
     host.secrets.set('crane.jupyterToken', TOKEN);
