@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.parse import MAX_LINES, analyze_whole
 from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.checks.registry import Finding
@@ -187,8 +188,11 @@ def prepare(facts: CellFacts, settings: Settings) -> Prediction | ProbeQuery:
 
 
 def _read(target: str, settings: Settings) -> tuple[CellFacts, Prediction | ProbeQuery]:
-    """The cell's facts and ``prepare``'s answer, in one hop to the worker."""
-    facts = analyze_cached(target)
+    """The cell's facts and ``prepare``'s answer, in one hop to the worker. A cell past ``MAX_LINES`` is
+    read whole: ``predict`` is the terminal doors' (``check``, ``bench``), which wait for the whole verdict;
+    the server reads such a cell in two goes (``server/checkpass``) and predicts short ones here."""
+    long = target.count("\n") + 1 > MAX_LINES
+    facts = analyze_whole(target) if long else analyze_cached(target)
     return facts, prepare(facts, settings)
 
 

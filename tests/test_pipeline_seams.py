@@ -93,9 +93,10 @@ async def test_both_server_paths_run_the_same_checks_phase(
 
 
 @pytest.mark.parametrize("bug", ["", "price = df['prise']\n"])
-async def test_both_paths_say_where_the_checks_stopped_reading_a_long_cell(bug: str) -> None:
-    """A cell past ``MAX_LINES``: a crash before the cut is still found, and either verdict says where
-    the checks stopped (the typo after the cut is not reported)."""
+async def test_a_long_cell_read_in_part_by_the_server_whole_by_predict(bug: str) -> None:
+    """A cell past ``MAX_LINES``: the server's first read finds a crash before the cut and says where the
+    checks stopped (the typo after the cut is its second read's); ``predict`` (the terminal doors) reads
+    every line, so it reports the first crash wherever it is."""
     filler = "".join(f"x{i} = df['rooms'].sum() + {i}\n" for i in range(MAX_LINES + 99))
     cell = bug + filler + "late = df['prise']\n"
     settings = Settings.model_validate({"dry_run": "off"})
@@ -103,9 +104,12 @@ async def test_both_paths_say_where_the_checks_stopped_reading_a_long_cell(bug: 
     in_thread = await pipeline.predict(cell, layers={"checks"})
     in_worker = await run_checks_phase(_inline, pipeline, cell, [])
     total = len(cell.splitlines())
-    for found in (in_thread.prediction, in_worker.prediction):
-        assert found.crash == bool(bug) and (found.line == 0 if bug else found.line is None)
-        assert f"the built-in checks stop at line {MAX_LINES + 1} of this {total}-line cell" in found.notes[0]
+    found = in_worker.prediction
+    assert found.crash == bool(bug) and (found.line == 0 if bug else found.line is None)
+    assert f"the built-in checks stop at line {MAX_LINES + 1} of this {total}-line cell" in found.notes[0]
+    whole = in_thread.prediction
+    assert (whole.crash, whole.exception, whole.line) == (True, "KeyError", 0 if bug else total - 1)
+    assert not any("stop at line" in note for note in whole.notes)
 
 
 def test_one_pipeline_for_every_door() -> None:
