@@ -65,7 +65,7 @@ class _UsageError(Exception):
 
 
 async def _inspect(args: argparse.Namespace, err: Console) -> int:
-    from crane_lsp.analysis.parse import analyze
+    from crane_lsp.analysis.parse import analyze_whole
     from crane_lsp.commands.common import read_user_notebook
     from crane_lsp.kernel.connection import ConnectionNotFound, discover
     from crane_lsp.kernel.link import KernelLink, KernelLinkError
@@ -81,7 +81,7 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
     except NotebookError as exc:
         raise _UsageError(str(exc)) from exc
     source = notebook.code_cells[target].source
-    facts = analyze(source)
+    facts = analyze_whole(source)  # every line, however long the cell: the terminal waits for all of it
     query = probe_query(
         facts, Settings.model_validate({"max_columns": args.max_columns, "privacy": args.privacy})
     )
@@ -112,10 +112,6 @@ async def _inspect(args: argparse.Namespace, err: Console) -> int:
         report_replay_failures(err, report)
     if facts.syntax_error:
         say(err, "the target cell does not parse:", facts.syntax_error)
-    if facts.unchecked_from is not None:
-        from crane_lsp.pipeline import unchecked_note
-
-        say(err, "note:", f"{unchecked_note(facts)} (what is shown is what they read)")
     if args.json:
         sys.stdout.write(snapshot.model_dump_json(indent=2, exclude_none=True) + "\n")
     else:
