@@ -6,7 +6,9 @@ against the state the notebook built so far, then runs it: the truth is what the
 Notebooks: ``examples/``, ``benchmarks/audit_notebooks/``, the replay corpus (as in
 ``certainty_audit.py``).
 
-    python3 benchmarks/slow_cells_audit.py [--only examples,audit,replay] [--budget 3]
+    python3 benchmarks/slow_cells_audit.py [--only examples,audit,replay] [--budget 3] [--limit N]
+
+The whole replay corpus takes over an hour; ``--limit N`` walks the first N notebooks of each group.
 """
 
 from __future__ import annotations
@@ -62,8 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="examples,audit,replay")
     ap.add_argument("--budget", type=float, default=3.0)
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--limit", type=int, default=0, help="at most this many notebooks of each group")
     args = ap.parse_args(argv)
     found = notebooks(set(args.only.split(",")))
+    if args.limit > 0:  # the first N of each group, in the selection's order
+        groups = [g for g, _p in found]
+        found = [item for i, item in enumerate(found) if groups[:i].count(item[0]) < args.limit]
     started = time.perf_counter()
     tallies = {"before": Tally(), "after": Tally()}
     for group, path in found:
