@@ -137,6 +137,7 @@ async def test_busy_kernel_answers_kernel_busy_quickly_then_recovers(fresh_kerne
         try:
             link.add_listener(events.append)
             await link.snapshot(ProbeQuery(names=["ready"]), timeout=60)  # installs the probe
+            assert [c.source for c in await link.history(timeout=30)][-1] == "ready = 3"
             fresh_kernel.client.execute("import time; time.sleep(6)")  # another client's cell
             await asyncio.sleep(0.8)
             t0 = time.monotonic()
@@ -145,6 +146,9 @@ async def test_busy_kernel_answers_kernel_busy_quickly_then_recovers(fresh_kerne
             elapsed = time.monotonic() - t0
             assert elapsed < 4.0, f"KernelBusy took {elapsed:.1f} s"
             assert link.busy
+            t0 = time.monotonic()
+            history = await link.history(timeout=10)  # read before the cell began: still true
+            assert time.monotonic() - t0 < 2.0 and [c.source for c in history][-1] == "ready = 3"
             assert await link.wait_idle(timeout=30), "the relay never saw the cell end"
             snap = await link.snapshot(ProbeQuery(names=["ready"]), timeout=60)
             assert snap.variables["ready"].kind == "int"

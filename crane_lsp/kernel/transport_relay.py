@@ -231,6 +231,7 @@ class RelayTransport:
         self._pings: list[dict[str, Any]] = []  # shell comm_info requests waiting for an idle shell
         self._poller: asyncio.Task[None] | None = None
         self._restarting = False
+        self._history: dict[str, Any] | None = None  # the last history reply, for while a cell runs
 
     # ------------------------------------------------------------------ KernelTransport
 
@@ -337,7 +338,7 @@ class RelayTransport:
         self.gone_reason = None
         if status in _RESTARTING and not self._restarting:
             # as the kernel's own IOPub would say: the link forgets the probe and hears "restarted"
-            self._count = None
+            self._count, self._history = None, None
             self._emit_status("restarting", {})
         self._restarting = status in _RESTARTING
         return status
@@ -398,11 +399,18 @@ class RelayTransport:
         return RelayAnswer.parse(raw), markers
 
     async def _relay(self, channel: Channel, msg: dict[str, Any], request: dict[str, Any]) -> None:
+        history = request["kind"] == "history"
         if self._stand_in is not None:
-            return  # a cell runs: the request would wait behind it, as in the kernel's own queue
+            # a cell runs: the request would wait behind it, as in the kernel's own queue; the history
+            # read before it began still holds (IPython records a cell's input when it starts)
+            if history and self._history is not None:
+                self._reply(channel, msg, self._history)
+            return
         answer, markers = await self._execute(request)
         if answer.status == "busy":
             self._announce_stand_in()
+            if history and self._history is not None:
+                self._reply(channel, msg, self._history)
             return
         if answer.status == "timeout":
             return  # no reply: the link's own deadline says it (KernelTimeout)
@@ -420,6 +428,8 @@ class RelayTransport:
                 f"stderr: {answer.stderr.strip()[-200:] or 'empty'})",
             )
         self._saw_count(reply.get("execution_count"))
+        if history and reply.get("status") == "ok":
+            self._history = reply
         self._emit_status("busy", msg["header"])
         self._reply(channel, msg, reply)
         self._emit_status("idle", msg["header"])
