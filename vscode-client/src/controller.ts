@@ -104,7 +104,7 @@ export interface Host {
   inputSecret(prompt: string): Promise<string | undefined>;
   /** A one-line input box; undefined when dismissed. */
   inputText(options: InputOptions): Promise<string | undefined>;
-  /** Whether a file exists on the machine the server runs on (the extension host's). */
+  /** Whether a file exists and can be read on the machine the server runs on (the extension host's). */
   fileExists(path: string): Promise<boolean>;
   runInTerminal(command: string): void;
   copyToClipboard(text: string): Promise<void>;

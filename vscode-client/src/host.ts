@@ -170,6 +170,7 @@ export function createHost(context: vscode.ExtensionContext, output: vscode.Outp
       }),
     fileExists: async (file) => {
       try {
+        await fs.promises.access(file, fs.constants.R_OK); // another user's kernel file: not ours to read
         return (await fs.promises.stat(file)).isFile();
       } catch {
         return false;

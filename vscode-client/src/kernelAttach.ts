@@ -67,7 +67,7 @@ export interface AttachDeps {
   askConsent(): Promise<Consent | undefined>;
   /** Sends `crane/attachKernel`. */
   notify(params: AttachKernelParams): Promise<void>;
-  /** Whether a connection file exists on the machine the server runs on (this one). */
+  /** Whether a connection file exists, readable, on the machine the server runs on (this one). */
   fileExists(path: string): Promise<boolean>;
   createCancel(): CancelSource;
   onModeChange(mode: AttachMode): void;

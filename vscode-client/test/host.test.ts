@@ -164,7 +164,13 @@ describe('host (VS Code wrapper) with a mocked vscode', { skip: python ? false :
       params: { notebookUri: 'file:///work/nb.ipynb', connectionFile: kernelFile },
     });
     assert.equal(context.stateMap.get('crane.kernelAccess'), 'allow');
-    // the same kernel on another machine (its file is not here): relayed, and the relay is answered
+    // the same kernel on another machine (its file is not here), or another user's (not readable):
+    // relayed, and the relay is answered
+    if (process.getuid?.() !== 0) {
+      chmodSync(kernelFile, 0o000);
+      await recorded.commands.get('crane.attachKernel')?.();
+      assert.deepEqual(LanguageClient.instances[0].notifications.at(-1)?.params, { notebookUri: 'file:///work/nb.ipynb', relay: true });
+    }
     rmSync(kernelFile);
     await recorded.commands.get('crane.attachKernel')?.();
     assert.deepEqual(LanguageClient.instances[0].notifications.at(-1), {
