@@ -65,6 +65,8 @@ class EnterpriseGateway:
             f"--port={self.port}",
             "--port_retries=0",
             f"--EnterpriseGatewayApp.auth_token={self.token}",
+            # a lab in gateway mode lists kernels (GET /api/kernels); EG forbids it unless allowed (403)
+            "--EnterpriseGatewayApp.list_kernels=True",
         ]
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child keeps it
         self.proc = subprocess.Popen(cmd, env=env, cwd=self.dirs, stdout=log, stderr=subprocess.STDOUT)
