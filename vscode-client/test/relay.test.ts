@@ -5,6 +5,7 @@
  * run here.
  */
 import * as assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
@@ -185,5 +186,60 @@ describe('kernel relay (crane/kernelRelay/status)', () => {
     assert.equal((await relay.status({ notebookUri: 'file:///nope.ipynb' })).status, 'noKernel');
     assert.equal((await setup(kernel, 'deny').relay.status({ notebookUri: 'file:///r.ipynb' })).status, 'denied');
     assert.deepEqual(kernel.executed, []);
+  });
+});
+
+/** A Python with crane_lsp (to write the relay's code as the server does) and a kernel to run it in. */
+function pythonWithCrane(): string | undefined {
+  for (const python of [process.env.CRANE_TEST_PYTHON, 'python3', 'python']) {
+    if (!python) continue;
+    if (spawnSync(python, ['-c', 'import crane_lsp.kernel.transport_relay, jupyter_client, ipykernel']).status === 0) return python;
+  }
+  return undefined;
+}
+
+describe('the server\'s relay code in a real ipykernel, sent as executeCode sends it', () => {
+  const python = pythonWithCrane();
+  const skip = python ? false : 'no python with crane_lsp and jupyter_client';
+  const script = path.join(__dirname, '..', '..', 'test', 'fixtures', 'real_kernel.py');
+
+  it('decodes into the reply the server reads, leaving no name, no Out/_, no count, no sys.last_value', { skip }, () => {
+    const request = {
+      kind: 'execute',
+      code: '',
+      user_expressions: { ok: '6 * 7', bad: '1 / 0' },
+      start: '<start n1>',
+      open: '<crane-relay n1>',
+      close: '</crane-relay n1>',
+    };
+    const code = execFileSync(
+      python as string,
+      ['-c', 'import json, sys; from crane_lsp.kernel.transport_relay import relay_code; print(relay_code(json.loads(sys.argv[1])))', JSON.stringify(request)],
+      { encoding: 'utf8' },
+    ).trim();
+    const run = JSON.parse(execFileSync(python as string, [script, code, 'executeCode'], { encoding: 'utf8', timeout: 60_000 })) as {
+      outputs: Output[];
+      leaked: string[];
+      last: string;
+      countBefore: string;
+      countAfter: string;
+      lastValue: string;
+    };
+    const result = collectOutputs(run.outputs);
+    assert.equal(result.status, 'ok');
+    assert.ok(result.stdout.startsWith('<start n1>\n'), result.stdout);
+    const reply = JSON.parse(result.stdout.split('<crane-relay n1>')[1].split('</crane-relay n1>')[0]) as {
+      status: string;
+      user_expressions: Record<string, { status: string; data?: Record<string, string>; ename?: string }>;
+    };
+    assert.equal(reply.status, 'ok');
+    assert.deepEqual(reply.user_expressions.ok.data, { 'text/plain': '42' });
+    assert.equal(reply.user_expressions.bad.ename, 'ZeroDivisionError');
+    assert.deepEqual(result.outputs, [], 'no execute_result: the statement returns None');
+    assert.equal(result.error, undefined);
+    assert.deepEqual(run.leaked, []);
+    assert.equal(run.last, `"''"`);
+    assert.equal(run.countAfter, run.countBefore);
+    assert.equal(run.lastValue, 'False', 'the failing expression left no sys.last_value');
   });
 });
