@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -188,6 +189,30 @@ async def test_proxy_going_away_and_coming_back(
         assert (await _pipeline(link).predict(FAILING, layers={"dryrun"})).prediction.crash
         assert observer.rng() == rng and observer.state_but_rng() == before
     await proxy.stop()
+
+
+async def test_hung_server_is_unreachable_then_back(server: RemoteServer, link: KernelLink) -> None:
+    """A server that stops answering but keeps its socket open (SIGSTOP: a hung host) is unreachable after
+    the grace, from REST alone; it is alive again as soon as it answers."""
+    transport = link.transport
+    assert isinstance(transport, WebSocketTransport) and server.proc is not None
+    transport.unreachable_after_s, transport.status_every_s = 3.0, 0.5
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 30
+        while await link.is_alive() and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        assert not await link.is_alive()
+        silent = f"the Jupyter server at {server.url} has not answered for "
+        assert (transport.gone_reason or "").startswith(silent)
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    while not await link.is_alive() and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert await link.is_alive()
+    snap = await link.snapshot(ProbeQuery(names=["sales"]), timeout=20)
+    assert snap.variables["sales"].kind == "dataframe"
 
 
 async def test_wrong_token_is_one_clear_message(

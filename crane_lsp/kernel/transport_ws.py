@@ -177,7 +177,8 @@ class WebSocketTransport:
         self.subprotocol: str | None = None
         self.gone_reason: str | None = None
         self._refused = False
-        self._down_since: float | None = None
+        self._down_since: float | None = None  # the websocket dropped and is not back yet
+        self._silent_since: float | None = None  # the websocket is open but REST has not answered
         self._outbox: list[tuple[Channel, dict[str, Any]]] = []
         self._on_message: MessageHandler | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -264,7 +265,7 @@ class WebSocketTransport:
         )
         opening = websocket_connect(
             request, subprotocols=[V1_PROTOCOL], max_message_size=MAX_MESSAGE_BYTES,
-            ping_interval=10.0, ping_timeout=10.0,
+            ping_interval=30.0, ping_timeout=30.0,
         )  # fmt: skip
         server = self._url.base_url
         try:
@@ -386,8 +387,11 @@ class WebSocketTransport:
         down = time.monotonic() - self._down_since
         if down < self.unreachable_after_s:
             return False
-        self.gone_reason = f"the Jupyter server at {self._url.base_url} has not answered for {down:.0f} s"
+        self.gone_reason = self._silence(down)
         return True
+
+    def _silence(self, seconds: float) -> str:
+        return f"the Jupyter server at {self._url.base_url} has not answered for {seconds:.0f} s"
 
     async def is_alive(self) -> bool:
         """False when the kernel is gone from its server (404, dead), the token is refused, or the server
@@ -398,8 +402,16 @@ class WebSocketTransport:
             return not self._unreachable()
         if time.monotonic() - self._status_at >= self.status_every_s:
             self._status_at = time.monotonic()
-            with contextlib.suppress(TransportError):  # unreachable: the reader notices and reconnects
-                await self._check_record(self.status_every_s)
+            try:
+                await self._check_record(max(self.status_every_s, 5.0))
+                self._silent_since = None
+            except TransportError:  # a hung server (or host) keeps its websocket open but answers nothing
+                self._silent_since = self._silent_since or time.monotonic()
+        if self._silent_since is not None:
+            silent = time.monotonic() - self._silent_since
+            if silent >= self.unreachable_after_s:
+                self.gone_reason = self._silence(silent)
+                return False
         return self._status_alive and not self._refused
 
     async def interrupt(self) -> bool:
