@@ -508,7 +508,7 @@ class KernelLink:
             await self._request("control", "comm_info_request", {}, timeout)
         except KernelTimeout as exc:
             raise KernelDead(
-                f"no kernel answers at {self._transport.describe()} (it may have exited; its file is stale)"
+                f"no kernel answers at {self.connection_file} (it may have exited; its file is stale)"
                 if self.connection_file
                 else f"{self._transport.describe()} did not answer within {timeout:g} s"
             ) from exc
