@@ -142,13 +142,16 @@ class _Target:
 
 
 def _own_frame(v: Val | None, kind: str) -> bool:
-    return (
-        v is not None
-        and v.kind == kind
-        and v.summary is not None
-        and _OWN_CLASSES.get(type_name(v.summary)) is not None
-        and (kind != "dataframe" or v.labels is not None)
-    )
+    """A value of pandas' own class; a frame's columns known exactly, unique and flat (a duplicated label
+    selects a frame, a MultiIndex matches keys by level)."""
+    if v is None or v.kind != kind or v.summary is None or _OWN_CLASSES.get(type_name(v.summary)) is None:
+        return False
+    if kind != "dataframe":
+        return True
+    labels = v.labels
+    if labels is None or len(set(labels)) != len(labels):
+        return False
+    return all(type(c) in (str, int) for c in labels)
 
 
 def _groupby_of(w: CellWalk, node: ast.expr) -> _Target | None:
