@@ -9,6 +9,7 @@ Skipped when ``llama_cpp`` is not installed, unless ``CRANE_REQUIRE_LLAMA_SERVER
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -20,9 +21,12 @@ from typing import Any
 
 import httpx
 import pytest
+from openai import AsyncOpenAI
 
 from crane_lsp.layers import Ask
+from crane_lsp.llm import dialects
 from crane_lsp.llm.predictor import LLMPredictor
+from crane_lsp.llm.prompt import ANSWER_SCHEMA
 from crane_lsp.llm.providers import OpenAICompatibleProvider
 from crane_lsp.settings import Settings
 
@@ -137,9 +141,48 @@ async def test_a_prompt_over_the_context_is_a_clear_failure_that_keeps_the_diale
     )
     p = await llm.predict(Ask(huge, EXECUTED))  # the target itself: executed cells may be left out
     assert p.certainty == "none"
-    assert any("context" in n.lower() for n in p.notes), p.notes
+    # the server names its context only in this error: it is learned, and the prompt, counted with the
+    # server's tokenizer, is found too long without sending it again
+    assert "exceeds the model's context of 2048" in p.message, (p.message, p.notes)
     provider = llm.provider
     assert isinstance(provider, OpenAICompatibleProvider) and provider.dialect != "instructions"
+    assert provider.server is not None and provider.server.context == CONTEXT
+
+
+async def test_its_own_dialect_is_sent_and_a_refused_one_gets_one_retry_remembered(llama_server: str) -> None:
+    """The request bodies the real server gets: llama-cpp-python refuses OpenAI's json_schema (a 500
+    naming it); one retry in its own json_object + schema; the next provider starts there."""
+    dialects.forget()
+    bodies: list[dict[str, Any]] = []
+
+    async def record(request: httpx.Request) -> None:
+        if request.url.path.endswith("/chat/completions"):
+            bodies.append(json.loads(request.content))
+
+    def recorded(llm: LLMPredictor) -> OpenAICompatibleProvider:
+        provider = llm.provider
+        assert isinstance(provider, OpenAICompatibleProvider)
+        hooks = httpx.AsyncClient(event_hooks={"request": [record]}, timeout=120)
+        provider._client = AsyncOpenAI(  # the provider's own client, with a look at what it sends
+            api_key="not-needed", base_url=provider.base_url, max_retries=0, timeout=120, http_client=hooks
+        )
+        return provider
+
+    llm = predictor(llama_server, max_tokens=48)
+    provider = recorded(llm)
+    provider.dialect = "json_schema"  # as if the probe had not said: OpenAI's, first
+    _, exchange = await llm.predict_exchange(Ask(TARGET, EXECUTED))
+    formats = [b.get("response_format") for b in bodies]
+    assert formats[0]["type"] == "json_schema"
+    assert formats[1] == {"type": "json_object", "schema": ANSWER_SCHEMA}, formats
+    assert all(b["max_tokens"] == 48 and b["stream"] is True for b in bodies[:2])
+    assert exchange.samples[0].completions, exchange.samples[0].error  # the retry was answered
+    assert provider.dialect == "json_object"
+    again = predictor(llama_server, max_tokens=48)
+    recorded(again)
+    await again.predict(Ask("y = 1\n" + TARGET, EXECUTED))
+    assert bodies[len(formats)]["response_format"] == {"type": "json_object", "schema": ANSWER_SCHEMA}
+    dialects.forget()
 
 
 async def test_a_base_url_without_v1_is_named_with_a_hint(llama_server: str) -> None:
