@@ -166,11 +166,10 @@ export class KernelRelay {
     if (kernel.status === 'busy' && now() - last > 1_000 && !(await this.settles(kernel))) {
       return refused('busy', 'the kernel is busy running a cell');
     }
-    try {
-      return await this.run(kernel, params);
-    } finally {
-      this.lastEnd.set(params.notebookUri, now());
-    }
+    const result = await this.run(kernel, params);
+    // right after our own execution the kernel may still say busy; a request that never started did not end
+    if (result.status !== 'busy') this.lastEnd.set(params.notebookUri, now());
+    return result;
   }
 
   /** Whether a `busy` kernel turns idle within BUSY_SETTLE_MS. */
