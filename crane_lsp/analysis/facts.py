@@ -324,7 +324,7 @@ class CellFacts:
         if tree is None:
             return {}
         found: dict[str, list[tuple[str, Span]]] = {}
-        for node in ast.walk(tree):
+        for node in _statements(tree.body):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 for a in node.names:
                     found.setdefault(a.asname or a.name, []).append(
@@ -422,6 +422,23 @@ def agg_names(call: Call) -> tuple[str, ...]:
     if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
         return ()
     return tuple(dict.fromkeys(names))
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement in ``body`` and the blocks nested in it (no expressions: what an import can be)."""
+    out: list[ast.stmt] = []
+    todo = list(reversed(body))
+    while todo:
+        stmt = todo.pop()
+        out.append(stmt)
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(stmt, name, None)
+            if isinstance(block, list):
+                todo.extend(reversed([b for b in block if isinstance(b, ast.stmt)]))
+                for b in block:  # except handlers and match cases hold statements, not being ones
+                    if not isinstance(b, ast.stmt):
+                        todo.extend(reversed(getattr(b, "body", [])))
+    return out
 
 
 #: Probe chains whose attributes resolve an aggregation name: a column's Series, a groupby and its column,
