@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fake_llm_servers import Answer, Error, FakeLLMServer, Trickle, crash_answer
+from fake_llm_servers import Answer, Error, FakeLLMServer, RecordedRequest, Reply, Trickle, crash_answer
 
 from crane_lsp.layers import Ask
 from crane_lsp.llm import dialects
@@ -247,3 +247,28 @@ async def test_an_empty_stream_is_asked_again_unstreamed_for_the_servers_own_err
         assert "exceeds the model's context of 50" in p.message, p.message
         streamed = [r.json.get("stream") for r in server.requests]
         assert streamed == [True, None], streamed
+
+
+def test_bench_asks_a_local_server_one_request_at_a_time() -> None:
+    """A local server has one slot: the bench's instances and votes, sent together, would queue there
+    and time out; against a local URL it sends them one by one unless --concurrency says otherwise."""
+    import threading
+
+    from crane_lsp.cli import main
+
+    active, most, lock = [0], [0], threading.Lock()
+
+    def reply(request: RecordedRequest) -> Reply:
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return Answer(crash_answer())
+
+    with FakeLLMServer(reply, kind="llama-cpp-python") as server:
+        args = ["bench", "junobench", "--provider", "openai-compatible", "--base-url", server.openai_url]
+        code = main([*args, "--model", "smollm2", "--limit", "2", "--votes", "3", "--no-cache", "--quiet"])
+        assert code == 0 and len(server.requests) == 2 * 2 * 3  # instances x settings x votes
+        assert most[0] == 1

@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--concurrency",
         type=int,
-        help="instances in flight at once (default 4; 1 for notebooks: a kernel each)",
+        help="instances in flight at once (default 4; 1 for notebooks, a kernel each, and for a local "
+        "server, which answers one request at a time)",
     )
     parser.add_argument("--rate", type=float, help="at most this many LLM requests per second")
     parser.add_argument("--limit", type=int, help="only the first N instances")
@@ -69,6 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, default=300.0, help="seconds per notebook cell (default 300)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _one_slot(provider: str, base_url: str | None) -> bool:
+    if provider != "openai-compatible":
+        return False
+    from crane_lsp.llm.providers import is_local
+
+    return is_local(base_url)
 
 
 def parse_settings(value: str | None, kind: str) -> list[Setting]:
@@ -122,13 +131,15 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         cases = cases[: args.limit]
     if not cases:
         raise BenchError(f"{folder}: no instances selected")
+    provider = args.provider or ("recorded:gpt-5" if kind == "junobench" else "checks")
     concurrency = args.concurrency if args.concurrency is not None else (4 if kind == "junobench" else 1)
+    if args.concurrency is None and _one_slot(provider, args.base_url):
+        concurrency = 1  # a local server answers one request at a time: queued ones time out
     if concurrency < 1:
         raise BenchError("--concurrency must be at least 1")
     if args.votes is not None and args.votes < 1:
         raise BenchError("--votes must be at least 1")
     settings = parse_settings(args.setting, kind)
-    provider = args.provider or ("recorded:gpt-5" if kind == "junobench" else "checks")
     live = provider in LLM_PROVIDERS  # recorded answers and checks send no request: nothing to cache
     cache = (
         open_cache(Path(args.cache or default_cache_path()))
