@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import struct
 import time
 import uuid
@@ -283,6 +284,8 @@ class WebSocketTransport:
             timed_out = isinstance(exc, asyncio.TimeoutError)
             why = "timed out" if timed_out else (getattr(exc, "strerror", None) or type(exc).__name__)
             raise TransportError(f"the Jupyter server at {server} is not reachable ({why})") from None
+        if conn.protocol is not None:  # our small requests leave at once
+            conn.protocol.set_nodelay(True)
         self._conn = conn
         self.subprotocol = conn.selected_subprotocol
         self._down_since = None
@@ -325,6 +328,7 @@ class WebSocketTransport:
         while not self._closed:
             conn = self._conn
             frame = await conn.read_message() if conn is not None else None
+            _quick_ack(conn)
             if frame is None:
                 if self._closed:
                     return
@@ -447,6 +451,17 @@ class WebSocketTransport:
 
     def describe(self) -> str:
         return f"kernel {self._url.kernel_id[:8]} on the Jupyter server at {self._url.base_url}"
+
+
+def _quick_ack(conn: Any) -> None:
+    """ACK what arrived now (Linux ``TCP_QUICKACK``). The server writes a reply's frames without
+    ``TCP_NODELAY``: after the "busy" frame, Nagle holds the reply until that frame is ACKed, and a
+    delayed ACK waits up to 40 ms: measured, every probe took 40-50 ms longer than over ZeroMQ."""
+    quickack = getattr(socket, "TCP_QUICKACK", None)  # Linux only; elsewhere the 40 ms stay
+    if quickack is None or conn is None:
+        return
+    with contextlib.suppress(Exception):
+        conn.protocol.stream.socket.setsockopt(socket.IPPROTO_TCP, quickack, 1)
 
 
 def _ignore_closed(future: Any) -> None:
