@@ -110,6 +110,12 @@ async def test_probe_and_dry_run_leave_no_trace(
     prediction = run.prediction
     assert prediction.crash and prediction.certainty == "observed", prediction
     assert prediction.exception == "KeyError" and prediction.line == 1
+    pipeline = _pipeline(link)  # the prepared child: forked ahead, then serving the next dry run
+    assert isinstance(pipeline.dryrun, DryRunner)
+    prepared = await pipeline.dryrun.prepare(link.generation)
+    assert prepared is not None and prepared.outcome == "prepared", prepared
+    again = (await pipeline.predict(FAILING, layers={"dryrun"})).prediction
+    assert again.exception == "KeyError" and again.certainty == "observed"
     assert (await link.history())[-1].source == SETUP
 
     assert observer.state() == before  # names, execution count, history, the seeded RNG
