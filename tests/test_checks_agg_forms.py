@@ -75,6 +75,15 @@ CASES = [
     Case("frame-list", SPEC, STATE, "r = nums.agg(['sum', 'nme'])\n", "AttributeError"),
     Case("frame-named", SPEC, STATE, "r = df.agg(new=('price', 'nme'))\n", "AttributeError"),
     Case("series-dict", SPEC, STATE, "r = df['price'].agg({'x': 'nme'})\n", "AttributeError"),
+    Case("column-str", SPEC, STATE, "r = df['price'].agg('meen')\n", "AttributeError"),
+    Case("column-list", SPEC, STATE, "r = df['q'].aggregate(['sum', 'stdd'])\n", "AttributeError"),
+    Case(
+        "groupby-column-named",
+        SPEC,
+        STATE,
+        "r = df.groupby('g')['price'].agg(total='sum', spread='rnage')\n",
+        "AttributeError",
+    ),
     Case("kernel-groupby", NAME, STATE, "r = g.agg('nme')\n", "AttributeError"),
     Case("kernel-series-groupby", NAME, STATE, "r = sg.aggregate('nme')\n", "AttributeError"),
     Case(
@@ -90,7 +99,9 @@ CASES = [
         "h = df.groupby('g')['price'].agg(['mean', np.mean, spread])\n"
         "i = df.agg(total=('price', 'sum'))\n"
         "j = df['q'].agg({'n': 'nunique', 's': 'size'})\n"
-        "k = df['q'].agg({'n': 'sum', 'm': 'amax'})\n",
+        "k = df['q'].agg({'n': 'sum', 'm': 'amax'})\n"
+        "m = df['price'].agg('amax')\nn = df['q'].agg(['sum', 'ptp', np.std])\n"
+        "o = df.groupby('g')['price'].agg(total='sum', top=spread)\n",
         None,
     ),
     Case(

@@ -453,7 +453,7 @@ AGG_CLASS_CHAINS = (
 
 def agg_spec_names(call: Call) -> tuple[str, ...]:
     """Every function name an ``agg`` call spells as literal text: ``'a'``, ``['a', np.mean]``,
-    ``{'col': 'a'}``, ``{'col': ['a', 'b']}``, ``new=('col', 'a')``."""
+    ``{'col': 'a'}``, ``{'col': ['a', 'b']}``, ``new=('col', 'a')``, ``new='a'``."""
     if call.method not in _AGG_METHODS:
         return ()
     found: list[str] = []
@@ -467,9 +467,11 @@ def agg_spec_names(call: Call) -> tuple[str, ...]:
         if not arg.is_literal or arg.starred:
             continue
         value = arg.literal
-        if arg.keyword not in (None, "func"):
+        if arg.keyword not in (None, "func"):  # named: new=('col', 'a'), or new='a' on a groupby's column
             if isinstance(value, tuple) and len(value) == 2:
                 add(value[1])
+            elif isinstance(value, str):
+                add(value)
         elif isinstance(value, dict):
             for item in value.values():
                 add(item)

@@ -215,7 +215,11 @@ def _plan(t: _Target, call: ast.Call) -> tuple[list[str], list[_Step], str] | No
         return None
     spec: list[tuple[str, list[ast.expr]]] = []  # (column, functions), or ("", ...) for the whole object
     keys: list[str] = []
-    if func is None:  # named aggregation: new=('col', 'func')
+    if func is None and t.level == "sgb":  # a groupby column's named aggregation: new='func'
+        if not rest:
+            return None
+        spec.append((t.column or "", [k.value for k in rest]))
+    elif func is None:  # named aggregation: new=('col', 'func')
         if t.level not in ("frame", "dfgb") or not rest:
             return None
         for k in rest:
@@ -242,9 +246,9 @@ def _plan(t: _Target, call: ast.Call) -> tuple[list[str], list[_Step], str] | No
                 keys.append(col)
             spec.append(((t.column or "") if t.level == "series" else col, _entries(value)))
     elif isinstance(func, (ast.List, ast.Tuple)):
-        if t.level == "series":
-            return None
-        if t.level == "sgb":
+        if t.level == "series" and t.column is None:
+            return None  # a kernel Series: pandas.agg-name's
+        if t.level in ("sgb", "series"):
             spec.append((t.column or "", _entries(func)))
         else:
             cols = [c for c in t.base.labels or () if c not in t.keys]
@@ -254,8 +258,8 @@ def _plan(t: _Target, call: ast.Call) -> tuple[list[str], list[_Step], str] | No
     elif isinstance(func, ast.Constant) and isinstance(func.value, str):
         if t.level == "dfgb":
             spec.append(("", [func]))
-        elif t.level == "sgb":
-            spec.append((t.column or "", [func]))
+        elif t.level == "sgb" or (t.level == "series" and t.column is not None):
+            spec.append((t.column or "", [func]))  # a kernel frame's column: ``df['price'].agg('meen')``
         else:
             return None
     else:
