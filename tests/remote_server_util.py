@@ -151,6 +151,12 @@ class RemoteServer:
             self.proc.wait(10)
         self.proc = None
 
+    def remove(self) -> None:
+        """Stop for good and delete the folder ``make_root`` made (its log beside the root)."""
+        self.stop()
+        if self.root.parent.name.startswith("crane-remote-"):
+            shutil.rmtree(self.root.parent, ignore_errors=True)
+
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-3000:] if self.log_path else ""
 

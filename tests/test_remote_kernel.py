@@ -53,7 +53,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[RemoteServer]:
     srv = RemoteServer(free_port(), new_token(), make_root(request.param), gateway_legacy=legacy)
     srv.start()
     yield srv
-    srv.stop()
+    srv.remove()
 
 
 @pytest.fixture
@@ -280,4 +280,4 @@ async def test_server_restart_leaves_the_kernel_gone() -> None:
             await link.snapshot(ProbeQuery(names=["x"]), timeout=5)
         await link.close()
     finally:
-        srv.stop()
+        srv.remove()
