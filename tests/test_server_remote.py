@@ -143,6 +143,12 @@ async def test_a_kernel_attached_by_url_with_the_token_from_the_environment(
     assert status["connectionFile"] is None and status["kernel"] in ("attached", "busy")
     assert f"reads the kernel of kernel at {jserver['url']}" in LOG.read_text()  # said at INFO: no news
     assert "prise" in await _hover(client, nb)
+    # a crash only running the cell shows: the dry run, in a jailed fork of the remote kernel
+    nb.edit(1, 'import json\nsettings = json.loads(\'{"rows": 3,}\')')
+    observed = await wait_for(client, nb.cell_uris[1], has("JSONDecodeError"), timeout=180)
+    assert observed[0].range.start.line == 1, observed
+    nb.edit(1, CELLS[1])
+    await wait_for(client, nb.cell_uris[1], has("KeyError", 0), timeout=60)
     verdict = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="crane.cellVerdict", arguments=[{"cell": nb.cell_uris[1]}])
     )

@@ -78,11 +78,23 @@ def test_jupyterlab_attach_by_id_without_a_file_is_the_kernel_on_the_local_serve
 
 
 def test_status_names_a_url_as_kernel_url_and_a_file_as_connection_file() -> None:
-    assert where_payload(f"http://h:1/api/kernels/z?token={TOKEN}") == {
+    from crane_lsp.kernel.transport_relay import RelayTarget
+    from crane_lsp.server.kernel_target import KernelTarget
+
+    target = url_target(f"http://h:1/api/kernels/z?token={TOKEN}", None)
+    assert where_payload(target) == {
         "connectionFile": None,
         "kernelUrl": "http://h:1/api/kernels/z",
+        "relayed": False,
     }
-    assert where_payload("/tmp/k.json") == {"connectionFile": "/tmp/k.json", "kernelUrl": None}
+    assert where_payload(KernelTarget("/tmp/k.json")) == {
+        "connectionFile": "/tmp/k.json",
+        "kernelUrl": None,
+        "relayed": False,
+    }
+    relay = RelayTarget(send_request=None, notebook_uri="file:///n.ipynb")  # type: ignore[arg-type]
+    assert where_payload(relay) == {"connectionFile": None, "kernelUrl": None, "relayed": True}
+    assert where_payload(None)["relayed"] is False
 
 
 def test_the_token_setting_is_never_shown_and_logs_are_scrubbed(caplog: pytest.LogCaptureFixture) -> None:

@@ -129,6 +129,7 @@ class CraneServer(LanguageServer):
         self._bypass: set[str] = set()
         self._pipelines: dict[str, _Bound] = {}  # notebook uri -> its pipeline
         self._llm: LLMPredictor | None = None
+        self._llm_error: str | None = None  # why the LLM could not be set up (crane/status)
         self._llm_slots = asyncio.Semaphore(1)  # replaced by the settings' llmConcurrency
         self._watcher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -198,6 +199,7 @@ class CraneServer(LanguageServer):
         task.add_done_callback(self._tasks.discard)
 
     def _make_llm(self, settings: Settings) -> LLMPredictor | None:
+        self._llm_error = None
         if settings.provider == "none":
             return None
         try:
@@ -207,6 +209,7 @@ class CraneServer(LanguageServer):
             llm.on_state = self._llm_state
             return llm
         except Exception as exc:  # a missing key or package: say so, keep the built-in checks
+            self._llm_error = str(exc)
             self.window_show_message(
                 types.ShowMessageParams(type=types.MessageType.Warning, message=f"crane: LLM disabled: {exc}")
             )
@@ -693,12 +696,15 @@ class CraneServer(LanguageServer):
             )
         else:
             self._show_message(types.MessageType.Info, "crane: the LLM answers again")
+        self.send_status()  # the status bar follows the LLM's state too
 
     def _show_message(self, kind: types.MessageType, message: str) -> None:
         with contextlib.suppress(Exception):
             self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def send_status(self, notebook_uri: str | None = None) -> None:
+        from crane_lsp.llm.status import llm_status  # light (~11 ms once): no SDK, no predictor
+
         uri = notebook_uri or next(iter(self.notebooks), None)
         kernel = self.kernels.state(uri) if uri else "none"
         if kernel == "attached" and self.stats.kernel_busy:
@@ -709,7 +715,7 @@ class CraneServer(LanguageServer):
         payload = {
             "notebookUri": uri,
             "kernel": kernel,
-            **where_payload(att.connection_file if att and att.link is not None else None),
+            **where_payload(att.target if att and att.link is not None else None),
             "message": att.error if att else None,
             "checking": self.stats.checking > 0,
             "busy": self.stats.checking > 0,
@@ -717,6 +723,7 @@ class CraneServer(LanguageServer):
             "predictions": self.stats.predictions,
             "followUps": self.stats.second_phase,
             "probes": self.stats.probes,
+            "llm": llm_status(self.settings, self._llm, self._llm_error),
         }
         with contextlib.suppress(Exception):
             self.protocol.notify(STATUS, payload)

@@ -48,6 +48,8 @@ class AttachArgs(_Args):
     connection_file: str = Field(default="", alias="connectionFile")
     kernel_id: str | None = Field(default=None, alias="kernelId")
     kernel_url: str | None = Field(default=None, alias="kernelUrl")
+    #: the editor relays its own kernel connection (VS Code, kernel on a remote server): no file, no URL
+    relay: bool = False
 
 
 A = TypeVar("A", bound=_Args)

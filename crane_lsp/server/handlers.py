@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -19,6 +19,9 @@ from crane_lsp.server.documents import CellView, wants_percent
 from crane_lsp.server.jupyter_documents import is_virtual_notebook, view_for_text
 from crane_lsp.server.jupyter_sessions import with_connection_file
 from crane_lsp.server.kernel_target import shown
+
+if TYPE_CHECKING:
+    from crane_lsp.kernel.transport_relay import RelayTarget
 
 
 def _cell(server: CraneServer, arguments: tuple[Any, ...]) -> tuple[NotebookState, CellView] | str:
@@ -161,15 +164,22 @@ def register(ls: CraneServer) -> None:
             args = parse(AttachArgs, named)
         except BadArguments as exc:
             return {"attached": False, "error": f"{needs} ({exc})"}
-        if not args.notebook_uri or not args.connection_file:
+        if not args.notebook_uri or not (args.connection_file or args.relay):
             return {"attached": False, "error": needs}
         uri, path = args.notebook_uri, args.connection_file
         nb = server.notebook_of(uri)
         uri = nb.uri if nb is not None else uri
-        error = await server.kernels.attach(uri, path)
+        target: str | RelayTarget = path
+        if args.relay:  # the editor's own kernel connection, relayed over LSP (kernel/transport_relay.py)
+            from crane_lsp.kernel.transport_relay import RelayTarget
+
+            # the RAW notebookUri the editor sent: the extension looks its kernel up by it
+            target = RelayTarget(server.protocol.send_request_async, args.notebook_uri)
+        error = await server.kernels.attach(uri, target)
         if error is not None:
             att = server.kernels.attachment(uri)
-            server.notices.attach_failed(uri, shown(path), error, att.connection_file if att.link else None)
+            where = target.label if not isinstance(target, str) else shown(target)
+            server.notices.attach_failed(uri, where, error, att.connection_file if att.link else None)
         else:  # a new kernel: everything shown was computed from another state
             server.forget_pipeline(uri)
             if nb is not None:

@@ -26,7 +26,7 @@ from crane_lsp.kernel.connection import (
     server_sessions,
 )
 from crane_lsp.server.jupyter_documents import notebook_path
-from crane_lsp.server.kernel_target import KernelTarget, display, kernel_on_server, shown
+from crane_lsp.server.kernel_target import KernelTarget, display, kernel_on_server, shown, uri_to_path
 
 _KERNEL_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,127}$")
 
@@ -155,8 +155,6 @@ def kernel_url_on_local_server(
     whose root holds it; else the only one running), or None."""
     if not _KERNEL_ID.match(kernel_id):
         return None
-    from crane_lsp.server.kernels import uri_to_path
-
     servers = list_servers(dirs)
     path = uri_to_path(notebook_uri) if isinstance(notebook_uri, str) else None
     serving = [

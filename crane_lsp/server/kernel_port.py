@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from crane_lsp.kernel.link import KernelEvent, KernelLink
+    from crane_lsp.kernel.transport_relay import RelayTarget
+    from crane_lsp.server.kernel_target import KernelTarget
     from crane_lsp.server.kernels import Attachment
     from crane_lsp.settings import Settings
 
@@ -30,7 +32,8 @@ class KernelPort(Protocol):
 
     def state(self, notebook_uri: str) -> str: ...  # none | attached | busy | unresponsive
 
-    async def attach(self, notebook_uri: str, connection_file: str) -> str | None: ...  # the error
+    #: a file or kernel URL, or the editor's relayed connection; the error message, or None
+    async def attach(self, notebook_uri: str, connection_file: str | RelayTarget) -> str | None: ...
 
     async def link_for(self, notebook_uri: str) -> KernelLink | None: ...  # attaches when needed
 
@@ -58,11 +61,14 @@ def remote_settings(kernels: KernelPort, settings: Settings) -> bool:
     return before != (url, token)
 
 
-def where_payload(where: str | None) -> dict[str, Any]:
+def where_payload(target: KernelTarget | RelayTarget | None) -> dict[str, Any]:
     """``crane/status``'s kernel location: ``connectionFile`` for a file, ``kernelUrl`` for a kernel
-    on a Jupyter server (never a token)."""
-    from crane_lsp.server.kernel_target import is_url, shown
+    on a Jupyter server (never a token), ``relayed`` for the editor's own kernel."""
+    from crane_lsp.server.kernel_target import shown
 
-    if where is not None and is_url(where):
-        return {"connectionFile": None, "kernelUrl": shown(where)}
-    return {"connectionFile": where, "kernelUrl": None}
+    url = target.kernel_url if target is not None else None
+    return {
+        "connectionFile": target.connection_file if target is not None else None,
+        "kernelUrl": shown(url) if url else None,
+        "relayed": target is not None and target.url is None and target.connection_file is None,
+    }

@@ -11,8 +11,9 @@ and never in ``where`` (what the status, notices and logs show): from a local Ju
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlparse, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from crane_lsp.kernel.connection import JupyterServer
@@ -20,6 +21,14 @@ if TYPE_CHECKING:
     from crane_lsp.kernel.remote import KernelUrl
 
 _SCHEMES = ("http://", "https://", "ws://", "wss://")
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """The local path of a notebook's (or cell's) URI; None for other schemes."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("file", "vscode-notebook-cell", ""):
+        return None
+    return Path(unquote(parsed.path)) if parsed.path else None
 
 
 def is_url(text: str) -> bool:

@@ -17,26 +17,18 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
 
-from crane_lsp.server.kernel_target import KernelTarget, is_url, shown
+from crane_lsp.server.kernel_target import KernelTarget, is_url, shown, uri_to_path
 
 if TYPE_CHECKING:
     from crane_lsp.kernel.link import KernelEvent, KernelLink
+    from crane_lsp.kernel.transport_relay import RelayTarget
 
 log = logging.getLogger(__name__)
 
 RETRY_S = 3.0  # after a failed attach, wait this long before trying again, doubling up to RETRY_MAX_S
 RETRY_MAX_S = 30.0
-
-
-def uri_to_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("file", "vscode-notebook-cell", ""):
-        return None
-    return Path(unquote(parsed.path)) if parsed.path else None
 
 
 @dataclass
@@ -46,7 +38,8 @@ class Attachment:
     explicit: str | None = None  # connection file or kernel URL named by the editor for this notebook
     link: KernelLink | None = None
     connection_file: str | None = None  # where the link reads: a file's path or a kernel URL (no token)
-    target: KernelTarget | None = None
+    target: KernelTarget | RelayTarget | None = None
+    relay: RelayTarget | None = None  # the editor relays its kernel: re-attached the same way when lost
     error: str | None = None
     last_try: float = 0.0
     failures: int = 0
@@ -81,26 +74,30 @@ class Kernels:
         att = self._attachments.get(notebook_uri)
         return att.state if att else "none"
 
-    async def attach(self, notebook_uri: str, connection_file: str) -> str | None:
-        """Attach ``connection_file`` (a file or a kernel URL) to the notebook now; the error message,
-        or None on success."""
+    async def attach(self, notebook_uri: str, connection_file: str | RelayTarget) -> str | None:
+        """Attach ``connection_file`` (a file or a kernel URL, or the editor's relayed kernel) to the
+        notebook now; the error message, or None on success."""
         att = self.attachment(notebook_uri)
+        named = connection_file if isinstance(connection_file, str) else None
+        relay = None if isinstance(connection_file, str) else connection_file
         async with att.lock:
             try:  # the new kernel first: a failed attach keeps the kernel that was working
-                target = await asyncio.to_thread(self.target, connection_file)
+                target: KernelTarget | RelayTarget
+                target = relay if relay is not None else await asyncio.to_thread(self.target, str(named))
                 link = await target.connect()
             except Exception as exc:  # KernelDead, a refused token, anything a broken file causes
                 error = str(exc) or type(exc).__name__
                 kept = " (the kernel attached before stays attached)" if att.link is not None else ""
-                where = shown(connection_file)
+                where = relay.label if relay is not None else shown(str(named))
                 log.warning("could not attach %s to %s: %s%s", where, notebook_uri, error, kept)
                 if att.link is None:
                     att.error = error
-                    if is_url(connection_file):  # the kernel the user named: retried (back-off), not
-                        att.explicit = connection_file  # replaced by whatever discovery finds
+                    if named is not None and is_url(named):  # the kernel the user named: retried
+                        att.explicit = named  # (back-off), not replaced by whatever discovery finds
                         att.failures, att.last_try = 1, time.monotonic()
                 return error
-            att.explicit = connection_file
+            att.relay = relay
+            att.explicit = named
             await self._drop(att)
             att.failures = 0
             self._adopt(notebook_uri, att, link, target)
@@ -158,13 +155,15 @@ class Kernels:
         for uri in list(self._attachments):
             await self.forget(uri)
 
-    async def _choose(self, notebook_uri: str, att: Attachment) -> KernelTarget | None:
+    async def _choose(self, notebook_uri: str, att: Attachment) -> KernelTarget | RelayTarget | None:
         """The kernel to try: explicit, setting, the server's session, else discovery; None (and
         why) if none."""
         from crane_lsp.kernel.connection import ConnectionNotFound
         from crane_lsp.server.jupyter_sessions import discover_target, server_session_target
 
         att.last_try = time.monotonic()
+        if att.relay is not None:  # the editor's kernel, relayed: the same way again after a loss
+            return att.relay
         explicit = att.explicit or self.default_connection_file
         try:
             # discovery reads files and may ask a Jupyter server over HTTP: keep it off the event loop
@@ -180,7 +179,9 @@ class Kernels:
             att.error = f"kernel discovery failed: {exc}"
         return None
 
-    async def _connect(self, notebook_uri: str, att: Attachment, target: KernelTarget) -> str | None:
+    async def _connect(
+        self, notebook_uri: str, att: Attachment, target: KernelTarget | RelayTarget
+    ) -> str | None:
         att.last_try = time.monotonic()
         try:
             link = await target.connect()
@@ -191,7 +192,9 @@ class Kernels:
         self._adopt(notebook_uri, att, link, target)
         return None
 
-    def _adopt(self, notebook_uri: str, att: Attachment, link: KernelLink, target: KernelTarget) -> None:
+    def _adopt(
+        self, notebook_uri: str, att: Attachment, link: KernelLink, target: KernelTarget | RelayTarget
+    ) -> None:
         att.link, att.connection_file, att.error, att.unresponsive = link, target.where, None, False
         att.target = target
         att.unsubscribe = link.add_listener(lambda event: self._on_event(notebook_uri, event))

@@ -9,6 +9,7 @@ offers the pipeline exactly what it may ask of a kernel (``layers.KernelReader``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,11 @@ class CountedLink:
     @property
     def busy(self) -> bool:
         return self.link.busy
+
+    @property
+    def cell_seconds(self) -> Mapping[str, float]:
+        """The kernel's own cell timings (text -> seconds), read by the dry run (issue 23)."""
+        return getattr(self.link, "cell_seconds", {})
 
     async def snapshot(self, query: ProbeQuery, timeout: float | None = None) -> Snapshot:
         self._stats.probes += 1
