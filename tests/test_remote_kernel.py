@@ -157,6 +157,20 @@ async def test_restart_reinstalls_the_probe(server: RemoteServer, link: KernelLi
     assert await link.is_alive()
 
 
+async def test_kernel_crash_and_autorestart(observer: Observer, link: KernelLink) -> None:
+    """The kernel process dies mid-session; the server restarts it (its autorestarter) and says so on
+    IOPub: the link counts a restart and the probe answers from the fresh process."""
+    await link.snapshot(ProbeQuery(names=["sales"]))
+    restarts = link.restarts
+    observer.start("import os\nos._exit(1)")
+    deadline = time.monotonic() + 60
+    while link.restarts == restarts and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert link.restarts > restarts
+    snap = await link.snapshot(ProbeQuery(names=["sales"]), timeout=30)
+    assert "sales" in snap.undefined and await link.is_alive()
+
+
 async def test_proxy_going_away_and_coming_back(
     server: RemoteServer, kernel_id: str, observer: Observer
 ) -> None:
