@@ -1,10 +1,12 @@
 """The async link to one Jupyter kernel: install the probe, query it, follow the kernel's state.
 
-Why it is more than ``AsyncKernelClient``: a user's kernel is often busy, restarts under us and
+The link reaches its kernel through one ``KernelTransport`` (``transport.py``): a connection file
+(ZeroMQ), a Jupyter Server's kernel websocket, or the editor's relay; everything below is the same
+over each. Why it is more than a client: a user's kernel is often busy, restarts under us and
 must never be left waiting on us. So the link
-- reads every channel in background tasks and routes replies by ``msg_id``: any number of requests
+- hears every channel through its transport and routes replies by ``msg_id``: any number of requests
   may be in flight at once, from any number of callers (a probe on a subshell while a replay cell
-  runs, a history request, ...); see ``_send`` for what that takes with ZeroMQ;
+  runs, a history request, ...); see ``ZmqTransport.send`` for what that takes with ZeroMQ;
 - follows IOPub ``status`` messages to know whether a cell is running, and which generation
   (execution count) the state has, and tells listeners when a cell finishes or the kernel restarts;
   its own silent requests carry marked msg_ids, so they are never taken for cells, however late
