@@ -144,7 +144,7 @@ async def test_a_kernel_attached_by_url_with_the_token_from_the_environment(
     assert f"reads the kernel of kernel at {jserver['url']}" in LOG.read_text()  # said at INFO: no news
     assert "prise" in await _hover(client, nb)
     # a crash only running the cell shows: the dry run, in a jailed fork of the remote kernel
-    nb.edit(1, 'import json\nsettings = json.loads(\'{"rows": 3,}\')')
+    nb.edit(1, "import json\nsettings = json.loads('{\"rows\": 3,}')")
     observed = await wait_for(client, nb.cell_uris[1], has("JSONDecodeError"), timeout=180)
     assert observed[0].range.start.line == 1, observed
     nb.edit(1, CELLS[1])
@@ -190,7 +190,7 @@ async def wrong_client(lsp_client: LanguageClient) -> Any:
     await lsp_client.shutdown_session()
 
 
-async def test_a_wrong_token_is_said_once_and_clearly(
+async def test_a_wrong_token_is_said_once_and_clearly_then_the_right_one_attaches(
     wrong_client: LanguageClient, jserver: dict[str, Any]
 ) -> None:
     client = wrong_client
@@ -203,4 +203,12 @@ async def test_a_wrong_token_is_said_once_and_clearly(
     errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
     assert len(errors) == 1 and "refused the token" in errors[0] and jserver["url"] in errors[0], errors
     await wait_for(client, nb.cell_uris[1], lambda ds: not ds, timeout=30)  # no verdict made up
+    # the right token in the settings: the kernel the user named is attached, without a new attach
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"crane": {"debounce": 50, "jupyterToken": TOKEN}})
+    )
+    await wait_for(client, nb.cell_uris[1], has("KeyError", 0), timeout=120)
+    await wait_status(
+        statuses, lambda s: s.get("kernelUrl") == jserver["url"] and not s["message"], timeout=30
+    )
     _assert_no_token(seen, TOKEN, WRONG)

@@ -189,6 +189,8 @@ class CraneServer(LanguageServer):
                 att = self.kernels.attachment(uri)
                 if att.explicit is None and att.link is not None:
                     self._background(self.kernels.lost(uri, "connectionFile changed", backoff=False))
+                elif att.link is None:  # e.g. a refused token, now changed: try again at once
+                    att.last_try, att.failures = 0.0, 0
         for nb in self.notebooks.values():
             self.state_changed(nb, bump=False)
 
