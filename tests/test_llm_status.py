@@ -9,7 +9,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from fake_llm_servers import Answer, FakeLLMServer, crash_answer
+from fake_llm_servers import Answer, Error, FakeLLMServer, crash_answer
 
 from crane_lsp.layers import Ask
 from crane_lsp.llm import dialects
@@ -62,6 +62,11 @@ async def test_answering_then_garbled_then_gone(server: FakeLLMServer) -> None:
     status = llm_status(settings, llm)
     assert (status["state"], status["reachable"]) == ("failing", True)
     assert status["lastError"].startswith("the LLM's answers could not be parsed")
+
+    server.push(Error(503, "loading model"))  # the server answered: reachable, and failing
+    await llm.predict(Ask("z = 2\n" + TARGET, EXECUTED))
+    status = llm_status(settings, llm)
+    assert (status["state"], status["reachable"]) == ("failing", True) and "503" in status["lastError"]
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -374,7 +374,8 @@ class LLMPredictor:
                 else "the LLM could not be reached"
             )
             why = next((s.error for s in samples if s.error), None)
-            self._report(f"{reason} ({why})" if why else reason, reached=failed == "garbled")
+            gone = all("cannot reach" in (s.error or "") for s in samples)  # else the server said something
+            self._report(f"{reason} ({why})" if why else reason, reached=not gone)
             message = f"no verdict: {reason}"  # the editor shows it as a no-verdict, never as safe
             return Prediction(crash=False, certainty="none", message=message, source=source, notes=notes)
         self._report(None)
