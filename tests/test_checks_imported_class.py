@@ -15,7 +15,11 @@ from tests.lib_checks_util import Case, predict, verify
 
 SIG = "python.call-signature"
 # an earlier cell loaded sklearn.ensemble (through another class): importing from it again runs nothing new
-STATE = "from sklearn.ensemble import RandomForestRegressor\nimport sklearn.linear_model\n"
+STATE = (
+    "from sklearn.ensemble import RandomForestRegressor\n"
+    "import sklearn.linear_model, sklearn.model_selection\n"
+    "import numpy as np\nX = np.zeros((10, 2))\ny = np.arange(10.0)\n"
+)
 
 CASES = [
     Case(
@@ -44,12 +48,23 @@ CASES = [
         1,
     ),
     Case(
+        "function-through-validate-params",
+        SIG,
+        STATE,
+        "from sklearn.model_selection import train_test_split\n"
+        "X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_sizes=0.2)\n",
+        "TypeError",
+        1,
+    ),
+    Case(
         "valid-arguments",
         SIG,
         STATE,
         "from sklearn.ensemble import RandomForestClassifier as RFC\n"
         "import sklearn.linear_model as lm\n"
-        "clf = RFC(n_estimators=10, max_depth=3)\nm = lm.LogisticRegression(C=1.0, max_iter=50)\n",
+        "clf = RFC(n_estimators=10, max_depth=3)\nm = lm.LogisticRegression(C=1.0, max_iter=50)\n"
+        "from sklearn.model_selection import train_test_split as tts\n"
+        "X_tr, X_te, y_tr, y_te = tts(X, y, test_size=0.2, random_state=0)\n",
         None,
     ),
     Case(
