@@ -1,3 +1,5 @@
+import { redactTokens } from './kernelUrl';
+
 /**
  * The status bar: what the server says in `crane/status`, plus what the client knows itself
  * (server state, how kernels are attached). Unknown or missing fields are tolerated.
@@ -10,6 +12,8 @@ export interface ServerStatus {
   checking: boolean;
   lastLatencyMs: number | null;
   message?: string;
+  /** Where the attached kernel is, as the server says it: relayed through the editor, a URL (no token), a file. */
+  where?: string;
 }
 
 export const INITIAL_STATUS: ServerStatus = { kernel: 'unknown', checking: false, lastLatencyMs: null };
@@ -32,7 +36,20 @@ export function parseStatus(params: unknown, previous: ServerStatus = INITIAL_ST
       : null;
   }
   const message = typeof p.message === 'string' && p.message.trim() !== '' ? p.message.trim() : undefined;
-  return { kernel, checking, lastLatencyMs, ...(message !== undefined ? { message } : {}) };
+  let where = previous.where;
+  if ('relayed' in p || 'kernelUrl' in p || 'connectionFile' in p) {
+    if (p.relayed === true) where = "the editor's kernel connection (relayed through the Jupyter extension)";
+    else if (typeof p.kernelUrl === 'string' && p.kernelUrl !== '') where = redactTokens(p.kernelUrl);
+    else if (typeof p.connectionFile === 'string' && p.connectionFile !== '') where = p.connectionFile;
+    else where = undefined;
+  }
+  return {
+    kernel,
+    checking,
+    lastLatencyMs,
+    ...(message !== undefined ? { message } : {}),
+    ...(where !== undefined ? { where } : {}),
+  };
 }
 
 export type ServerState = 'starting' | 'running' | 'stopped' | 'missing' | 'error';
@@ -118,7 +135,7 @@ export function renderStatus(state: ClientState): StatusView {
     none: 'No kernel attached: only checks that need no runtime state run.',
     unknown: 'Kernel state not reported yet.',
   }[s.kernel];
-  lines.push(kernelLine);
+  lines.push(s.where && s.kernel !== 'none' ? `${kernelLine} Kernel: ${s.where}.` : kernelLine);
   if (s.lastLatencyMs !== null) lines.push(`Last check: ${formatLatency(s.lastLatencyMs)}.`);
   if (s.message) lines.push(s.message);
   if (fallback) lines.push(fallback);

@@ -72,4 +72,15 @@ describe('crane/status handling', () => {
     assert.equal(formatLatency(999), '999 ms');
     assert.equal(formatLatency(1500), '1.5 s');
   });
+
+  it('says where the kernel is: relayed through the editor, a URL (never a token), or a file', () => {
+    const relayed = parseStatus({ kernel: 'attached', relayed: true, kernelUrl: null, connectionFile: null });
+    assert.match(relayed.where ?? '', /relayed through the Jupyter extension/);
+    const running: ClientState = { server: 'running', status: relayed, attachMode: 'jupyter' };
+    assert.match(renderStatus(running).tooltip, /Kernel attached\. Kernel: the editor's kernel connection \(relayed/);
+    const url = parseStatus({ relayed: false, kernelUrl: 'http://h:8888/api/kernels/k?token=abc123', connectionFile: null }, relayed);
+    assert.equal(url.where, 'http://h:8888/api/kernels/k?token=***');
+    assert.equal(parseStatus({ checking: true }, url).where, url.where, 'kept while the server leaves it out');
+    assert.equal(parseStatus({ relayed: false, kernelUrl: null, connectionFile: null }, url).where, undefined);
+  });
 });
