@@ -76,6 +76,14 @@ CASES = [
     Case("frame-named", SPEC, STATE, "r = df.agg(new=('price', 'nme'))\n", "AttributeError"),
     Case("series-dict", SPEC, STATE, "r = df['price'].agg({'x': 'nme'})\n", "AttributeError"),
     Case("column-str", SPEC, STATE, "r = df['price'].agg('meen')\n", "AttributeError"),
+    Case("list-with-callable-after", SPEC, STATE, "r = nums.agg(['meen', np.std])\n", "AttributeError"),
+    Case(
+        "groupby-dict-callable-after",
+        SPEC,
+        STATE,
+        "r = df.groupby('g').agg({'price': ['meen', np.std, spread]})\n",
+        "AttributeError",
+    ),
     Case("column-list", SPEC, STATE, "r = df['q'].aggregate(['sum', 'stdd'])\n", "AttributeError"),
     Case(
         "groupby-column-named",

@@ -453,33 +453,37 @@ AGG_CLASS_CHAINS = (
 
 def agg_spec_names(call: Call) -> tuple[str, ...]:
     """Every function name an ``agg`` call spells as literal text: ``'a'``, ``['a', np.mean]``,
-    ``{'col': 'a'}``, ``{'col': ['a', 'b']}``, ``new=('col', 'a')``, ``new='a'``."""
+    ``{'col': 'a'}``, ``{'col': ['a', np.std]}``, ``new=('col', 'a')``, ``new='a'``."""
     if call.method not in _AGG_METHODS:
         return ()
     found: list[str] = []
 
-    def add(value: Any) -> None:
-        for item in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(item, str) and item.isidentifier():
-                found.append(item)
+    def add(node: ast.expr) -> None:
+        for item in node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]:
+            if isinstance(item, ast.Constant) and isinstance(item.value, str) and item.value.isidentifier():
+                found.append(item.value)
 
     for arg in call.args:
-        if not arg.is_literal or arg.starred:
+        if arg.starred or len(arg.text) > _MAX_AGG_TEXT:
             continue
-        value = arg.literal
+        try:
+            node = ast.parse(arg.text.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
         if arg.keyword not in (None, "func"):  # named: new=('col', 'a'), or new='a' on a groupby's column
-            if isinstance(value, tuple) and len(value) == 2:
-                add(value[1])
-            elif isinstance(value, str):
-                add(value)
-        elif isinstance(value, dict):
-            for item in value.values():
+            if isinstance(node, ast.Tuple) and len(node.elts) == 2:
+                add(node.elts[1])
+            elif isinstance(node, ast.Constant):
+                add(node)
+        elif isinstance(node, ast.Dict):
+            for item in node.values:
                 add(item)
         else:
-            add(value)
+            add(node)
     return tuple(dict.fromkeys(found))[:_MAX_AGG_NAMES]
 
 
+_MAX_AGG_TEXT = 2000
 _MAX_AGG_NAMES = 50
 
 
