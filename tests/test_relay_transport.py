@@ -293,3 +293,21 @@ async def test_the_server_reads_the_editors_kernel_through_the_relay(kernel: Tes
         finally:
             await client.stop()
     assert kernel_state(kernel) == before
+
+
+@pytest.mark.slow
+async def test_names_the_user_shadowed_do_not_break_the_relay(fresh_kernel: TestKernel) -> None:
+    """Every object is hostile: the relayed code (and the probe's installer) find exec, compile, getattr,
+    json, sys and print where the user cannot have rebound them."""
+    fresh_kernel.run("exec = compile = print = json = sys = globals = getattr = 'mine'\nshadow_x = 1")
+    async with FakeEditor(fresh_kernel.connection_file) as editor:
+        before = kernel_state(fresh_kernel)
+        link = await connect_relay(editor.send_request, NOTEBOOK)
+        try:
+            snap = await link.snapshot(ProbeQuery(names=["shadow_x", "exec"]), timeout=60)
+            assert snap.variables["shadow_x"].kind == "int" and snap.variables["exec"].kind == "str"
+        finally:
+            await link.close()
+    assert kernel_state(fresh_kernel) == before
+    shadowed = fresh_kernel.eval("(exec, compile, print, json, sys, globals, getattr)")
+    assert shadowed == "('mine', 'mine', 'mine', 'mine', 'mine', 'mine', 'mine')"

@@ -50,11 +50,13 @@ MODULE_NAME = "_crane_probe"
 
 
 def install_code(source: str = PROBE_SOURCE, version: str = PROBE_VERSION, module: str = MODULE_NAME) -> str:
-    """A statement that (re)creates ``sys.modules[module]`` from ``source``; binds no user names."""
+    """A statement that (re)creates ``sys.modules[module]`` from ``source``; binds no user names, and
+    reaches builtins through ``builtins`` (a user's ``exec = ...`` or ``compile = ...`` must not break it)."""
     return (
         "(lambda _s, _v, _n: (lambda sys, types: sys.modules.__setitem__(_n, "
         "(lambda m: (m.__dict__.__setitem__('__crane_version__', _v), "
-        "exec(compile(_s, '<crane-probe>', 'exec'), m.__dict__), m)[-1])(types.ModuleType(_n))))"
+        "__import__('builtins').exec(__import__('builtins').compile(_s, '<crane-probe>', 'exec'), "
+        "m.__dict__), m)[-1])(types.ModuleType(_n))))"
         "(__import__('sys'), __import__('types')))"
         f"({json.dumps(source)}, {json.dumps(version)}, {json.dumps(module)})"
     )
@@ -63,8 +65,8 @@ def install_code(source: str = PROBE_SOURCE, version: str = PROBE_VERSION, modul
 def installed_expression(version: str = PROBE_VERSION, module: str = MODULE_NAME) -> str:
     """A user expression that is ``True`` when this exact probe version is installed."""
     return (
-        f"getattr(__import__('sys').modules.get({json.dumps(module)}), '__crane_version__', None) "
-        f"== {json.dumps(version)}"
+        f"__import__('builtins').getattr(__import__('sys').modules.get({json.dumps(module)}), "
+        f"'__crane_version__', None) == {json.dumps(version)}"
     )
 
 
