@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ import pytest
 from tests.browser_util import screenshot_dir
 from tests.gateway_util import EnterpriseGateway, eg_missing, gateway_args
 from tests.jupyterlab_util import JupyterProc, write_notebook
-from tests.test_jupyterlab_browser import FIRST_RUN_S, browser, install_extension, open_notebook
+from tests.test_jupyterlab_browser import FIRST_RUN_S, Lab, browser, install_extension, open_notebook
 
 __all__ = ["browser"]  # the Chromium fixture, shared with the JupyterLab suite
 
@@ -34,20 +35,27 @@ CELLS = [
 
 
 @pytest.fixture(scope="module")
-def gateway_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnterpriseGateway]:
     missing = eg_missing()
     if missing:
         pytest.fail(missing)
-    base = tmp_path_factory.mktemp("eg-lab")
-    gateway = EnterpriseGateway(dirs=base / "eg")
-    gateway.start()
+    eg = EnterpriseGateway(dirs=tmp_path_factory.mktemp("eg"))
+    eg.start()
+    try:
+        yield eg
+    finally:
+        eg.stop()
+
+
+def _gateway_mode(base: Path, gateway: EnterpriseGateway, app: str) -> JupyterProc:
+    """JupyterLab (or Notebook 7) in gateway mode with crane's extension, started."""
     root = base / "root"
     root.mkdir()
     write_notebook(root / "gateway.ipynb", CELLS)
     lab = JupyterProc(
         root=root,
         dirs=base / "lab",
-        app="lab",
+        app=app,
         # EG refuses kernels for root (its unauthorized_users): CI runs as root, the kernel user is named
         extra_env={"CRANE_LSP_LOG_LEVEL": "INFO", "KERNEL_USERNAME": "crane-test"},
         extra_args=gateway_args(gateway.url, gateway.token),
@@ -59,39 +67,61 @@ def gateway_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     notices = lab.dirs / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     notices.mkdir(parents=True)
     (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-    try:
-        lab.start(timeout=FIRST_RUN_S)
-        yield {"lab": lab, "gateway": gateway}
-    finally:
-        lab.stop()
-        gateway.stop()
+    lab.start(timeout=FIRST_RUN_S)
+    return lab
 
 
 def test_a_keyerror_verdict_on_a_kernel_in_enterprise_gateway(
-    browser: Any, gateway_lab: dict[str, Any]
+    browser: Any, gateway: EnterpriseGateway, tmp_path: Path
 ) -> None:
-    lab: JupyterProc = gateway_lab["lab"]
-    gateway: EnterpriseGateway = gateway_lab["gateway"]
-    ui = open_notebook(browser, lab, "gateway.ipynb")
-    kernels = lab.api("GET", "api/kernels")
-    assert len(kernels) == 1
-    kernel_id = kernels[0]["id"]
-    # the kernel is Enterprise Gateway's: its file is in EG's runtime dir, none on the lab's side
-    assert not list(lab.runtime_dir.glob("kernel-*.json"))
-    assert "Enterprise Gateway" in gateway.log_text() and kernel_id in gateway.log_text()
-    ui.start(0)
-    finished = ui.wait(lambda: ui.prompt(0) == "[1]:", timeout=FIRST_RUN_S, what="the first cell to finish")
-    shown = ui.wait(
-        lambda: "KeyError" in ui.verdict(1) and bool(ui.marks(1)), timeout=120, what="the KeyError"
-    )
-    print(f"\ngateway mode: first cell finished -> verdict on the next: {(shown - finished) * 1000:.0f} ms")
-    assert "prise" in ui.verdict(1) and ui.marks(1) in (['"prise"'], ['df["prise"]'])
-    assert not ui.marks(0)
-    ui.page.screenshot(path=str(screenshot_dir() / "jupyterlab-gateway.png"))
-    status = ui.status().inner_text()
-    assert "attached" in status
-    log = lab.log_text()
-    assert f"kernel at {lab.url}api/kernels/{kernel_id}" in log, log[-3000:]
-    assert lab.token not in log.replace(f"token={lab.token}", "") and gateway.token not in log
-    assert not ui.crane_errors(), ui.crane_errors()
-    ui.page.context.close()
+    lab = _gateway_mode(tmp_path, gateway, "lab")
+    try:
+        ui = open_notebook(browser, lab, "gateway.ipynb")
+        kernels = lab.api("GET", "api/kernels")
+        assert len(kernels) == 1
+        kernel_id = kernels[0]["id"]
+        # the kernel is Enterprise Gateway's: its file is in EG's runtime dir, none on the lab's side
+        assert not list(lab.runtime_dir.glob("kernel-*.json"))
+        assert "Enterprise Gateway" in gateway.log_text() and kernel_id in gateway.log_text()
+        ui.start(0)
+        finished = ui.wait(
+            lambda: ui.prompt(0) == "[1]:", timeout=FIRST_RUN_S, what="the first cell to finish"
+        )
+        shown = ui.wait(
+            lambda: "KeyError" in ui.verdict(1) and bool(ui.marks(1)), timeout=120, what="KeyError"
+        )
+        print(
+            f"\ngateway mode: first cell finished -> verdict on the next: {(shown - finished) * 1000:.0f} ms"
+        )
+        assert "prise" in ui.verdict(1) and ui.marks(1) in (['"prise"'], ['df["prise"]'])
+        assert not ui.marks(0)
+        ui.page.screenshot(path=str(screenshot_dir() / "jupyterlab-gateway.png"))
+        assert "attached" in ui.status().inner_text()
+        log = lab.log_text()
+        assert f"kernel at {lab.url}api/kernels/{kernel_id}" in log, log[-3000:]
+        assert lab.token not in log.replace(f"token={lab.token}", "") and gateway.token not in log
+        assert not ui.crane_errors(), ui.crane_errors()
+        ui.page.context.close()
+    finally:
+        lab.stop()
+
+
+def test_notebook7_in_gateway_mode_shows_the_same_verdict(
+    browser: Any, gateway: EnterpriseGateway, tmp_path: Path
+) -> None:
+    nb7 = _gateway_mode(tmp_path, gateway, "notebook")
+    try:
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        page = context.new_page()
+        ui = Lab(page)
+        page.goto(f"{nb7.url}notebooks/gateway.ipynb?token={nb7.token}", wait_until="domcontentloaded")
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=FIRST_RUN_S * 1000)
+        ui.wait(lambda: "attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
+        ui.start(0)
+        ui.wait(lambda: ui.prompt(0) == "[1]:", timeout=FIRST_RUN_S, what="the first cell to finish")
+        ui.wait(lambda: "KeyError" in ui.verdict(1) and bool(ui.marks(1)), timeout=120, what="the KeyError")
+        assert not list(nb7.runtime_dir.glob("kernel-*.json")), "the kernel must be the gateway's"
+        assert not ui.crane_errors(), ui.crane_errors()
+        context.close()
+    finally:
+        nb7.stop()
