@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+import crane_lsp.checks.built_methods
 import crane_lsp.checks.python  # noqa: F401
 from tests.check_util import assert_predicts
 from tests.lib_checks_util import Case, predict, verify
@@ -55,6 +56,22 @@ CASES = [
         "X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_sizes=0.2)\n",
         "TypeError",
         1,
+    ),
+    Case(
+        "method-of-an-instance-built-here",
+        "python.method-signature",
+        STATE,
+        "from sklearn.linear_model import LinearRegression\nm = LinearRegression()\nm.fit(X, y, epochs=3)\n",
+        "TypeError",
+        2,
+    ),
+    Case(
+        "method-valid-arguments",
+        "python.method-signature",
+        STATE,
+        "from sklearn.linear_model import LinearRegression as LR\nm = LR()\nm.fit(X, y, sample_weight=None)\n"
+        "p = m.predict(X)\n",
+        None,
     ),
     Case(
         "valid-arguments",

@@ -371,6 +371,10 @@ class CellFacts:
         for call in self.calls:  # ``from m import C`` then ``C(...)``: C's contract, from the loaded module
             if call.func_is_name and call.base in imported and not call.guarded:
                 chains.setdefault(imported[call.base] + call.func[len(call.base) :], None)
+        for name, cls in self._built_by_kernel_class(set(imported)).items():  # ``m = C(); m.fit(...)``
+            for call in self.calls:
+                if call.receiver == name and call.method:
+                    chains.setdefault(f"{imported[cls]}.{call.method}", None)
         agg_labels: dict[str, list[str]] = {}
         for call in self.calls:  # ``df.agg('meen')``: how pandas resolves the name (checks/aggregations.py)
             if call.receiver in kernel:

@@ -7,7 +7,8 @@ The instance exists only when the cell runs, so the probe reads the method on th
 through known forwarding wrappers (scikit-learn's ``_fit_context``) and never through other ones. The class
 must be a scikit-learn class the walk saw constructed (``Val.est``) whose own construction contract is plain
 (the class summary has ``params``: ``type.__call__``, ``object.__new__``, a plain ``__init__``), so the new
-instance finds the method on its class.
+instance finds the method on its class. A class the cell imports itself is read from the module the kernel
+has loaded (chains ``@module.C`` and ``@module.C.method``, ``CellFacts.imported_names``).
 """
 
 from __future__ import annotations
@@ -38,12 +39,17 @@ def built_method_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             continue
         method = node.func.attr
         cls_name = _kernel_class(w, f"{recv.est.module}.{recv.est.cls}", method)
+        imported = f"@{recv.est.module}.{recv.est.cls}"  # the class the cell imports (``@module.C`` chain)
+        if cls_name is None and f"{imported}.{method}" in snap.variables:
+            cls_name = imported
         if cls_name is None:
             continue
         cls = snap.variables.get(cls_name)
         meth = snap.variables.get(f"{cls_name}.{method}")
         fact = snap.attributes.get(f"{cls_name}.{method}")
-        if cls is None or cls.kind != "class" or cls.module != recv.est.module or not cls.params:
+        if cls is None or cls.kind != "class" or not cls.params:
+            continue
+        if cls_name != imported and cls.module != recv.est.module:
             continue
         if meth is None or meth.kind != "function" or fact is None or fact.exists is not True:
             continue
@@ -56,13 +62,14 @@ def built_method_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             )
         except TypeError as exc:
             shown = meth.signature or str(sig)
+            label = recv.est.cls if cls_name == imported else cls_name
             return finding_at(
                 w,
                 CHECK,
                 "TypeError",
                 node,
-                f"{w.text(node.func)}(): {cls_name}.{method}{shown} rejects these arguments: {exc}",
-                [(f"signature of {cls_name}.{method}", shown)],
+                f"{w.text(node.func)}(): {label}.{method}{shown} rejects these arguments: {exc}",
+                [(f"signature of {label}.{method}", shown)],
                 [recv],
             )
     return []

@@ -195,13 +195,19 @@ def _module_chain(parts):
 def _module_chain_end(parts, steps):
     """The class or plain function of a module an ``@module`` chain (``_module_chain``) ends at, else
     _MISSING: the call checks read its parameters (``from m import C`` then ``C(...)`` in the same cell). A
-    method read on a class (``@pandas.Series.sum``, asked for its existence only) is not summarised."""
+    method read on a class is summarised only on a scikit-learn estimator class (``@pandas.Series.sum`` is
+    asked for its existence only)."""
     if len(parts) < 2 or len(steps) != len(parts) - 1:
         return _MISSING
     _key, fact, value, plain = steps[-1]
     if fact.get("exists") is not True or value is _MISSING or not plain:
         return _MISSING
     owner = steps[-2][2] if len(steps) > 1 else _sys.modules.get(parts[0][1:])
+    if owner is not _MISSING and _is_class(owner):
+        # a method of a scikit-learn estimator class (``m = C(); m.fit(...)``, ``self`` first), no other
+        est = _known_class("estimator")
+        mro = type.__dict__["__mro__"].__get__(owner)
+        return value if est is not None and est in mro and type(value) is _types.FunctionType else _MISSING
     if owner is _MISSING or _types.ModuleType not in _mro(owner):
         return _MISSING
     return value if _is_class(value) or type(value) is _types.FunctionType else _MISSING
