@@ -212,3 +212,59 @@ async def test_a_wrong_token_is_said_once_and_clearly_then_the_right_one_attache
         statuses, lambda s: s.get("kernelUrl") == jserver["url"] and not s["message"], timeout=30
     )
     _assert_no_token(seen, TOKEN, WRONG)
+
+
+@pytest_lsp.fixture(config=_config())
+async def comeback_client(lsp_client: LanguageClient) -> Any:
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _session_with_state(proc: JupyterProc, name: str) -> str:
+    kernel_id = str(proc.start_session(name)["kernel"]["id"])
+    kc = BlockingKernelClient(connection_file=str(proc.runtime_dir / f"kernel-{kernel_id}.json"))
+    kc.load_connection_file()
+    kc.start_channels()
+    try:
+        wait_kernel_ready(kc)
+        assert (
+            kc.execute_interactive(CELLS[0], timeout=180, output_hook=lambda msg: None)["content"]["status"]
+            == "ok"
+        )
+    finally:
+        kc.stop_channels()
+    return kernel_id
+
+
+async def test_the_server_going_away_and_coming_back(comeback_client: LanguageClient, tmp_path: Path) -> None:
+    """Found by its session on ``jupyterServerUrl``; the server stops (its kernels with it): no kernel,
+    said; the server starts again on its port, the notebook's kernel too: found and read again."""
+    client = comeback_client
+    root = tmp_path / "root"
+    root.mkdir()
+    write_notebook(root / "back.ipynb", CELLS)
+    proc = JupyterProc(root=root, dirs=tmp_path / "jupyter", token=TOKEN)
+    proc.start()
+    try:
+        first = _session_with_state(proc, "back.ipynb")
+        statuses = await start(client, {"debounce": 50, "jupyterServerUrl": proc.url, "jupyterToken": TOKEN})
+        nb = _notebook(client, uri=f"file://{root}/back.ipynb")
+        await wait_for(client, nb.cell_uris[1], has("KeyError", 0), timeout=180)
+        await wait_status(
+            statuses, lambda s: s.get("kernelUrl") == f"{proc.url}api/kernels/{first}", timeout=30
+        )
+        proc.stop()
+        gone = await wait_status(
+            statuses, lambda s: s["kernel"] in ("none", "unresponsive") and bool(s["message"]), 90
+        )
+        assert TOKEN not in gone["message"]
+        await wait_for(client, nb.cell_uris[1], lambda ds: not has("KeyError")(ds), timeout=60)  # withdrawn
+        proc.start()
+        second = _session_with_state(proc, "back.ipynb")
+        await wait_status(
+            statuses, lambda s: s.get("kernelUrl") == f"{proc.url}api/kernels/{second}", timeout=120
+        )
+        nb.edit(1, 'total = df["prise"].sum() ')  # a re-check on the new kernel's state
+        await wait_for(client, nb.cell_uris[1], has("KeyError", 0), timeout=120)
+    finally:
+        proc.stop()
