@@ -214,6 +214,23 @@ async def test_a_wrong_token_is_said_once_and_clearly_then_the_right_one_attache
     _assert_no_token(seen, TOKEN, WRONG)
 
 
+async def test_a_restart_of_the_remote_kernel_is_followed(
+    env_client: LanguageClient, jserver: dict[str, Any]
+) -> None:
+    """Restarted through the server's API (as JupyterLab's button does): the state is gone, and the
+    verdict follows it (runs last of the module's tests on this kernel: it empties it)."""
+    client = env_client
+    statuses = await start(client, {"debounce": 50})
+    nb = _notebook(client)
+    client.protocol.notify("crane/attachKernel", {"notebookUri": nb.uri, "kernelUrl": jserver["url"]})
+    await wait_for(client, nb.cell_uris[1], has("KeyError", 0), timeout=180)
+    jserver["proc"].api("POST", f"api/kernels/{jserver['kernel_id']}/restart", {})
+    await wait_for(client, nb.cell_uris[1], has("NameError", 0), timeout=120)
+    await wait_status(
+        statuses, lambda s: s.get("kernelUrl") == jserver["url"] and s["kernel"] != "none", timeout=60
+    )
+
+
 @pytest_lsp.fixture(config=_config())
 async def comeback_client(lsp_client: LanguageClient) -> Any:
     yield
