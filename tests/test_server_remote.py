@@ -14,6 +14,7 @@ from __future__ import annotations
 import secrets
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,33 @@ async def test_a_wrong_token_is_said_once_and_clearly_then_the_right_one_attache
         statuses, lambda s: s.get("kernelUrl") == jserver["url"] and not s["message"], timeout=30
     )
     _assert_no_token(seen, TOKEN, WRONG)
+
+
+async def test_a_busy_remote_kernel_still_answers(
+    env_client: LanguageClient, jserver: dict[str, Any]
+) -> None:
+    """A cell runs for 30 s in the remote kernel (another client's): an edit is still checked, while
+    the cell runs, against the kernel's state (a subshell over the websocket)."""
+    client = env_client
+    await start(client, {"debounce": 50})
+    nb = _notebook(client)
+    client.protocol.notify("crane/attachKernel", {"notebookUri": nb.uri, "kernelUrl": jserver["url"]})
+    await wait_for(client, nb.cell_uris[1], has("KeyError", 0), timeout=180)
+    proc: JupyterProc = jserver["proc"]
+    kc = BlockingKernelClient(connection_file=str(proc.runtime_dir / f"kernel-{jserver['kernel_id']}.json"))
+    kc.load_connection_file()
+    kc.start_channels()
+    try:
+        kc.execute("import time\ntime.sleep(30)")
+        time.sleep(1.0)
+        started = time.monotonic()
+        nb.edit(1, 'total = df["qty"].sum() + df["quantity"].sum()')
+        diags = await wait_for(
+            client, nb.cell_uris[1], lambda ds: any("quantity" in d.message for d in ds), 25
+        )
+        assert time.monotonic() - started < 25 and diags[0].code == "KeyError"
+    finally:
+        kc.stop_channels()
 
 
 async def test_a_restart_of_the_remote_kernel_is_followed(
