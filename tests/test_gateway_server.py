@@ -105,6 +105,9 @@ async def test_jupyterlab_attach_by_kernel_id_and_session_discovery_in_gateway_m
     await wait_status(
         statuses, lambda s: s.get("kernelUrl") == url and s["notebookUri"] == nb.uri, timeout=30
     )
+    # the dry run too, in a jailed fork of the gateway's kernel, through the lab server's proxy
+    nb.edit(1, "import json\nconfig = json.loads('{\"rows\": 3,}')")
+    await wait_for(client, nb.cell_uris[1], has("JSONDecodeError", 1), timeout=180)
     # no attach at all: the notebook's session on the server, its kernel through the server's API
     found = _open(client, "found.ipynb")
     await wait_for(client, found.cell_uris[1], has("KeyError", 0), timeout=180)
