@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fnmatch
 import importlib.util
 import json
 import re
@@ -142,7 +143,10 @@ async def measure(args: argparse.Namespace, base_url: str) -> tuple[list[Cell], 
     settings_list = ["-RT", "+RT"] if args.setting == "both" else [args.setting]
     cells: list[Cell] = []
     dialects: Counter[str] = Counter()
-    cases = load_junobench(args.junobench, limit=args.limit)
+    cases = load_junobench(args.junobench)
+    if args.only:
+        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.instance, g) for g in args.only)]
+    cases = cases[: args.limit]
     for case in cases:
         for setting in settings_list:
             runtime = (case.runtime_text or "") if setting == "+RT" else None
@@ -269,6 +273,7 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--junobench", type=Path, default=DEFAULT)
     parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--only", action="append", metavar="GLOB", help="only instances matching GLOB")
     parser.add_argument("--setting", default="both", choices=["-RT", "+RT", "both"])
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--request-timeout", type=float, default=60.0)

@@ -50,21 +50,24 @@ def dialect(llm: LLMPredictor) -> str:
     return llm.provider.dialect
 
 
+BOUNDED = dialects.bounded_schema(512)  # llama.cpp grammars: lengths that fit the 512-token cap
+
+
 @pytest.mark.parametrize(
-    ("kind", "version", "expected", "enforced"),
+    ("kind", "version", "expected", "enforced", "keys_in_prompt"),
     [
-        ("llama-cpp-python", None, "json_object", ANSWER_SCHEMA),
-        ("llama.cpp", None, "json_schema", ANSWER_SCHEMA),
-        ("ollama", "0.12.3", "json_schema", ANSWER_SCHEMA),
-        ("ollama", "0.4.7", "json_mode", "json"),  # json_schema is silently ignored before 0.5
-        ("vllm", "0.11.0", "json_schema", ANSWER_SCHEMA),
-        ("vllm", "0.8.5", "guided_json", ANSWER_SCHEMA),
-        ("vllm", None, "json_schema", ANSWER_SCHEMA),  # no /version: the documented OpenAI field
-        ("plain", None, "json_schema", ANSWER_SCHEMA),
+        ("llama-cpp-python", None, "json_object", BOUNDED, False),
+        ("llama.cpp", None, "json_schema", BOUNDED, False),
+        ("ollama", "0.12.3", "json_schema", ANSWER_SCHEMA, False),
+        ("ollama", "0.4.7", "json_mode", "json", True),  # json_schema is silently ignored before 0.5
+        ("vllm", "0.11.0", "json_schema", ANSWER_SCHEMA, False),
+        ("vllm", "0.8.5", "guided_json", ANSWER_SCHEMA, True),  # an unknown field is ignored: keys too
+        ("vllm", None, "json_schema", ANSWER_SCHEMA, False),  # no /version: the documented OpenAI field
+        ("plain", None, "json_schema", ANSWER_SCHEMA, False),
     ],
 )
 async def test_the_first_request_is_in_the_servers_own_dialect(
-    kind: str, version: str | None, expected: str, enforced: Any
+    kind: str, version: str | None, expected: str, enforced: Any, keys_in_prompt: bool
 ) -> None:
     with FakeLLMServer(kind=kind, context=8192, version=version) as server:
         server.push(Answer(crash_answer()))
@@ -76,11 +79,21 @@ async def test_the_first_request_is_in_the_servers_own_dialect(
         body = request.json
         assert body["max_tokens"] == 512 and body["stream"] is True
         # a dialect the server may ignore also lists the keys in the prompt; an enforced one does not
-        assert (KEYS_IN_PROMPT in body["messages"][0]["content"]) == (
-            enforced != ANSWER_SCHEMA or expected == "guided_json"
-        )
+        assert (KEYS_IN_PROMPT in body["messages"][0]["content"]) == keys_in_prompt
         if expected == "guided_json":  # vLLM's own field, at the top of the body (the SDK's extra_body)
             assert body["guided_json"] == ANSWER_SCHEMA and "response_format" not in body
+
+
+def test_the_bounded_schema_fits_the_cap_and_is_the_same_answer() -> None:
+    """A capped answer under llama.cpp's grammar closes its JSON: its strings and lists fit the cap
+    (about 3.5 characters a token), and it still parses as the answer schema."""
+    for cap in (64, 256, 512, 2048):
+        fields = dialects.bounded_schema(cap)["properties"]
+        chars = fields["reasoning"]["maxLength"] + fields["fix"]["maxLength"]
+        chars += fields["evidence"]["maxItems"] * fields["evidence"]["items"]["maxLength"]
+        assert chars / 3.5 + 60 <= max(cap, 200), cap  # 60: keys, punctuation, an exception name
+        assert set(fields) == set(ANSWER_SCHEMA["properties"])
+    assert "maxLength" not in ANSWER_SCHEMA["properties"]["reasoning"]  # the shared schema is untouched
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,6 @@ from openai import AsyncOpenAI
 from crane_lsp.layers import Ask
 from crane_lsp.llm import dialects
 from crane_lsp.llm.predictor import LLMPredictor
-from crane_lsp.llm.prompt import ANSWER_SCHEMA
 from crane_lsp.llm.providers import OpenAICompatibleProvider
 from crane_lsp.settings import Settings
 
@@ -174,14 +173,15 @@ async def test_its_own_dialect_is_sent_and_a_refused_one_gets_one_retry_remember
     _, exchange = await llm.predict_exchange(Ask(TARGET, EXECUTED))
     formats = [b.get("response_format") for b in bodies]
     assert formats[0]["type"] == "json_schema"
-    assert formats[1] == {"type": "json_object", "schema": ANSWER_SCHEMA}, formats
+    bounded = dialects.bounded_schema(48)  # lengths that fit the cap, which its grammar honours
+    assert formats[1] == {"type": "json_object", "schema": bounded}, formats
     assert all(b["max_tokens"] == 48 and b["stream"] is True for b in bodies[:2])
     assert exchange.samples[0].completions, exchange.samples[0].error  # the retry was answered
     assert provider.dialect == "json_object"
     again = predictor(llama_server, max_tokens=48)
     recorded(again)
     await again.predict(Ask("y = 1\n" + TARGET, EXECUTED))
-    assert bodies[len(formats)]["response_format"] == {"type": "json_object", "schema": ANSWER_SCHEMA}
+    assert bodies[len(formats)]["response_format"] == {"type": "json_object", "schema": bounded}
     dialects.forget()
 
 

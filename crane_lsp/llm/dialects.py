@@ -24,6 +24,7 @@ unknown ``type``): every dialect that may be ignored also puts the keys in the p
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from crane_lsp.llm.prompt import ANSWER_SCHEMA, ANSWER_SCHEMA_NAME
@@ -54,20 +55,38 @@ def chain(kind: str) -> tuple[str, ...]:
     return CHAINS.get(kind, CHAINS["unknown"])
 
 
-def request_fields(dialect: str) -> dict[str, Any]:
-    """The request-body fields that ask for the answer schema in ``dialect`` (empty: instructions).
+#: Servers whose grammar honours string and array bounds (llama.cpp's json-schema-to-grammar, also in
+#: llama-cpp-python): they get ``bounded_schema``.
+BOUNDED = ("llama.cpp", "llama-cpp-python")
+
+
+def bounded_schema(max_tokens: int) -> dict[str, Any]:
+    """``ANSWER_SCHEMA`` with lengths that fit ``max_tokens`` (about 3.5 characters a token): under a
+    grammar a small model otherwise writes "reasoning" until the cap cuts its JSON (all 11 unparsed
+    answers of 43 from SmolLM2-135M at 512 tokens, benchmarks/local_llm.py)."""
+    schema = copy.deepcopy(ANSWER_SCHEMA)
+    fields = schema["properties"]
+    fields["reasoning"]["maxLength"] = max(120, int(max_tokens * 1.5))
+    fields["evidence"]["maxItems"] = 3
+    fields["evidence"]["items"]["maxLength"] = max(60, max_tokens // 4)
+    fields["fix"]["maxLength"] = max(80, int(max_tokens * 0.4))
+    return schema
+
+
+def request_fields(dialect: str, schema: dict[str, Any] = ANSWER_SCHEMA) -> dict[str, Any]:
+    """The request-body fields that ask for ``schema`` in ``dialect`` (empty: instructions).
 
     ``guided_json`` is not an OpenAI field: the SDK sends it as ``extra_body``.
     """
     if dialect == "json_schema":
-        schema = {"name": ANSWER_SCHEMA_NAME, "schema": ANSWER_SCHEMA, "strict": True}
-        return {"response_format": {"type": "json_schema", "json_schema": schema}}
+        named = {"name": ANSWER_SCHEMA_NAME, "schema": schema, "strict": True}
+        return {"response_format": {"type": "json_schema", "json_schema": named}}
     if dialect == "json_object":
-        return {"response_format": {"type": "json_object", "schema": ANSWER_SCHEMA}}
+        return {"response_format": {"type": "json_object", "schema": schema}}
     if dialect == "json_mode":
         return {"response_format": {"type": "json_object"}}
     if dialect == "guided_json":
-        return {"extra_body": {"guided_json": ANSWER_SCHEMA}}
+        return {"extra_body": {"guided_json": schema}}
     return {}
 
 

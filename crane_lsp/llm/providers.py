@@ -430,7 +430,11 @@ class OpenAICompatibleProvider(_OpenAIBase):
                 "stream": True,
                 "stream_options": {"include_usage": True},
             }
-            kwargs.update(dialects.request_fields(sent))
+            kind = self.server.kind if self.server is not None else "unknown"
+            schema = (
+                dialects.bounded_schema(self.policy.max_tokens) if kind in dialects.BOUNDED else ANSWER_SCHEMA
+            )
+            kwargs.update(dialects.request_fields(sent, schema))
             if dialects.needs_instructions(sent):
                 wire[0] = {"role": wire[0]["role"], "content": wire[0]["content"] + "\n" + JSON_INSTRUCTIONS}
             if self.temperature is not None:
