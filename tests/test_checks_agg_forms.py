@@ -61,6 +61,13 @@ CASES = [
         1,
     ),
     Case(
+        "groupby-named-agg",
+        SPEC,
+        STATE,
+        "r = df.groupby('g').agg(n=pd.NamedAgg('q', 'size'), m=pd.NamedAgg('price', aggfunc='meen'))\n",
+        "AttributeError",
+    ),
+    Case(
         "groupby-dict-missing-column", SPEC, STATE, "r = df.groupby('g').agg({'prise': 'sum'})\n", "KeyError"
     ),
     Case(
@@ -109,7 +116,8 @@ CASES = [
         "j = df['q'].agg({'n': 'nunique', 's': 'size'})\n"
         "k = df['q'].agg({'n': 'sum', 'm': 'amax'})\n"
         "m = df['price'].agg('amax')\nn = df['q'].agg(['sum', 'ptp', np.std])\n"
-        "o = df.groupby('g')['price'].agg(total='sum', top=spread)\n",
+        "o = df.groupby('g')['price'].agg(total='sum', top=spread)\n"
+        "p = df.groupby('g').agg(n=pd.NamedAgg('q', 'size'), m=pd.NamedAgg(column='price', aggfunc='max'))\n",
         None,
     ),
     Case(

@@ -479,6 +479,12 @@ def agg_spec_names(call: Call) -> tuple[str, ...]:
                 add(node.elts[1])
             elif isinstance(node, ast.Constant):
                 add(node)
+            elif isinstance(node, ast.Call):  # pd.NamedAgg('col', 'a') / NamedAgg(column=..., aggfunc='a')
+                given = next((k.value for k in node.keywords if k.arg == "aggfunc"), None)
+                if given is None and len(node.args) > 1:
+                    given = node.args[1]
+                if given is not None:
+                    add(given)
         elif isinstance(node, ast.Dict):
             for item in node.values:
                 add(item)

@@ -204,7 +204,24 @@ def _entries(node: ast.expr) -> list[ast.expr]:
     return list(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else [node]
 
 
-def _plan(t: _Target, call: ast.Call) -> tuple[list[str], list[_Step], str] | None:
+def _named_pair(w: CellWalk, node: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """(column, function) of a named aggregation's value: ``('col', 'sum')`` or
+    ``pd.NamedAgg('col', 'sum')`` / ``NamedAgg(column='col', aggfunc='sum')`` (pandas' own namedtuple)."""
+    if isinstance(node, ast.Tuple) and len(node.elts) == 2:
+        return node.elts[0], node.elts[1]
+    if not isinstance(node, ast.Call) or has_star(node) or w.lib_func(node.func) != ("pandas", "NamedAgg"):
+        return None
+    given = dict(zip(("column", "aggfunc"), node.args, strict=False))
+    for kw in node.keywords:
+        if kw.arg in given or kw.arg not in ("column", "aggfunc"):
+            return None
+        given[kw.arg] = kw.value
+    if len(node.args) > 2 or len(given) != 2:
+        return None
+    return given["column"], given["aggfunc"]
+
+
+def _plan(w: CellWalk, t: _Target, call: ast.Call) -> tuple[list[str], list[_Step], str] | None:
     """(dict / named-aggregation keys pandas looks up as columns, the aggregations in the order pandas runs
     them, the level that resolves their names: "series", "sgb" for a groupby's column, "dfgb" for a name
     given to a whole groupby); None for a form this check leaves alone (the plain name on a frame or Series
@@ -223,18 +240,19 @@ def _plan(t: _Target, call: ast.Call) -> tuple[list[str], list[_Step], str] | No
         if t.level not in ("frame", "dfgb") or not rest:
             return None
         for k in rest:
-            if not (isinstance(k.value, ast.Tuple) and len(k.value.elts) == 2):
+            pair = _named_pair(w, k.value)
+            if pair is None:
                 return None
-            ok, col = literal(k.value.elts[0])
+            ok, col = literal(pair[0])
             if not ok or not isinstance(col, str):
                 return None
             keys.append(col)
             for entry in spec:
                 if entry[0] == col:
-                    entry[1].append(k.value.elts[1])
+                    entry[1].append(pair[1])
                     break
             else:
-                spec.append((col, [k.value.elts[1]]))
+                spec.append((col, [pair[1]]))
     elif isinstance(func, ast.Dict):
         if t.level not in ("frame", "dfgb", "series") or any(k is None for k in func.keys):
             return None
@@ -310,7 +328,7 @@ def agg_spec(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if has_star(node):
             continue
         t = _target(w, func.value)
-        planned = _plan(t, node) if t is not None else None
+        planned = _plan(w, t, node) if t is not None else None
         if t is None or planned is None:
             continue
         keys, steps, level = planned
