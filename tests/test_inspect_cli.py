@@ -151,9 +151,7 @@ async def test_replay_follows_execution_counts(tmp_path: Path) -> None:
         await link.close()
 
 
-def test_inspect_reads_every_line_of_a_long_cell(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_inspect_reads_every_line_of_a_long_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A 6,000-line cell is read whole: a name its last line reads is probed (here: undefined), and no note
     says the reading stopped."""
     nb = nbformat.v4.new_notebook()

@@ -67,13 +67,28 @@ async def test_restart_then_snapshot_reinstalls(fresh_kernel: TestKernel) -> Non
         assert fresh_kernel.eval("'_crane_probe' in __import__('sys').modules") == "True"
 
 
+async def test_restart_by_another_client_is_counted_without_a_probe(fresh_kernel: TestKernel) -> None:
+    """Another client restarts the kernel and runs a cell: the link counts the restart from IOPub alone,
+    before crane asks the kernel anything: from the new process's "starting", or, when that went out
+    before IOPub reconnected, from its busy/idle signed with a new session."""
+    async with await KernelLink.connect(fresh_kernel.connection_file) as link:
+        await link.snapshot(ProbeQuery(names=["x"]))
+        await asyncio.to_thread(fresh_kernel.manager.restart_kernel, now=True)
+        await asyncio.to_thread(fresh_kernel.client.wait_for_ready, timeout=60)
+        await asyncio.to_thread(fresh_kernel.run, "y = 1")  # the other client's first cell in the new process
+        deadline = time.monotonic() + 10
+        while (link.restarts == 0 or link.generation != 1) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert link.restarts >= 1
+        assert link.generation == 1
+
+
 async def test_busy_kernel_answers_through_subshell(fresh_kernel: TestKernel) -> None:
     fresh_kernel.run("ready = 3")
     events: list[KernelEvent] = []
     async with await KernelLink.connect(fresh_kernel.connection_file) as link:
         link.add_listener(events.append)
         fresh_kernel.client.execute("import time; time.sleep(5)")
-        await asyncio.sleep(0.5)
         t0 = time.monotonic()
         snap = await link.snapshot(ProbeQuery(names=["ready"]), timeout=10)
         elapsed = time.monotonic() - t0

@@ -33,7 +33,7 @@ async def test_squiggle_line_after_odd_characters(
     await start(client, {"debounce": 50})
     kernel.run("srv_lines_ok = 1")
     uri = f"file:///tmp/crane-tests/odd{ord(odd)}.py"
-    text = f"# %%\nsrv_lines_ok = 1\n\n# %%\n# page{odd}break\nz = srv_lines_missing * 2\n"
+    text = f"# %%\nsrv_lines_ok = 1\n\n# %%\n# page{odd}# break\nz = srv_lines_missing * 2\n"
     open_script(client, uri, text, kernel.connection_file)
     line = next(i for i, t in enumerate(split_lines(text)) if "srv_lines_missing" in t)
     assert line == (6 if odd == "\r" else 5)

@@ -172,6 +172,8 @@ class KernelLink:
         self.kernel_info: dict[str, Any] = {}  # never asked for: kernel_info moves the RNG (see _handshake)
         self.generation: int | None = None
         self.restarts = 0
+        #: the kernel process's own session id (each process signs IOPub with a fresh one)
+        self._kernel_session: str | None = None
         # what may have moved the user's state, counted in IOPub order: any execute (silent too) or
         # comm message of any client but crane's own silent requests, busy and idle both, and restarts
         self.state_epoch = 0
@@ -341,7 +343,12 @@ class KernelLink:
         state = content.get("execution_state")
         if state in ("starting", "restarting"):
             self._on_restart()
+            self._kernel_session = None  # the new process's session is learnt from its next status
             return
+        if self._kernel_session_moved(msg, state):
+            # a restart whose "starting" we missed: a Jupyter Server sends no status for a restart
+            # asked over REST, and the new process's "starting" can go out before IOPub reconnects
+            self._on_restart()
         if parent.startswith(SILENT_ID_PREFIX):
             # a silent request of this link (or of another crane link): never a cell. Its status may
             # come after its reply was handled and forgotten; the marked msg_id still says whose it is
@@ -378,6 +385,15 @@ class KernelLink:
             self.cell_seconds.move_to_end(code)
             while len(self.cell_seconds) > CELL_SECONDS_KEPT:
                 self.cell_seconds.popitem(last=False)
+
+    def _kernel_session_moved(self, msg: dict[str, Any], state: object) -> bool:
+        """Whether a busy/idle status comes from another kernel process than the earlier ones. Only
+        busy/idle: a server signs what it sends itself ("restarting", "dead") with its own session."""
+        session = (msg.get("header") or {}).get("session")
+        if state not in ("busy", "idle") or not isinstance(session, str) or not session:
+            return False
+        known, self._kernel_session = self._kernel_session, session
+        return known is not None and known != session
 
     def _on_restart(self) -> None:
         self._probe_ready = False

@@ -69,10 +69,12 @@ class KernelTransport(Protocol):
     connection_file: Path | None
     #: the kernel's URL when reached through a Jupyter Server, else None
     kernel_url: KernelUrl | None
+
     @property
     def owns_kernel(self) -> bool:
         """This transport started the kernel and shuts it down on ``close``."""
         ...
+
     #: why ``is_alive`` last said False (one line for the user), None when it did not or cannot say
     gone_reason: str | None
 

@@ -65,7 +65,7 @@ _REFUSED = frozenset({"noKernel", "denied", "failed"})
 
 #: runs inside the user's kernel, in a namespace of its own; ``req`` and ``ns`` are given. Only stdlib
 #: modules any ipykernel has imported already; binds nothing in ``ns`` except what ``code`` binds.
-SOURCE = r'''
+SOURCE = r"""
 def _crane_relay(req, ns):
     import sys
     json = sys.modules.get("json") or __import__("json")
@@ -119,7 +119,7 @@ def _crane_relay(req, ns):
 
 
 _crane_relay(_crane_request, _crane_ns)
-'''
+"""
 
 
 def relay_code(request: dict[str, Any]) -> str:
@@ -305,8 +305,15 @@ class RelayTransport:
             elif msg_type == "execute_request" and content.get("store_history"):
                 self._reply(channel, msg, _refusal("RelayRefused", "the relay runs no recorded cells"))
             elif msg_type == "execute_request":
-                await self._relay(channel, msg, {"kind": "execute", "code": content.get("code") or "",
-                                                 "user_expressions": content.get("user_expressions") or {}})
+                await self._relay(
+                    channel,
+                    msg,
+                    {
+                        "kind": "execute",
+                        "code": content.get("code") or "",
+                        "user_expressions": content.get("user_expressions") or {},
+                    },
+                )
             elif msg_type == "history_request":
                 await self._relay(channel, msg, {"kind": "history"})
             else:  # subshells, interrupt, kernel_info, shutdown, ...: what a relay cannot do

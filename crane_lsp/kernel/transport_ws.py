@@ -188,6 +188,7 @@ class WebSocketTransport:
         self._closed = False
         self.reconnects = 0
         self.execution_state: str | None = None
+        self._restart_seen = False  # a "starting"/"restarting" status came since restart() began
 
     @property
     def owns_kernel(self) -> bool:
@@ -342,6 +343,7 @@ class WebSocketTransport:
                 continue
             if channel == "iopub" and msg["msg_type"] == "status":
                 self.execution_state = msg["content"].get("execution_state")
+                self._restart_seen |= self.execution_state in ("starting", "restarting")
             if self._on_message is not None and channel in ("shell", "control", "iopub"):
                 try:
                     self._on_message(channel, msg)  # type: ignore[arg-type]
@@ -423,7 +425,12 @@ class WebSocketTransport:
         return True
 
     async def restart(self) -> None:
+        self._restart_seen = False
         await self._post("/restart", 60.0)
+        if not self._restart_seen and self._on_message is not None:
+            # a Jupyter Server says nothing on the websocket of a restart asked over REST, and the new
+            # process's "starting" may go out before the server's IOPub socket has reconnected
+            self._on_message("iopub", _restarting_status())
 
     async def _post(self, tail: str, timeout: float) -> None:
         try:
@@ -468,3 +475,23 @@ def _ignore_closed(future: Any) -> None:
     """A write racing a closed socket is not an error: the reader reconnects and the link times out."""
     with contextlib.suppress(Exception):
         future.exception()
+
+
+def _restarting_status() -> dict[str, Any]:
+    """The status message a server sends for a kernel it restarted, for a restart it did not announce."""
+    header = {
+        "msg_id": uuid.uuid4().hex,
+        "msg_type": "status",
+        "session": "",
+        "username": "",
+        "version": "5.3",
+    }
+    return {
+        "header": header,
+        "msg_id": header["msg_id"],
+        "msg_type": "status",
+        "parent_header": {},
+        "metadata": {},
+        "content": {"execution_state": "restarting"},
+        "buffers": [],
+    }
