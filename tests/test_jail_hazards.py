@@ -37,6 +37,10 @@ def _blocked(result: dict, *words: str) -> None:
         assert word in result["message"], result
 
 
+def _verdict(result: dict) -> tuple:
+    return result["outcome"], result.get("exception"), result.get("line"), result.get("message")
+
+
 # 1. shared mappings -------------------------------------------------------------------------------
 
 
@@ -66,6 +70,37 @@ def test_shared_mappings_are_private_in_the_child(jk: JailKernel, prepared: bool
         assert jk.eval("anon[:2]") == "b'ok'"
     finally:
         jk.run("del mm\nshm.close()\nshm.unlink()\nanon.close()")
+
+
+@PATHS
+def test_a_file_read_back_past_its_private_mapping_gives_no_verdict(jk: JailKernel, prepared: bool) -> None:
+    """The cell writes through an np.memmap, then reads the file another way (open(), a second
+    mapping). A real run reads what it wrote; in the copy the mapping is private and the file still
+    holds the old bytes, so a crash after that is the jail's doing: no verdict, never the crash.
+    Written without reading back, or read back without writing, a crash stays a crash. (With a second
+    mapping of the file in the kernel, any crash after a write is no verdict: it may have read it.)"""
+    data = jk.workdir / "readback.bin"
+    data.write_bytes(bytes(64))
+    jk.own(data)
+    where = str(data)
+    jk.run(f"import numpy as np\nrb = np.memmap({where!r}, dtype='uint8', mode='r+', shape=(64,))")
+    read_back = f"with open({where!r}, 'rb') as f:\n    first = f.read(1)\n"
+    reopened = f"rb[0] = 7\nrb.flush()\n{read_back}assert first == b'\\x07'"
+    remapped = "rb[1] = 9\nassert rb_view[1] == 9"
+    try:
+        _blocked(jk.dry_run(reopened, prepared=prepared), "AssertionError", "readback.bin", "made private")
+        written = jk.dry_run("rb[2] = 5\nrb.flush()\nnot_defined_here", prepared=prepared)
+        assert _verdict(written)[:3] == ("raised", "NameError", 3)
+        read = jk.dry_run(f"{read_back}1 / 0", prepared=prepared)
+        assert _verdict(read)[:3] == ("raised", "ZeroDivisionError", 3)
+        jk.run(f"rb_view = np.memmap({where!r}, dtype='uint8', mode='r', shape=(64,))")
+        _blocked(jk.dry_run(remapped, prepared=prepared), "AssertionError", "another mapping")
+        assert data.read_bytes() == bytes(64), "the file must be untouched by the dry runs"
+        # the truth: both cells run clean for real
+        jk.run(reopened)
+        jk.run(remapped)
+    finally:
+        jk.run("rb = rb_view = None")
 
 
 def test_torch_shared_tensor_stays_unchanged(jk: JailKernel) -> None:

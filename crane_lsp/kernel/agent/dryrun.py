@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     from crane_lsp.kernel.agent.jail_answers import _jan_errnos, _jan_listen, _jan_settle, _JanLog
     from crane_lsp.kernel.agent.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
     from crane_lsp.kernel.agent.jail_landlock import _jll_libc, _jll_restrict
-    from crane_lsp.kernel.agent.jail_maps import _jmp_libc, _jmp_privatise, _JmpRefused
+    from crane_lsp.kernel.agent.jail_maps import _jmp_libc, _jmp_privatise, _jmp_seen_own_work, _JmpRefused
     from crane_lsp.kernel.agent.jail_seccomp import (
         _JSC_RET_KILL_PROCESS,
         _JSC_RET_USER_NOTIF,
@@ -446,6 +446,10 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
         result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
     if result["outcome"] == "completed":
         result.update(_sb_exit_outcome(shell) or {})
+    if result["outcome"] == "raised" and not state.get("blocked"):
+        seen = _jmp_seen_own_work()  # the file behind a privatised mapping read back (jail_maps.py)
+        if seen:
+            state["blocked"] = f"it raised {result['exception']} after {seen}"
     if state.get("blocked"):
         result.update(outcome="blocked", exception=None, message=state["blocked"], line=None)
     _sb_mark(result["phases_ms"], "cell_end", begun)

@@ -10,12 +10,19 @@ at the same address, by a private one with the same content:
 * anything else (memfd, SysV shm, anonymous shared): a private copy, moved into place by ``mremap``.
 
 A shared mapping of a device (a GPU, a frame buffer) cannot be privatised: the dry run refuses.
+
+What the cell can notice: once it writes through such a file mapping, the file (and any other
+mapping of it) no longer shows what it wrote, as it would in a real run. So the child watches
+(an audit hook, only where a file mapping was made private) for the cell opening such a file, and
+``_jmp_seen_own_work`` names a file that was both written through and read another way: a crash
+after that may be the jail's doing (the dry run then gives no verdict).
 Joined into the probe's private module: top-level names carry the ``_jmp_`` prefix.
 """
 
 import ctypes as _jmp_ctypes
 import os as _jmp_os
 import struct as _jmp_struct
+import sys as _jmp_sys
 
 _JMP_PROT = {"r": 1, "w": 2, "x": 4}
 _JMP_MAP_PRIVATE = 0x02
@@ -31,6 +38,10 @@ _JMP_PROCMAP_QUERY = 0xC0686611
 _JMP_QUERY_FORMAT = "QQQQQQQQQIIIIQQ"
 _JMP_QUERY_SHARED_NEXT = 0x08 | 0x10  # PROCMAP_QUERY_VMA_SHARED | PROCMAP_QUERY_COVERING_OR_NEXT_VMA
 _JMP_ENOENT = 2
+#: in the child: the file mappings made private, (start, end, path), and which of those files the
+#: cell opened (any mode); empty in the kernel itself
+_JMP_PRIVATE_FILES: list = []
+_JMP_OPENED: set = set()
 
 
 class _JmpRefused(Exception):
@@ -130,9 +141,54 @@ def _jmp_privatise(maps=None):
             and not path.endswith(" (deleted)")
             and _jmp_remap_file(libc, start, size, prot, offset, path)
         ):
+            _JMP_PRIVATE_FILES.append((start, end, path))
             continue
         _jmp_copy(libc, start, size, prot)
+    if _JMP_PRIVATE_FILES:
+        _jmp_sys.addaudithook(_jmp_watch_opens)  # the child only: it is thrown away after the run
     return len(mappings)
+
+
+def _jmp_watch_opens(event, args):
+    """Audit hook: note the cell opening a file whose mapping was made private. Never raises (an
+    exception here would become the cell's)."""
+    if event != "open" or not args or isinstance(args[0], int):
+        return
+    try:
+        path = _jmp_os.fsdecode(args[0])
+        names = {_jmp_os.path.basename(mapped) for _start, _end, mapped in _JMP_PRIVATE_FILES}
+        if _jmp_os.path.basename(path) in names:
+            _JMP_OPENED.add(_jmp_os.path.realpath(path))
+    except Exception:
+        pass
+
+
+def _jmp_seen_own_work():
+    """A file the cell wrote through (its private mapping has dirty pages) and also read another
+    way (opened it, or mapped it twice): what the cell read differs from a real run. Else ''."""
+    paths = [path for _start, _end, path in _JMP_PRIVATE_FILES]
+    watched = {path for path in paths if path in _JMP_OPENED or paths.count(path) > 1}
+    if not watched:
+        return ""
+    try:
+        with open("/proc/self/smaps", "rb") as f:
+            smaps = f.read()
+    except OSError:
+        return ""
+    ranges = [(start, end, path) for start, end, path in _JMP_PRIVATE_FILES if path in watched]
+    current = ""
+    for line in smaps.split(b"\n"):
+        head = line.split(b" ", 1)[0]
+        if b"-" in head and not head.endswith(b":"):
+            try:
+                low, high = (int(x, 16) for x in head.split(b"-"))
+            except ValueError:
+                continue
+            current = next((path for start, end, path in ranges if low < end and start < high), "")
+        elif current and line.startswith(b"Private_Dirty:") and line.split()[1] != b"0":
+            how = "opened it again" if current in _JMP_OPENED else "read it through another mapping"
+            return f"writing through {current}, a file mapping the jail made private, and the cell {how}"
+    return ""
 
 
 def _jmp_remap_file(libc, start, size, prot, offset, path):
