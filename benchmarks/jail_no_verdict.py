@@ -5,10 +5,10 @@ raised to ``--budget`` so that a loaded machine does not count as the jail) dry-
 cell against the state the notebook built so far, then runs it. A cell gets a verdict when the
 dry run observed a crash or ran it clean; else its headline says why not (stopped by the jail,
 did not finish, unavailable). Blocked cells are listed with the call that stopped them, so a
-library's first import that still ends the run shows up here. Notebooks: ``examples/`` and
-``benchmarks/audit_notebooks/``.
+library's first import that still ends the run shows up here. Notebooks: ``examples/``,
+``benchmarks/audit_notebooks/`` and (``--only replay``) the JunoBench replay corpus.
 
-    python3 benchmarks/jail_no_verdict.py [--only examples,audit] [--budget 20] [--notebooks a,b]
+    python3 benchmarks/jail_no_verdict.py [--only examples,audit,replay] [--budget 20] [--notebooks a,b]
 """
 
 from __future__ import annotations
@@ -24,16 +24,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from certainty_audit import notebooks as audit_notebooks  # noqa: E402
 from walk_json import check_json  # noqa: E402
 
 
 def notebooks(only: set[str], names: set[str]) -> list[Path]:
-    found: list[Path] = []
-    if "examples" in only:
-        found += sorted((REPO / "examples").glob("*/*.ipynb"))
-    if "audit" in only:
-        found += sorted((REPO / "benchmarks" / "audit_notebooks").glob("*.ipynb"))
-    return [p for p in found if not names or p.stem in names]
+    found = [path for _group, path in audit_notebooks(only)]  # examples, audit, replay (certainty_audit)
+    return [p for p in found if not names or p.stem in names or p.parent.name in names]
 
 
 def walk(path: Path, budget: float, timeout: int) -> list[dict[str, Any]] | str:
@@ -68,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for path in found:
         rows = walk(path, args.budget, args.timeout)
-        name = str(path.relative_to(REPO))
+        name = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else "/".join(path.parts[-2:])
         if isinstance(rows, str):
             print(f"{name}: {rows}", flush=True)
             continue
