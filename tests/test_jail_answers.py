@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pwd
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -126,6 +127,39 @@ def test_a_blocked_connection_names_its_address(jk: JailKernel) -> None:
     assert inet["outcome"] == "blocked" and "connect(127.0.0.1:9)" in inet["message"], _verdict(inet)
     unix = jk.dry_run("import socket\nsocket.socket(socket.AF_UNIX).bind('\\0crane-test')")
     assert unix["outcome"] == "blocked" and "bind('@crane-test')" in unix["message"], _verdict(unix)
+
+
+@PATHS
+def test_urllib3s_ipv6_probe_on_import_goes_on(jk: JailKernel, prepared: bool) -> None:
+    """urllib3 binds a socket to [::1] port 0 on import to learn whether IPv6 works (reached from
+    requests, TensorFlow, plotly); it ended every such first import. Answered EADDRNOTAVAIL, which
+    urllib3 handles; the cell's own crash after it is reported. Any other bind still ends the run."""
+    probe = "import importlib\nimport urllib3.util.connection as c\nimportlib.reload(c)\nc.HAS_IPV6\n"
+    ok = jk.dry_run(probe + "done = True", prepared=prepared)
+    assert ok["outcome"] == "completed", _verdict(ok)
+    _answered(ok, "bind('[::1]:0') -> EADDRNOTAVAIL (handled fallback)")
+    crash = jk.dry_run(probe + "{}['missing']", prepared=prepared)
+    assert _verdict(crash)[:3] == ("raised", "KeyError", 5)
+    # a server of the cell's own, on a fixed port, or on IPv4: still the end of the run
+    fixed = jk.dry_run("import socket\nsocket.socket(socket.AF_INET6).bind(('::1', 8765))", prepared=prepared)
+    assert fixed["outcome"] == "blocked" and "bind(" in fixed["message"], _verdict(fixed)
+    inet = jk.dry_run("import socket\nsocket.socket().bind(('127.0.0.1', 0))", prepared=prepared)
+    assert inet["outcome"] == "blocked" and "bind(127.0.0.1:0)" in inet["message"], _verdict(inet)
+    # a crash that carries the answered errno is no verdict: the real bind may work
+    own = jk.dry_run("import socket\nsocket.socket(socket.AF_INET6).bind(('::1', 0))", prepared=prepared)
+    assert own["outcome"] == "blocked" and "follows a call the jail answered" in own["message"], _verdict(own)
+    # the truth, where the machine has IPv6: the real bind works, so the answer is a fallback, not the truth
+    if socket.has_ipv6 and _binds_ipv6_loopback():
+        jk.run("import socket\ns6 = socket.socket(socket.AF_INET6)\ns6.bind(('::1', 0))\ns6.close()")
+
+
+def _binds_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
 
 
 def test_mkdir_of_an_existing_folder_is_the_real_outcome(jk: JailKernel) -> None:

@@ -5,7 +5,8 @@ Joined after ``jail_seccomp`` into the probe's private module: top-level names c
 The seccomp filter parks every call that could act outside the child; the parent reads it off the
 listener (``_jan_listen``). Most end the run as ``blocked``. A few, made by libraries on their
 *first import* (matplotlib's ``mkdir`` of its existing config folder, joblib's semaphore probe,
-glibc's ``connect()`` to nscd, TensorFlow naming its threads), are answered instead: the parent
+glibc's ``connect()`` to nscd, TensorFlow naming its threads, urllib3's IPv6 probe), are answered
+instead: the parent
 sends back an error (``SECCOMP_IOCTL_NOTIF_SEND`` with a negative errno), so the kernel never runs
 the call. An
 answer can therefore have no side effect, whatever the child's memory says; a rule only decides
@@ -47,7 +48,16 @@ if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semapho
 _JAN_KNOWN = "known outcome"
 _JAN_FALLBACK = "handled fallback"  # jail_semaphores spells it _JSE_FALLBACK (one value)
 _JAN_SHAPED = "the jail's own work"
-_JAN_ERRNO_NAMES = {0: "done", 2: "ENOENT", 13: "EACCES", 17: "EEXIST", 88: "ENOTSOCK", 111: "ECONNREFUSED"}
+_JAN_ERRNO_NAMES = {
+    0: "done",
+    2: "ENOENT",
+    13: "EACCES",
+    17: "EEXIST",
+    88: "ENOTSOCK",
+    99: "EADDRNOTAVAIL",
+    111: "ECONNREFUSED",
+}
+_JAN_IPV6_LOOPBACK = bytes(15) + b"\x01"  # ::1
 _JAN_AT_FDCWD = -100
 _JAN_O_PATH_DIR = 0o10000000 | 0o200000 | 0o2000000  # O_PATH | O_DIRECTORY | O_CLOEXEC
 _JAN_NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
@@ -121,6 +131,20 @@ def _jan_nscd(pid, name, args, log=None):
     return 111, _JAN_FALLBACK, f"connect({path!r})"
 
 
+def _jan_ipv6_probe(pid, name, args, log=None):
+    """``bind()`` of a socket to ``[::1]`` port 0: the probe urllib3 makes on import (``HAS_IPV6 =
+    _has_ipv6("::1")``, reached from requests, TensorFlow, plotly...) to learn whether IPv6 works.
+    EADDRNOTAVAIL: urllib3 catches any exception and prefers IPv4. Any other address or port still
+    ends the run (a server of the cell's own)."""
+    size = _jan_int(args[2])
+    raw = _jsc_read(pid, args[1], 24) if size >= 24 else b""
+    if len(raw) < 24 or _jan_struct.unpack_from("H", raw)[0] != 10:  # AF_INET6
+        return None
+    if raw[2:4] != b"\0\0" or raw[8:24] != _JAN_IPV6_LOOPBACK:
+        return None
+    return 99, _JAN_FALLBACK, "bind('[::1]:0')"
+
+
 def _jan_shm(pid, name, args, log=None):
     """Creating or writing a POSIX semaphore or shared-memory object in /dev/shm (``sem_open``,
     ``shm_open``): EACCES. joblib's import probes semaphores this way and, on any OSError, runs in
@@ -165,6 +189,7 @@ _JAN_RULES = {
     "mkdir": "_jan_mkdir_existing",
     "mkdirat": "_jan_mkdir_existing",
     "connect": "_jan_nscd",
+    "bind": "_jan_ipv6_probe",
     "open": "_jan_opened",
     "openat": "_jan_opened",
     "link": "_jse_link",
