@@ -225,3 +225,8 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def verdict(result: dict) -> tuple:
+    """A dry run's answer as (outcome, exception, line, message), for assertions and their messages."""
+    return result["outcome"], result.get("exception"), result.get("line"), result.get("message")

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from jail_util import NOBODY, JailKernel, jail_kernels
+from jail_util import NOBODY, JailKernel, jail_kernels, verdict
 
 from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
 from crane_lsp.kernel.agent.jail_answers import (
@@ -65,16 +65,12 @@ def _answered(result: dict, *words: str) -> str:
     return notes[0]
 
 
-def _verdict(result: dict) -> tuple:
-    return result["outcome"], result.get("exception"), result.get("line"), result.get("message")
-
-
 def test_matplotlib_first_import_gets_a_verdict(jk: JailKernel) -> None:
     clean = jk.dry_run("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])", budget_s=60)
-    assert clean["outcome"] == "completed", _verdict(clean)
+    assert clean["outcome"] == "completed", verdict(clean)
     _answered(clean, "mkdir(", "EEXIST (known outcome)")
     crash = jk.dry_run("import matplotlib.pyplot as plt\nplt.plot(undefined_values)", budget_s=60)
-    assert _verdict(crash)[:3] == ("raised", "NameError", 2)
+    assert verdict(crash)[:3] == ("raised", "NameError", 2)
     _answered(crash, "mkdir(")
 
 
@@ -82,27 +78,27 @@ def test_matplotlib_first_import_gets_a_verdict(jk: JailKernel) -> None:
 def test_scikit_learn_first_import_gets_a_verdict(jk: JailKernel, prepared: bool) -> None:
     fit = "from sklearn.linear_model import LinearRegression\nLinearRegression().fit([[1], [2], [3]], {})"
     clean = jk.dry_run(fit.format("[1, 2, 3]"), budget_s=60, prepared=prepared)
-    assert clean["outcome"] == "completed", _verdict(clean)
+    assert clean["outcome"] == "completed", verdict(clean)
     _answered(clean, "sem_open('joblib-", "EACCES (handled fallback)")
     crash = jk.dry_run(fit.format("[1, 2]"), budget_s=60, prepared=prepared)
-    assert _verdict(crash)[:3] == ("raised", "ValueError", 2)
+    assert verdict(crash)[:3] == ("raised", "ValueError", 2)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("statsmodels") is None, reason="statsmodels is not installed")
 def test_statsmodels_first_import_gets_a_verdict(jk: JailKernel) -> None:
     clean = jk.dry_run("import statsmodels.api as sm\nsm.add_constant([1.0, 2.0])", budget_s=90)
-    assert clean["outcome"] == "completed", _verdict(clean)
+    assert clean["outcome"] == "completed", verdict(clean)
     _answered(clean, "sem_open('joblib-")
 
 
 def test_user_lookup_without_nscd_reads_the_files(jk: JailKernel) -> None:
     me = pwd.getpwuid(NOBODY if jk.user == "nobody" else os.getuid()).pw_name
     lookup = jk.dry_run(NO_USER_ENV + f"import getpass\nassert getpass.getuser() == {me!r}")
-    assert lookup["outcome"] == "completed", _verdict(lookup)
+    assert lookup["outcome"] == "completed", verdict(lookup)
     nscd = "known outcome" if not os.path.exists("/var/run/nscd/socket") else "handled fallback"
     _answered(lookup, "connect('/var/run/nscd/socket')", nscd)
     optim = jk.dry_run(NO_USER_ENV + TORCH_STEP, budget_s=90)
-    assert optim["outcome"] == "completed", _verdict(optim)
+    assert optim["outcome"] == "completed", verdict(optim)
 
 
 def test_a_real_write_after_the_first_imports_still_ends_the_run(jk: JailKernel) -> None:
@@ -112,21 +108,21 @@ def test_a_real_write_after_the_first_imports_still_ends_the_run(jk: JailKernel)
         f"import sklearn.linear_model\nopen({str(target)!r}, 'w').write('x')"
     )
     result = jk.dry_run(cell, budget_s=90)
-    assert result["outcome"] == "blocked" and "writes a file" in result["message"], _verdict(result)
+    assert result["outcome"] == "blocked" and "writes a file" in result["message"], verdict(result)
     assert str(target) in result["message"]
     _answered(result, "mkdir(", "sem_open('joblib-", "nscd")
     assert not target.exists()
     new_folder = jk.workdir / "made-by-the-cell"
     made = jk.dry_run(f"import os\nos.makedirs({str(new_folder)!r}, exist_ok=True)")
-    assert made["outcome"] == "blocked" and "creates a folder" in made["message"], _verdict(made)
+    assert made["outcome"] == "blocked" and "creates a folder" in made["message"], verdict(made)
     assert not new_folder.exists()
 
 
 def test_a_blocked_connection_names_its_address(jk: JailKernel) -> None:
     inet = jk.dry_run("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)")
-    assert inet["outcome"] == "blocked" and "connect(127.0.0.1:9)" in inet["message"], _verdict(inet)
+    assert inet["outcome"] == "blocked" and "connect(127.0.0.1:9)" in inet["message"], verdict(inet)
     unix = jk.dry_run("import socket\nsocket.socket(socket.AF_UNIX).bind('\\0crane-test')")
-    assert unix["outcome"] == "blocked" and "bind('@crane-test')" in unix["message"], _verdict(unix)
+    assert unix["outcome"] == "blocked" and "bind('@crane-test')" in unix["message"], verdict(unix)
 
 
 @PATHS
@@ -136,18 +132,18 @@ def test_urllib3s_ipv6_probe_on_import_goes_on(jk: JailKernel, prepared: bool) -
     urllib3 handles; the cell's own crash after it is reported. Any other bind still ends the run."""
     probe = "import importlib\nimport urllib3.util.connection as c\nimportlib.reload(c)\nc.HAS_IPV6\n"
     ok = jk.dry_run(probe + "done = True", prepared=prepared)
-    assert ok["outcome"] == "completed", _verdict(ok)
+    assert ok["outcome"] == "completed", verdict(ok)
     _answered(ok, "bind('[::1]:0') -> EADDRNOTAVAIL (handled fallback)")
     crash = jk.dry_run(probe + "{}['missing']", prepared=prepared)
-    assert _verdict(crash)[:3] == ("raised", "KeyError", 5)
+    assert verdict(crash)[:3] == ("raised", "KeyError", 5)
     # a server of the cell's own, on a fixed port, or on IPv4: still the end of the run
     fixed = jk.dry_run("import socket\nsocket.socket(socket.AF_INET6).bind(('::1', 8765))", prepared=prepared)
-    assert fixed["outcome"] == "blocked" and "bind(" in fixed["message"], _verdict(fixed)
+    assert fixed["outcome"] == "blocked" and "bind(" in fixed["message"], verdict(fixed)
     inet = jk.dry_run("import socket\nsocket.socket().bind(('127.0.0.1', 0))", prepared=prepared)
-    assert inet["outcome"] == "blocked" and "bind(127.0.0.1:0)" in inet["message"], _verdict(inet)
+    assert inet["outcome"] == "blocked" and "bind(127.0.0.1:0)" in inet["message"], verdict(inet)
     # a crash that carries the answered errno is no verdict: the real bind may work
     own = jk.dry_run("import socket\nsocket.socket(socket.AF_INET6).bind(('::1', 0))", prepared=prepared)
-    assert own["outcome"] == "blocked" and "follows a call the jail answered" in own["message"], _verdict(own)
+    assert own["outcome"] == "blocked" and "follows a call the jail answered" in own["message"], verdict(own)
     # the truth, where the machine has IPv6: the real bind works, so the answer is a fallback, not the truth
     if socket.has_ipv6 and _binds_ipv6_loopback():
         jk.run("import socket\ns6 = socket.socket(socket.AF_INET6)\ns6.bind(('::1', 0))\ns6.close()")
@@ -166,12 +162,12 @@ def test_mkdir_of_an_existing_folder_is_the_real_outcome(jk: JailKernel) -> None
     existing = jk.workdir / "existing"
     existing.mkdir()
     ok = jk.dry_run(f"import os\nos.makedirs({str(existing)!r}, exist_ok=True)\nx = 1")
-    assert ok["outcome"] == "completed", _verdict(ok)
+    assert ok["outcome"] == "completed", verdict(ok)
     # the real call fails with EEXIST too: the crash through a known-outcome answer is real
     crash = jk.dry_run(f"import os\nx = 1\nos.mkdir({str(existing)!r})")
-    assert _verdict(crash)[:3] == ("raised", "FileExistsError", 3)
+    assert verdict(crash)[:3] == ("raised", "FileExistsError", 3)
     relative = jk.dry_run("import os\nos.mkdir('.')")
-    assert _verdict(relative)[:2] == ("raised", "FileExistsError")
+    assert verdict(relative)[:2] == ("raised", "FileExistsError")
 
 
 def test_naming_a_thread_of_the_copy_goes_on(jk: JailKernel) -> None:
@@ -183,10 +179,10 @@ def test_naming_a_thread_of_the_copy_goes_on(jk: JailKernel) -> None:
         "ready.set()\nworker.join()"
     )
     result = jk.dry_run(cell)
-    assert result["outcome"] == "completed", _verdict(result)
+    assert result["outcome"] == "completed", verdict(result)
     _answered(result, "/comm')", "EACCES (handled fallback)")
     own = jk.dry_run("import os\nfd = os.open('/proc/1/comm', os.O_WRONLY)")  # not the copy's own name
-    assert own["outcome"] == "blocked" and "writes a file" in own["message"], _verdict(own)
+    assert own["outcome"] == "blocked" and "writes a file" in own["message"], verdict(own)
 
 
 def test_a_crash_through_a_fallback_answer_is_no_verdict(jk: JailKernel) -> None:
@@ -194,7 +190,7 @@ def test_a_crash_through_a_fallback_answer_is_no_verdict(jk: JailKernel) -> None
     result = jk.dry_run(
         "from multiprocessing import shared_memory\nshared_memory.SharedMemory(create=True, size=8)"
     )
-    assert result["outcome"] == "blocked", _verdict(result)
+    assert result["outcome"] == "blocked", verdict(result)
     assert "follows a call the jail answered" in result["message"] and "PermissionError" in result["message"]
     assert result.get("exception") is None and result.get("line") is None
     _answered(result, "openat('/dev/shm/psm_", "EACCES (handled fallback)")
@@ -206,21 +202,21 @@ def test_semaphores_are_kept_in_the_copy(jk: JailKernel, prepared: bool) -> None
     lock = jk.dry_run(
         "import multiprocessing\nlock = multiprocessing.Lock()\nwith lock:\n    x = 1", prepared=prepared
     )
-    assert lock["outcome"] == "completed", _verdict(lock)
+    assert lock["outcome"] == "completed", verdict(lock)
     _answered(lock, "sem_open('mp-", "done (kept in the copy)")
     pool = "from multiprocessing.pool import ThreadPool\nwith ThreadPool(2) as pool:\n"
     pool += "    out = pool.map(int, {})"
     clean = jk.dry_run(pool.format("['1', '2']"), prepared=prepared)
-    assert clean["outcome"] == "completed", _verdict(clean)
+    assert clean["outcome"] == "completed", verdict(clean)
     crash = jk.dry_run(pool.format("['1', 'x']"), prepared=prepared)
-    assert _verdict(crash)[:3] == ("raised", "ValueError", 3)
+    assert verdict(crash)[:3] == ("raised", "ValueError", 3)
     queue = jk.dry_run(
         "import multiprocessing\nq = multiprocessing.Queue()\nq.put(1)\nassert q.get(timeout=5) == 1"
     )
-    assert queue["outcome"] == "completed", _verdict(queue)
+    assert queue["outcome"] == "completed", verdict(queue)
     # joblib's probe is still refused: it runs serially in the copy, where processes are stopped
     serial = jk.dry_run("import joblib\nfrom joblib._multiprocessing_helpers import mp\nassert mp is None")
-    assert serial["outcome"] == "completed", _verdict(serial)
+    assert serial["outcome"] == "completed", verdict(serial)
     assert sorted(os.listdir("/dev/shm")) == before  # nothing reached /dev/shm
 
 
@@ -229,11 +225,11 @@ def test_a_verdict_the_jail_shaped_is_not_a_crash(jk: JailKernel) -> None:
     port = jk.eval("server.getsockname()[1]")
     # the child's copy of the socket is /dev/null: the real getsockname() works
     seen = jk.dry_run("address = server.getsockname()\nprint(address)")
-    assert seen["outcome"] == "blocked", _verdict(seen)
+    assert seen["outcome"] == "blocked", verdict(seen)
     assert "after seeing the jail's own work" in seen["message"] and "getsockname()" in seen["message"]
     _answered(seen, "ENOTSOCK (the jail's own work)")
     handled = jk.dry_run("try:\n    server.getsockname()\nexcept OSError:\n    pass\nx = 1")
-    assert handled["outcome"] == "completed", _verdict(handled)
+    assert handled["outcome"] == "completed", verdict(handled)
     assert jk.eval("server.getsockname()[1]") == port
     jk.run("server.close()")
 
@@ -241,15 +237,15 @@ def test_a_verdict_the_jail_shaped_is_not_a_crash(jk: JailKernel) -> None:
 @PATHS
 def test_timeit_runs_the_statement_once(jk: JailKernel, prepared: bool) -> None:
     once = jk.dry_run("calls = []\n%timeit calls.append(1)\nassert len(calls) == 1", prepared=prepared)
-    assert once["outcome"] == "completed", _verdict(once)
+    assert once["outcome"] == "completed", verdict(once)
     crash = jk.dry_run("x = 0\n%timeit 1 / x", prepared=prepared)
-    assert _verdict(crash)[:3] == ("raised", "ZeroDivisionError", 2)
+    assert verdict(crash)[:3] == ("raised", "ZeroDivisionError", 2)
     body = jk.dry_run("%%timeit values = [1, 2]\ntotal = sum(values)\nvalues[5]", prepared=prepared)
-    assert _verdict(body)[:3] == ("raised", "IndexError", 3)
+    assert verdict(body)[:3] == ("raised", "IndexError", 3)
     clean = jk.dry_run("%%timeit\nsorted(range(100000))", budget_s=3, prepared=prepared)
-    assert clean["outcome"] == "completed", _verdict(clean)
+    assert clean["outcome"] == "completed", verdict(clean)
     local = jk.dry_run("def f():\n    y = 2\n    %timeit y + 1\nf()", prepared=prepared)
-    assert local["outcome"] == "completed", _verdict(local)
+    assert local["outcome"] == "completed", verdict(local)
 
 
 # the settling rules, without a kernel ---------------------------------------------------------

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from jail_util import JailKernel, jail_kernels, no_process_in_group
+from jail_util import JailKernel, jail_kernels, no_process_in_group, verdict
 
 
 @pytest.fixture(scope="module", params=["root", "nobody"])
@@ -35,10 +35,6 @@ def _blocked(result: dict, *words: str) -> None:
     assert result["outcome"] == "blocked", (result["outcome"], result.get("message"), result.get("exception"))
     for word in words:
         assert word in result["message"], result
-
-
-def _verdict(result: dict) -> tuple:
-    return result["outcome"], result.get("exception"), result.get("line"), result.get("message")
 
 
 # 1. shared mappings -------------------------------------------------------------------------------
@@ -90,9 +86,9 @@ def test_a_file_read_back_past_its_private_mapping_gives_no_verdict(jk: JailKern
     try:
         _blocked(jk.dry_run(reopened, prepared=prepared), "AssertionError", "readback.bin", "made private")
         written = jk.dry_run("rb[2] = 5\nrb.flush()\nnot_defined_here", prepared=prepared)
-        assert _verdict(written)[:3] == ("raised", "NameError", 3)
+        assert verdict(written)[:3] == ("raised", "NameError", 3)
         read = jk.dry_run(f"{read_back}1 / 0", prepared=prepared)
-        assert _verdict(read)[:3] == ("raised", "ZeroDivisionError", 3)
+        assert verdict(read)[:3] == ("raised", "ZeroDivisionError", 3)
         jk.run(f"rb_view = np.memmap({where!r}, dtype='uint8', mode='r', shape=(64,))")
         _blocked(jk.dry_run(remapped, prepared=prepared), "AssertionError", "another mapping")
         assert data.read_bytes() == bytes(64), "the file must be untouched by the dry runs"

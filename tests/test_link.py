@@ -89,6 +89,7 @@ async def test_busy_kernel_answers_through_subshell(fresh_kernel: TestKernel) ->
     async with await KernelLink.connect(fresh_kernel.connection_file) as link:
         link.add_listener(events.append)
         fresh_kernel.client.execute("import time; time.sleep(5)")
+        await asyncio.sleep(0.5)
         t0 = time.monotonic()
         snap = await link.snapshot(ProbeQuery(names=["ready"]), timeout=10)
         elapsed = time.monotonic() - t0

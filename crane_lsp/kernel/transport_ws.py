@@ -430,7 +430,7 @@ class WebSocketTransport:
         if not self._restart_seen and self._on_message is not None:
             # a Jupyter Server says nothing on the websocket of a restart asked over REST, and the new
             # process's "starting" may go out before the server's IOPub socket has reconnected
-            self._on_message("iopub", _restarting_status())
+            self._on_message("iopub", self.new_message("status", {"execution_state": "restarting"}))
 
     async def _post(self, tail: str, timeout: float) -> None:
         try:
@@ -475,23 +475,3 @@ def _ignore_closed(future: Any) -> None:
     """A write racing a closed socket is not an error: the reader reconnects and the link times out."""
     with contextlib.suppress(Exception):
         future.exception()
-
-
-def _restarting_status() -> dict[str, Any]:
-    """The status message a server sends for a kernel it restarted, for a restart it did not announce."""
-    header = {
-        "msg_id": uuid.uuid4().hex,
-        "msg_type": "status",
-        "session": "",
-        "username": "",
-        "version": "5.3",
-    }
-    return {
-        "header": header,
-        "msg_id": header["msg_id"],
-        "msg_type": "status",
-        "parent_header": {},
-        "metadata": {},
-        "content": {"execution_state": "restarting"},
-        "buffers": [],
-    }

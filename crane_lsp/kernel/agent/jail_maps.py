@@ -41,6 +41,7 @@ _JMP_ENOENT = 2
 #: in the child: the file mappings made private, (start, end, path), and which of those files the
 #: cell opened (any mode); empty in the kernel itself
 _JMP_PRIVATE_FILES: list = []
+_JMP_WATCHED_NAMES: set = set()  # their base names: the audit hook's cheap first test
 _JMP_OPENED: set = set()
 
 
@@ -145,6 +146,7 @@ def _jmp_privatise(maps=None):
             continue
         _jmp_copy(libc, start, size, prot)
     if _JMP_PRIVATE_FILES:
+        _JMP_WATCHED_NAMES.update(_jmp_os.path.basename(path) for _start, _end, path in _JMP_PRIVATE_FILES)
         _jmp_sys.addaudithook(_jmp_watch_opens)  # the child only: it is thrown away after the run
     return len(mappings)
 
@@ -156,8 +158,7 @@ def _jmp_watch_opens(event, args):
         return
     try:
         path = _jmp_os.fsdecode(args[0])
-        names = {_jmp_os.path.basename(mapped) for _start, _end, mapped in _JMP_PRIVATE_FILES}
-        if _jmp_os.path.basename(path) in names:
+        if _jmp_os.path.basename(path) in _JMP_WATCHED_NAMES:
             _JMP_OPENED.add(_jmp_os.path.realpath(path))
     except Exception:
         pass
