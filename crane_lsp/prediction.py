@@ -36,13 +36,41 @@ class Origin(BaseModel):
     line: int | None = None  # 0-based line in that cell
 
 
+#: Where a candidate fix came from: a check's determined repair, a standard one-line repair read from
+#: the crash and the facts at its line, or the LLM's answer.
+FixLayer = Literal["check", "dryrun-facts", "llm"]
+#: What dry-running the edited cell from the same kernel state showed (``crane_lsp.fixes.verify``):
+#: runs-clean: it completed; gets-further: the original line passed and a later line raised;
+#: same-crash: the same exception on the same line; no-verdict: anything else (the notes say why).
+FixOutcome = Literal["runs-clean", "gets-further", "same-crash", "no-verdict"]
+
+
+class Verification(BaseModel):
+    """The dry run of a candidate fix: its outcome and, for gets-further, where and what it raised."""
+
+    outcome: FixOutcome
+    line: int | None = None  # 0-based line of the edited cell where it raised (gets-further, same-crash)
+    exception: str | None = None
+    notes: list[str] = Field(default_factory=list)  # what was checked (bound names, the failing call)
+
+
 class Fix(BaseModel):
-    """A suggested replacement for lines of the target cell (0-based, end exclusive)."""
+    """A suggested replacement for lines of the target cell (0-based, end exclusive).
+
+    ``title`` names the change as an editor's Quick Fix does ("Use 'region'"); ``layer`` where the
+    candidate came from; ``verification`` None while it has not been dry-run (crane_lsp.fixes)."""
 
     description: str
     start_line: int | None = None
     end_line: int | None = None
     new_text: str | None = None
+    title: str = ""
+    layer: FixLayer | None = None
+    verification: Verification | None = None
+
+    def verified(self) -> bool:
+        """Dry-run from the kernel's state and ran clean: the only kind offered as verified."""
+        return self.verification is not None and self.verification.outcome == "runs-clean"
 
 
 class Source(BaseModel):
@@ -80,6 +108,8 @@ class Prediction(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     origin: list[Origin] = Field(default_factory=list)
     fix: Fix | None = None
+    #: the fixes offered after verification (crane_lsp.fixes): runs-clean first, then gets-further
+    fixes: list[Fix] = Field(default_factory=list)
     source: Source = Field(default_factory=lambda: Source(layer="none"))
     notes: list[str] = Field(default_factory=list)  # e.g. "ran clean in a sandboxed copy in 0.4 s"
 

@@ -1,0 +1,86 @@
+"""Verified fixes: candidate repairs for a predicted crash, each dry-run in the jail before it is offered.
+
+    prediction = await offer_fixes(runner, target, prediction, explicit=False)
+    prediction.fixes      # offered: runs-clean (verified) first, then gets-further (marked)
+    prediction.fix        # the top offered fix (what editors apply), or the verdict's own when unverifiable
+
+``candidates.py`` proposes (the check's determined repair, the standard one-line repairs of the crash
+class, the LLM's edit), ``guard.py`` refuses what does less, ``verify.py`` dry-runs and classifies,
+``edit.py`` applies and diffs. Nothing here changes the user's cell or kernel: applying a fix is the
+editor's, and the dry runs happen in the jailed fork.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from crane_lsp.fixes.candidates import candidates
+from crane_lsp.fixes.verify import LIMIT_EXPLICIT, LIMIT_TYPING, verify_all
+
+if TYPE_CHECKING:
+    from crane_lsp.dryrun import DryRunner
+    from crane_lsp.prediction import Prediction
+
+__all__ = ["LIMIT_EXPLICIT", "LIMIT_TYPING", "candidates", "offer_fixes", "status_words"]
+
+
+def status_words(outcome: str | None) -> str:
+    """How a fix's verification reads in a title: "runs clean in a dry run"."""
+    return {
+        "runs-clean": "runs clean in a dry run",
+        "gets-further": "gets further in a dry run",
+        None: "not verified",
+    }.get(outcome, outcome or "not verified")
+
+
+async def offer_fixes(
+    runner: DryRunner | None,
+    target: str,
+    prediction: Prediction,
+    *,
+    explicit: bool = False,
+    limit: int | None = None,
+) -> Prediction:
+    """A copy of ``prediction`` with its verified fixes (``fixes``, ``fix``) and a note on the dropped.
+
+    Without a dry run (none configured, ``dry_run`` off) nothing is verified: the prediction comes back
+    as it was, its own fix (if any) unverified."""
+    if not prediction.crash or runner is None or runner.settings.dry_run == "off":
+        return prediction
+    found = candidates(prediction, target)
+    if not found:
+        return prediction
+    cap = limit if limit is not None else (LIMIT_EXPLICIT if explicit else LIMIT_TYPING)
+    offered, dropped, seconds = await verify_all(
+        runner, target, prediction, found, limit=cap, explicit=explicit
+    )
+    result = prediction.model_copy(deep=True)
+    result.fixes = offered
+    own = prediction.fix
+    if offered:
+        result.fix = offered[0]
+    elif own is not None and any(
+        f.new_text == own.new_text and f.verification and f.verification.outcome != "no-verdict"
+        for f in dropped
+    ):
+        result.fix = None  # the verdict's own fix crashes the same way: not offered
+    tried = len(offered) + len(dropped)
+    note = f"fixes: {tried} candidate(s) dry-run in {seconds:.1f} s, {len(offered)} offered"
+    if dropped:
+        why = Counter(_reason(f) for f in dropped)
+        note += f", {len(dropped)} dropped (" + ", ".join(f"{n} {w}" for w, n in why.items()) + ")"
+    result.notes.append(note)
+    return result
+
+
+def _reason(fix: object) -> str:
+    from crane_lsp.prediction import Fix
+
+    assert isinstance(fix, Fix) and fix.verification is not None
+    v = fix.verification
+    if v.outcome == "same-crash":
+        return "same crash"
+    if v.notes and v.notes[0].startswith("does less"):
+        return "does less"
+    return "no verdict"

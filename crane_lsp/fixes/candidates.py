@@ -1,0 +1,385 @@
+"""Candidate fixes for a predicted crash: the check's determined repair, and the standard one-line
+repairs of the crash class, read from the failing line, the exception and the facts the verdict shows.
+
+Candidates are cheap guesses; ``crane_lsp.fixes.verify`` dry-runs each one from the kernel's state
+and keeps only what runs, so a family here may propose a few spellings of one repair (``X.T`` and
+``X.to_numpy().reshape(-1, 1)``) and let the jail decide. Every candidate replaces one line of the
+cell (the failing one), and they are ranked by how little of the cell they change.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from crane_lsp.fixes.edit import changed_chars
+from crane_lsp.prediction import Fix, FixLayer, Prediction
+
+#: pandas/numpy aggregation names a misspelt ``.agg('avg')`` or ``.avg()`` was meant to be
+AGGREGATIONS = [
+    "mean",
+    "sum",
+    "min",
+    "max",
+    "count",
+    "median",
+    "std",
+    "var",
+    "first",
+    "last",
+    "nunique",
+    "size",
+    "prod",
+    "sem",
+    "skew",
+    "idxmin",
+    "idxmax",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "any",
+    "all",
+    "mode",
+    "quantile",
+    "describe",
+]
+_MATMUL_FUNCS = frozenset({"dot", "matmul", "mm", "bmm", "inner"})
+_MATMUL_WORDS = ("matmul", "not aligned", "cannot be multiplied", "size mismatch", "core dimension")
+_ESTIMATOR_METHODS = frozenset(
+    {"fit", "predict", "transform", "fit_transform", "predict_proba", "score", "decision_function"}
+)
+_REDUCTIONS = frozenset(
+    {"mean", "sum", "median", "std", "var", "corr", "cov", "min", "max", "prod", "quantile"}
+)
+_TEXT_VALUES = (
+    "could not convert string to float",
+    "unsupported operand type(s)",
+    "can only concatenate str",
+    "agg function failed",
+    "dtype->object",
+    "could not convert",
+    "Cannot convert",
+    "can't multiply sequence",
+)
+
+
+@dataclass(frozen=True)
+class _Line:
+    """The failing line, parsed with its cell (the nodes that start and end on it)."""
+
+    number: int  # 0-based
+    text: str
+    nodes: tuple[ast.AST, ...]
+
+    def segment(self, node: ast.AST) -> tuple[int, int]:
+        """``node``'s character columns on the line (ast counts UTF-8 bytes)."""
+        raw = self.text.encode()
+        start = len(raw[: getattr(node, "col_offset", 0)].decode(errors="ignore"))
+        end = len(raw[: getattr(node, "end_col_offset", 0)].decode(errors="ignore"))
+        return start, end
+
+    def source(self, node: ast.AST) -> str:
+        start, end = self.segment(node)
+        return self.text[start:end]
+
+    def replace(self, node: ast.AST, text: str) -> str:
+        start, end = self.segment(node)
+        return self.text[:start] + text + self.text[end:]
+
+
+def _failing_line(target: str, line: int | None) -> _Line | None:
+    if line is None:
+        return None
+    try:
+        tree = ast.parse(target)
+    except SyntaxError:  # magics, or a cell that does not parse: no syntactic repair
+        return None
+    lines = target.split("\n")
+    if not 0 <= line < len(lines):
+        return None
+    on = tuple(
+        node
+        for node in ast.walk(tree)
+        if getattr(node, "lineno", None) == line + 1 and getattr(node, "end_lineno", None) == line + 1
+    )
+    return _Line(line, lines[line], on)
+
+
+def _fix(line: _Line, new_line: str, title: str, layer: FixLayer, description: str = "") -> Fix:
+    return Fix(
+        description=description or title,
+        start_line=line.number,
+        end_line=line.number + 1,
+        new_text=new_line,
+        title=title,
+        layer=layer,
+    )
+
+
+def _operand(line: _Line, node: ast.AST, suffix: str) -> str:
+    """``node`` with ``suffix`` applied as an attribute/method (``w.T``; ``(a + b).T``)."""
+    text = line.source(node)
+    simple = isinstance(node, ast.Name | ast.Attribute | ast.Subscript | ast.Call)
+    return f"{text}{suffix}" if simple else f"({text}){suffix}"
+
+
+def _text(p: Prediction) -> str:
+    return f"{p.message}\n{p.diagnosis}"
+
+
+# -------------------------------------------------------------- the families
+
+
+def _did_you_mean(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """ "did you mean 'region'?" in the verdict: the wrong name, label or keyword replaced on its line."""
+    text = _text(p)
+    m = re.search(r"did you mean:? ['\"]([^'\"]+)['\"]", text, re.IGNORECASE)
+    if not m:
+        return
+    right = m[1]
+    wrong = [w for w in re.findall(r"['\"]([^'\"]+)['\"]", text[: m.start()]) if w != right]
+    for node in line.nodes:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in wrong:
+            quote = line.source(node)[:1] if line.source(node)[:1] in "'\"" else "'"
+            yield _fix(line, line.replace(node, f"{quote}{right}{quote}"), f"Use '{right}'", layer)
+            return
+        if isinstance(node, ast.Name) and node.id in wrong:
+            yield _fix(line, line.replace(node, right), f"Use '{right}'", layer)
+            return
+        if isinstance(node, ast.keyword) and node.arg in wrong:
+            start, _ = line.segment(node)
+            new = line.text[:start] + right + line.text[start + len(node.arg or "") :]
+            yield _fix(line, new, f"Use '{right}'", layer)
+            return
+        if isinstance(node, ast.Attribute) and node.attr in wrong:
+            start, end = line.segment(node)
+            new = line.text[: end - len(node.attr)] + right + line.text[end:]
+            yield _fix(line, new, f"Use '{right}'", layer)
+            return
+
+
+def _close_labels(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """A missing label observed in the dry run: the closest existing column the evidence lists."""
+    if p.exception != "KeyError":
+        return
+    known: list[str] = []
+    for e in p.evidence:
+        m = re.match(r"\s*(\[.*\])", e.value)
+        if m:
+            try:
+                value = ast.literal_eval(m[1])
+            except (ValueError, SyntaxError):
+                continue
+            known.extend(str(v) for v in value if isinstance(v, str))
+    if not known:
+        return
+    for node in line.nodes:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value not in known:
+            lower = [k for k in known if k.lower() == node.value.lower()]
+            close = lower or difflib.get_close_matches(node.value, known, n=1, cutoff=0.75)
+            if close:
+                quote = line.source(node)[:1] if line.source(node)[:1] in "'\"" else "'"
+                new = line.replace(node, f"{quote}{close[0]}{quote}")
+                yield _fix(line, new, f"Use '{close[0]}'", layer)
+
+
+def _repeated_drop(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """A loop that drops a label it already dropped: ``errors="ignore"`` on that drop. Only when the
+    facts say the drop repeats (a typo'd label must not be silenced: that would do less)."""
+    text = _text(p)
+    if "looks for it again" not in text and "no longer has" not in text:
+        return
+    for node in line.nodes:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "drop"
+            and not any(k.arg == "errors" for k in node.keywords)
+        ):
+            call = line.source(node)
+            new = line.replace(
+                node, call[:-1].rstrip() + (", " if node.args or node.keywords else "") + 'errors="ignore")'
+            )
+            yield _fix(
+                line, new, 'Drop with errors="ignore"', layer, "drop the label only where it is still there"
+            )
+
+
+def _transpose(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """Shapes that do not fit a product or a broadcast: transpose one operand."""
+    text = _text(p)
+    product = any(w in text for w in _MATMUL_WORDS)
+    broadcast = "could not be broadcast" in text
+    if not product and not broadcast:
+        return
+    for node in line.nodes:
+        operands: list[ast.AST] = []
+        if isinstance(node, ast.BinOp) and (isinstance(node.op, ast.MatMult) or broadcast):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.Call) and product:
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in _MATMUL_FUNCS:
+                operands = list(node.args[:2])
+                if isinstance(node.func, ast.Attribute) and len(node.args) == 1:
+                    operands.insert(0, node.func.value)  # a.dot(b)
+        for operand in operands:
+            if isinstance(operand, ast.Constant):
+                continue
+            shown = _operand(line, operand, ".T")
+            yield _fix(
+                line, line.replace(operand, shown), f"Transpose {line.source(operand)} ({shown})", layer
+            )
+
+
+def _two_d(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """ "Expected 2D array, got 1D array": the estimator's argument as one column."""
+    if "Expected 2D array" not in _text(p):
+        return
+    for node in line.nodes:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in _ESTIMATOR_METHODS:
+            continue
+        for arg in node.args[:1]:
+            if isinstance(arg, ast.Subscript) and isinstance(arg.slice, ast.Constant):
+                key = line.source(arg.slice)
+                frame = line.source(arg.value)
+                shown = f"{frame}[[{key}]]"
+                yield _fix(line, line.replace(arg, shown), f"Select one column as a frame ({shown})", layer)
+            for suffix in (".reshape(-1, 1)", ".to_numpy().reshape(-1, 1)"):
+                shown = _operand(line, arg, suffix)
+                yield _fix(line, line.replace(arg, shown), f"Reshape to one column ({shown})", layer)
+
+
+def _text_values(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """Text where numbers are needed: ``numeric_only=True`` on a reduction, ``pd.to_numeric(...,
+    errors="coerce")`` on a column operand, ``.to_numpy()`` on a frame fed to an estimator."""
+    text = _text(p)
+    if not any(w in text for w in _TEXT_VALUES):
+        return
+    for node in line.nodes:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _REDUCTIONS
+            and not any(k.arg == "numeric_only" for k in node.keywords)
+        ):
+            call = line.source(node)
+            sep = ", " if node.args or node.keywords else ""
+            new = line.replace(node, call[:-1].rstrip() + sep + "numeric_only=True)")
+            yield _fix(line, new, "Use only the numeric columns (numeric_only=True)", layer)
+    for node in line.nodes:
+        if isinstance(node, ast.BinOp):
+            for operand in (node.left, node.right):
+                if isinstance(operand, ast.Subscript) and isinstance(operand.slice, ast.Constant):
+                    shown = f'pd.to_numeric({line.source(operand)}, errors="coerce")'
+                    new = line.replace(operand, shown)
+                    yield _fix(line, new, f"Convert {line.source(operand)} to numbers ({shown})", layer)
+
+
+def _features(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """A model fed other features than it was fitted on: select the ones it was fitted on."""
+    text = _text(p)
+    if "features, but" not in text and "feature names" not in text.lower():
+        return
+    for node in line.nodes:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _ESTIMATOR_METHODS - {"fit", "fit_transform"}
+            and node.args
+        ):
+            model = line.source(node.func.value)
+            arg = node.args[0]
+            shown = _operand(line, arg, f"[{model}.feature_names_in_]")
+            yield _fix(line, line.replace(arg, shown), f"Select the features {model} was fitted on", layer)
+
+
+def _channels_last(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """``imshow`` of a channels-first image: move the channels last."""
+    if "for image data" not in _text(p):
+        return
+    for node in line.nodes:
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "imshow"
+        ):
+            for arg in node.args[:1]:
+                for suffix in (".transpose(1, 2, 0)", ".permute(1, 2, 0)"):
+                    shown = _operand(line, arg, suffix)
+                    yield _fix(line, line.replace(arg, shown), f"Move the channels last ({shown})", layer)
+
+
+def _aggregation(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """A misspelt aggregation (``.avg()``, ``agg('average')``): the closest one that exists."""
+    text = _text(p)
+    m = re.search(r"has no attribute '(\w+)'", text) or re.search(r"'(\w+)' is not a valid function", text)
+    if not m:
+        return
+    wrong = m[1]
+    close = difflib.get_close_matches(wrong.lower(), AGGREGATIONS, n=1, cutoff=0.6)
+    if not close:
+        return
+    right = close[0]
+    for node in line.nodes:
+        if isinstance(node, ast.Attribute) and node.attr == wrong:
+            _, end = line.segment(node)
+            new = line.text[: end - len(wrong)] + right + line.text[end:]
+            yield _fix(line, new, f"Use '{right}'", layer)
+        elif isinstance(node, ast.Constant) and node.value == wrong:
+            quote = line.source(node)[:1] if line.source(node)[:1] in "'\"" else "'"
+            yield _fix(line, line.replace(node, f"{quote}{right}{quote}"), f"Use '{right}'", layer)
+
+
+_Family = Callable[[Prediction, _Line, FixLayer], Iterator[Fix]]
+#: the families, in the order a tie in size is broken
+FAMILIES: tuple[_Family, ...] = (
+    _did_you_mean,
+    _close_labels,
+    _aggregation,
+    _repeated_drop,
+    _features,
+    _two_d,
+    _transpose,
+    _channels_last,
+    _text_values,
+)
+
+
+def candidates(prediction: Prediction, target: str) -> list[Fix]:
+    """Every candidate fix for a crashing ``prediction`` of ``target``, the smallest change first.
+
+    The verdict's own fix comes first in its layer (a check's determined repair, or the LLM's edit);
+    the families add what the exception, message and evidence at the failing line make standard."""
+    if not prediction.crash:
+        return []
+    found: list[Fix] = []
+    own = prediction.fix
+    if own is not None and own.new_text is not None and own.start_line is not None:
+        layer: FixLayer = own.layer or ("check" if prediction.source.layer == "checks" else "llm")
+        title = own.title or _title(own.description)
+        found.append(own.model_copy(update={"layer": layer, "title": title, "verification": None}))
+    line = _failing_line(target, prediction.line)
+    if line is not None:
+        layer = "check" if prediction.source.layer == "checks" else "dryrun-facts"
+        for family in FAMILIES:
+            found.extend(family(prediction, line, layer))
+    unique: dict[str, Fix] = {}
+    original = target.split("\n")
+    for fix in found:
+        same = original[fix.start_line or 0 : fix.end_line or 0] == (fix.new_text or "").split("\n")
+        if not same:
+            unique.setdefault(f"{fix.start_line}:{fix.end_line}:{fix.new_text}", fix)
+    own_first = [f for f in unique.values() if own is not None and f.new_text == own.new_text]
+    rest = sorted((f for f in unique.values() if f not in own_first), key=lambda f: changed_chars(target, f))
+    return own_first + rest
+
+
+def _title(description: str) -> str:
+    """ "did you mean 'region'?" -> "Use 'region'"; other descriptions as they are."""
+    m = re.fullmatch(r"did you mean (.+)\?", description.strip())
+    return f"Use {m[1]}" if m else description.strip()

@@ -1,0 +1,65 @@
+"""A fix may not pass by doing less: the static stop before a candidate is dry-run.
+
+A candidate that deletes or comments out the failing call, wraps it in ``try``/``except``, or no longer
+binds a name the original cell binds would "run clean" by not doing the cell's work. Refused here,
+from the cells' syntax alone (the analysis's ``defines`` for the names, ``ast`` for calls and
+handlers), before any fork is spent on it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from crane_lsp.analysis.parse import analyze
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    """``refused``: why the candidate does less (empty: it passed); ``checked``: what was compared."""
+
+    refused: str
+    checked: str
+
+
+_OPERATIONS = (ast.Call, ast.BinOp, ast.Subscript)
+
+
+def _calls_on(tree: ast.AST, line: int) -> int:
+    """Calls, operators and subscripts that start on 1-based ``line`` (the failing one among them): a
+    repair swaps or wraps an operand, it never has fewer of them."""
+    return sum(1 for n in ast.walk(tree) if isinstance(n, _OPERATIONS) and getattr(n, "lineno", 0) == line)
+
+
+def _handlers(tree: ast.AST) -> int:
+    return sum(1 for n in ast.walk(tree) if isinstance(n, ast.Try | ast.TryStar | ast.With))
+
+
+def does_less(
+    original: str, edited: str, failing_line: int | None, edited_line: int | None = None
+) -> GuardResult:
+    """Whether ``edited`` does less than ``original``: the failing call (0-based ``failing_line`` of the
+    original; ``edited_line`` where it is in the edited cell, when the fix moved it) gone or commented
+    out, a new ``try``/``with`` (suppress) around it, a name the original binds no longer bound."""
+    before, after = analyze(original), analyze(edited)
+    bound = sorted({a.name for a in before.defines})
+    checked = "binds " + (", ".join(bound) if bound else "no name") + " as the original"
+    try:
+        old_tree, new_tree = ast.parse(before.python), ast.parse(after.python)
+    except SyntaxError:
+        return GuardResult("the edited cell does not parse", checked)
+    checked += "; adds no try/except"
+    if _handlers(new_tree) > _handlers(old_tree):
+        return GuardResult("wraps the failing code in try/except (or a suppressing with)", checked)
+    if failing_line is not None:
+        checked += f"; keeps the calls and operators of line {failing_line + 1}"
+        wanted = _calls_on(old_tree, failing_line + 1)
+        moved = failing_line if edited_line is None else edited_line
+        if _calls_on(new_tree, moved + 1) < wanted:
+            return GuardResult(
+                f"removes or comments out the failing call on line {failing_line + 1}", checked
+            )
+    lost = [name for name in bound if name not in {a.name for a in after.defines}]
+    if lost:
+        return GuardResult(f"no longer binds {', '.join(lost)}", checked)
+    return GuardResult("", checked)

@@ -1,0 +1,118 @@
+"""Verification in the jail: each candidate applied to the cell and dry-run from the same kernel state.
+
+The same ``DryRunner`` as the verdict's (the prepared child when there is one, the shortened run for
+slow cells, the same budget and safe-mode screen). The outcome of the edited cell, against the
+original crash (its line and exception):
+
+- ``completed``                                   -> runs-clean (offered as verified);
+- raised on a later line than the original crash  -> gets-further (offered, marked: which line, why);
+- raised on the same line, same exception         -> same-crash (dropped);
+- anything else (another exception there or before, a timeout, the jail stopped it, refused as
+  doing less)                                     -> no-verdict with the reason (dropped).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from crane_lsp.analysis.parse import analyze
+from crane_lsp.fixes.edit import apply, line_shift
+from crane_lsp.fixes.guard import does_less
+from crane_lsp.prediction import Fix, Prediction, Verification
+
+if TYPE_CHECKING:
+    from crane_lsp.dryrun import DryRunner, DryRunOutcome
+
+log = logging.getLogger(__name__)
+
+#: candidates dry-run per verdict while the user types (the server); ``check --fix`` tries more
+LIMIT_TYPING = 3
+LIMIT_EXPLICIT = 6
+
+
+def classify(outcome: DryRunOutcome, crash_line: int | None, crash_exception: str | None) -> Verification:
+    """The edited cell's dry-run outcome against the original crash (0-based ``crash_line``, already
+    moved by the fix's added lines)."""
+    if outcome.outcome == "completed":
+        return Verification(outcome="runs-clean", notes=["ran clean in a sandboxed copy of the kernel"])
+    if outcome.outcome == "raised":
+        line = outcome.line - 1 if outcome.line else None
+        first = (outcome.message or "").strip().splitlines()[:1]
+        why = f"{outcome.exception}: {first[0]}" if first else str(outcome.exception)
+        if line is not None and crash_line is not None and line > crash_line:
+            note = f"line {crash_line + 1} now passes; line {line + 1} raises {why}"
+            return Verification(outcome="gets-further", line=line, exception=outcome.exception, notes=[note])
+        if line == crash_line and outcome.exception == crash_exception:
+            note = f"the same {outcome.exception} on line {line + 1}"
+            return Verification(outcome="same-crash", line=line, exception=outcome.exception, notes=[note])
+        where = f" on line {line + 1}" if line is not None else ""
+        return Verification(
+            outcome="no-verdict",
+            line=line,
+            exception=outcome.exception,
+            notes=[f"raises {why}{where} instead"],
+        )
+    if outcome.outcome == "timeout" and outcome.shortened is not None:
+        return Verification(outcome="no-verdict", notes=["the dry run did not finish (only shortened runs)"])
+    text = f"dry run {outcome.outcome}" + (f": {outcome.message}" if outcome.message else "")
+    return Verification(outcome="no-verdict", notes=[text])
+
+
+async def verify_one(runner: DryRunner, target: str, prediction: Prediction, fix: Fix, explicit: bool) -> Fix:
+    """``fix`` with its ``verification``: refused statically, or dry-run and classified."""
+    from crane_lsp.dryrun import screen
+
+    edited = apply(target, fix)
+    if edited is None:
+        return _with(fix, Verification(outcome="no-verdict", notes=["the edit does not fit the cell"]))
+    crash_line = prediction.line
+    if crash_line is not None and fix.end_line is not None and crash_line >= fix.end_line:
+        crash_line += line_shift(fix)
+    guard = does_less(target, edited, prediction.line, crash_line)
+    if guard.refused:
+        return _with(fix, Verification(outcome="no-verdict", notes=[f"does less: {guard.refused}"]))
+    if runner.settings.dry_run == "safe":
+        screened = screen(analyze(edited))
+        if not screened.safe:
+            return _with(fix, Verification(outcome="no-verdict", notes=[f"not dry-run ({screened.reason})"]))
+    try:
+        outcome = await runner.run_outcome(edited, explicit)
+    except Exception as exc:  # a busy or dead kernel: no verdict on this candidate, say why
+        log.info("fix verification unavailable: %s", exc)
+        return _with(fix, Verification(outcome="no-verdict", notes=[f"dry run unavailable: {exc}"]))
+    verification = classify(outcome, crash_line, prediction.exception)
+    verification.notes.append(f"checked: {guard.checked}")
+    return _with(fix, verification)
+
+
+def _with(fix: Fix, verification: Verification) -> Fix:
+    return fix.model_copy(update={"verification": verification})
+
+
+async def verify_all(
+    runner: DryRunner,
+    target: str,
+    prediction: Prediction,
+    fixes: Sequence[Fix],
+    *,
+    limit: int,
+    explicit: bool,
+) -> tuple[list[Fix], list[Fix], float]:
+    """(offered, dropped, seconds): the first ``limit`` candidates verified in turn (one fork at a
+    time: the kernel's dry run is one child), offered runs-clean first, then gets-further. A
+    runs-clean fix ends the search early: the ranking put the smallest change first."""
+    started = time.perf_counter()
+    done: list[Fix] = []
+    for fix in fixes[:limit]:
+        checked = await verify_one(runner, target, prediction, fix, explicit)
+        done.append(checked)
+        if checked.verified():
+            break
+    order = {"runs-clean": 0, "gets-further": 1}
+    offered = [f for f in done if f.verification and f.verification.outcome in order]
+    offered.sort(key=lambda f: order[f.verification.outcome if f.verification else ""])
+    dropped = [f for f in done if f not in offered]
+    return offered, dropped, time.perf_counter() - started
