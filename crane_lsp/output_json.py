@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from crane_lsp.prediction import SCHEMA_VERSION, Certainty, Evidence, Prediction
+from crane_lsp.prediction import SCHEMA_VERSION, Certainty, Evidence, Fix, FixLayer, FixOutcome, Prediction
 
 
 class _Open(BaseModel):
@@ -37,6 +37,15 @@ class OriginJson(_Open):
     line: int | None = Field(None, description="1-based line in that cell")
 
 
+class VerificationJson(_Open):
+    """What dry-running the cell with the fix applied showed (docs/fixes.md)."""
+
+    outcome: FixOutcome = Field(description="runs-clean, gets-further, same-crash or no-verdict")
+    line: int | None = Field(None, description="1-based line of the edited cell where it raised")
+    exception: str | None = None
+    notes: list[str] = Field(default_factory=list, description="what was checked, why no verdict")
+
+
 class FixJson(_Open):
     """A suggested replacement of lines ``start_line`` to ``end_line`` (1-based, both included)."""
 
@@ -44,6 +53,11 @@ class FixJson(_Open):
     start_line: int | None = None
     end_line: int | None = None
     new_text: str | None = None
+    title: str = Field("", description="the change in a few words, e.g. \"Use 'region'\"")
+    layer: FixLayer | None = Field(
+        None, description="where the candidate came from: check, dryrun-facts, llm"
+    )
+    verification: VerificationJson | None = Field(None, description="null: not dry-run (check without --fix)")
 
 
 class CellJson(_Open):
@@ -63,6 +77,9 @@ class CellJson(_Open):
     evidence: list[Evidence] = Field(default_factory=list)
     origin: list[OriginJson] = Field(default_factory=list)
     fix: FixJson | None = None
+    fixes: list[FixJson] = Field(
+        default_factory=list, description="verified fixes (check --fix): runs-clean first, then gets-further"
+    )
     source: str = Field(description="the layer that decided: check:<id>, dryrun, <provider>/<model>, none")
     notes: list[str] = Field(default_factory=list)
     ran: bool = Field(False, description="walk mode: the cell was run after it was predicted")
@@ -71,7 +88,7 @@ class CellJson(_Open):
 
 
 #: Prediction fields this module maps itself; any other (a newer field) passes through as it is
-_MAPPED = {"line", "col", "end_line", "end_col", "origin", "fix", "source"}
+_MAPPED = {"line", "col", "end_line", "end_col", "origin", "fix", "fixes", "source"}
 
 
 def _plus_one(n: int | None) -> int | None:
@@ -103,15 +120,7 @@ def cell_json(
                 variable=o.variable, cell=_plus_one(index), execution_count=count, line=_plus_one(o.line)
             )
         )
-    fix = None
-    if p.fix is not None:
-        start, end = p.fix.start_line, p.fix.end_line  # 0-based, end exclusive
-        fix = FixJson(
-            description=p.fix.description,
-            start_line=_plus_one(start),
-            end_line=None if end is None else max(end, (start or 0) + 1),  # 0-based exclusive = 1-based
-            new_text=p.fix.new_text,
-        )
+    fix = fix_json(p.fix) if p.fix is not None else None
     extra = {k: v for k, v in p.model_dump(mode="json").items() if k not in _MAPPED}
     return CellJson(
         **extra,
@@ -121,10 +130,30 @@ def cell_json(
         end_line=_plus_one(p.end_line if p.end_line is not None else p.line),
         origin=origins,
         fix=fix,
+        fixes=[fix_json(f) for f in p.fixes],
         source=p.source.label(),
         ran=actual is not None,
         actual=actual or None,
         actual_line=_plus_one(actual_line) if actual else None,
+    )
+
+
+def fix_json(fix: Fix) -> FixJson:
+    """A fix in 1-based lines, its range inclusive (inside crane: 0-based, end exclusive)."""
+    start, end = fix.start_line, fix.end_line
+    v = fix.verification
+    return FixJson(
+        description=fix.description,
+        start_line=_plus_one(start),
+        end_line=None if end is None else max(end, (start or 0) + 1),  # 0-based exclusive = 1-based
+        new_text=fix.new_text,
+        title=fix.title,
+        layer=fix.layer,
+        verification=None
+        if v is None
+        else VerificationJson(
+            outcome=v.outcome, line=_plus_one(v.line), exception=v.exception, notes=v.notes
+        ),
     )
 
 

@@ -78,6 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds each replayed or walked cell may run before it is interrupted (default 600)",
     )
     parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="dry-run candidate fixes of each predicted crash from the same kernel state and print the "
+        "diff of the top verified one (--json: fixes[]; docs/fixes.md)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help="print a JSON array on stdout: one object per checked cell, lines and cells 1-based "
@@ -146,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
                 executed_at=executed_at,
                 llm_failures=llm_failures,
                 kernels=kernels,
+                fix=getattr(args, "fix", False),
             )
         )
     except _UsageError as exc:
@@ -174,12 +181,33 @@ def run(args: argparse.Namespace) -> int:
         from crane_lsp.commands.render import print_checked
 
         print_checked(Console(), notebook, checked, walk=target is None)
+        if getattr(args, "fix", False):
+            _print_fixes(checked)
     if llm_failures:  # after every verdict made: the walk is never lost to one failed answer
         failed = [c.position for c in checked if c.prediction.message.startswith("no verdict: the LLM")]
         cells = ", ".join(map(str, failed)) or "?"
         _error(err, f"no verdict for cell {cells} of {len(checked)}: {llm_failures[0]}")
         return 2
     return 1 if any(c.prediction.crash for c in checked) else 0
+
+
+def _print_fixes(checked: list[CheckedCell]) -> None:
+    """``--fix``: the diff of each crashing cell's top offered fix, with what its dry run showed."""
+    from crane_lsp.fixes import status_words
+    from crane_lsp.fixes.edit import unified_diff
+
+    for c in checked:
+        if not c.prediction.crash:
+            continue
+        top = c.prediction.fixes[0] if c.prediction.fixes else None
+        if top is None:
+            print(f"cell {c.position}: no verified fix")
+            continue
+        v = top.verification
+        status = status_words(v.outcome if v else None)
+        detail = f": {v.notes[0]}" if v is not None and v.outcome == "gets-further" and v.notes else ""
+        print(f"cell {c.position}: {top.title or top.description} ({status}{detail})")
+        print(unified_diff(c.source, top, f"cell {c.position}"), end="")
 
 
 class _UsageError(RuntimeError):
@@ -274,6 +302,8 @@ class _Job:
     #: 1-based cell position -> the code-cell indices of the cells executed before its prediction
     #: (a prediction's ``Origin.cell`` indexes this list)
     executed_at: dict[int, list[int]] = field(default_factory=dict)
+    #: ``--fix``: candidate fixes of each predicted crash are dry-run (crane_lsp.fixes)
+    fix: bool = False
 
     def pipeline(self, link: KernelLink) -> Pipeline:
         from crane_lsp.pipeline import Pipeline
@@ -281,7 +311,16 @@ class _Job:
         return Pipeline.from_settings(self.settings, link, llm=self.llm)
 
     async def predict(self, pipeline: Pipeline, source: str, executed: list[str]) -> Prediction:
-        return (await pipeline.predict(source, executed=executed, layers=self.layers)).prediction
+        prediction = (await pipeline.predict(source, executed=executed, layers=self.layers)).prediction
+        if self.fix and prediction.crash:  # before the walk runs the cell: the same kernel state
+            from crane_lsp.dryrun import DryRunner
+            from crane_lsp.fixes import LIMIT_EXPLICIT, offer_fixes
+
+            runner = pipeline.dryrun if isinstance(pipeline.dryrun, DryRunner) else None
+            if runner is None:
+                prediction.notes.append("fixes: not verified (the dry run is off)")
+            prediction = await offer_fixes(runner, source, prediction, limit=LIMIT_EXPLICIT)
+        return prediction
 
 
 async def _check(
@@ -296,10 +335,12 @@ async def _check(
     executed_at: dict[int, list[int]] | None = None,
     llm_failures: list[str] | None = None,
     kernels: KernelSource | None = None,
+    fix: bool = False,
 ) -> list[CheckedCell]:
     from crane_lsp.kernel.link import KernelLinkError
 
     job = _Job(settings, layers, _make_llm(settings, layers), quiet, console, cell_timeout)
+    job.fix = fix
     if kernels is not None:
         job.kernels = kernels
     if executed_at is not None:

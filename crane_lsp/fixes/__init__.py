@@ -66,7 +66,7 @@ async def offer_fixes(
     ):
         result.fix = None  # the verdict's own fix crashes the same way: not offered
     tried = len(offered) + len(dropped)
-    note = f"fixes: {tried} candidate(s) dry-run in {seconds:.1f} s, {len(offered)} offered"
+    note = f"fixes: {tried} candidate(s) dry-run in {seconds * 1000:.0f} ms, {len(offered)} offered"
     if dropped:
         why = Counter(_reason(f) for f in dropped)
         note += f", {len(dropped)} dropped (" + ", ".join(f"{n} {w}" for w, n in why.items()) + ")"
