@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_doubt
+from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_decide
 from crane_lsp.prediction import Evidence, Prediction, Source, line_position
 
 
@@ -43,6 +43,9 @@ class ShortenedFacts(BaseModel):
     sizes: list[int] = Field(default_factory=list)
     failure: dict[str, Any] = Field(default_factory=dict)
     eager: bool = False  # TensorFlow functions ran eagerly (a fork has none of TF's thread pools)
+    calls: dict[str, list[str]] = Field(default_factory=dict)  # globals the kernel's functions read
+    extrapolated: dict[str, Any] = Field(default_factory=dict)  # the failing operation at full size
+    where: dict[str, Any] = Field(default_factory=dict)  # what was found slow, and so shortened
 
 
 class ShortenedRun(BaseModel):
@@ -88,7 +91,13 @@ def describe(run: ShortenedRun) -> str:
 def doubt(first: ShortenedRun, second: ShortenedRun, source: str) -> str | None:
     """Why a crash both samples showed may come from the shortening; None when it cannot (the
     rules the kernel applies too: ``kernel/agent/shorten_rules.py``)."""
-    return _shr_doubt(first.model_dump(), second.model_dump(), source)  # type: ignore[no-any-return]
+    return decide(first, second, source)[0]
+
+
+def decide(first: ShortenedRun, second: ShortenedRun, source: str) -> tuple[str | None, str]:
+    """``(doubt, why)``: the doubt (None when the crash is the full run's) and what decided it."""
+    doubt_, why = _shr_decide(first.model_dump(), second.model_dump(), source)
+    return doubt_, why
 
 
 def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
@@ -121,11 +130,13 @@ def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
         return _no_verdict(f"no verdict: {what}, but not on a second sample: it hinges on the sample", notes)
     if not _shr_alike(first.model_dump(), second.model_dump()):
         return _no_verdict(f"no verdict: {what}, a second sample raised differently", notes)
-    reason = doubt(first, second, source)
+    reason, decided = decide(first, second, source)
     if reason is not None:
+        notes.append(f"decided by {decided}")
         return _no_verdict(f"no verdict: {what}, which may come from the shortening ({reason})", notes)
     full = "was not run" if runs.skipped_full else "did not finish in time"
-    return _observed(first, second, source, [*notes, f"observed in a shortened dry run: the full run {full}"])
+    notes += [f"observed in a shortened dry run: the full run {full}", f"the full run's crash: {decided}"]
+    return _observed(first, second, source, notes, decided)
 
 
 def _no_verdict(headline: str, notes: list[str]) -> Prediction:
@@ -134,7 +145,9 @@ def _no_verdict(headline: str, notes: list[str]) -> Prediction:
     return p
 
 
-def _observed(first: ShortenedRun, second: ShortenedRun, source: str, notes: list[str]) -> Prediction:
+def _observed(
+    first: ShortenedRun, second: ShortenedRun, source: str, notes: list[str], decided: str
+) -> Prediction:
     shortened = describe(first)
     first_line = (first.message or "").strip().splitlines()[0] if (first.message or "").strip() else ""
     where = f" at line {first.line}" if first.line else ""
@@ -147,8 +160,7 @@ def _observed(first: ShortenedRun, second: ShortenedRun, source: str, notes: lis
         diagnosis=(
             f"Observed in a shortened dry run (a sandboxed copy of the kernel, on a sample of the data): "
             f"the cell raised {first.exception}{where}: {first_line}. A second, different sample "
-            f"({describe(second)}) raised the same, and this kind of failure does not depend on how "
-            "many rows or iterations ran."
+            f"({describe(second)}) raised the same, and it is the full run's crash: {decided}."
         ),
         evidence=[Evidence(fact="shortened dry run", value=shortened)],
         source=Source(layer="dryrun", latency_ms=None),

@@ -11,7 +11,7 @@ import pytest
 
 from crane_lsp.shortened import ShortenedRuns, judge
 
-CELL = "for i in range(n):\n    acc = step(i)\nresult = acc.mean()\n"
+CELL = "for i in range(n):\n    acc = step(i)\nresult = combine(df, acc)\n"
 
 
 def _run(rows: int, exception: str | None, message: str, **facts: Any) -> dict[str, Any]:
@@ -101,7 +101,7 @@ def test_a_parameter_the_run_lowered_is_no_verdict() -> None:
 def test_samples_that_disagree_or_a_lone_crash_are_no_verdict() -> None:
     reshape = "cannot reshape array of size {} into shape (1000,newaxis)"
     differ = _judge(
-        _run(263, "ValueError", reshape.format(526)), _run(391, "ValueError", reshape.format(782))
+        _run(263, "ValueError", reshape.format(500)), _run(391, "ValueError", reshape.format(782))
     )
     assert not differ.crash and "a second sample raised differently" in differ.message
     lone = _judge(_run(263, "ValueError", "x"), _run(391, None, ""))
@@ -208,3 +208,58 @@ def test_the_kernels_own_timings_predict_an_overrun() -> None:
     assert slow.forecast(cell, 120.0, ran) == {}
     assert slow.forecast("model.fit(X, y, epochs=50)\nmodel.evaluate(X_test)\n", 3.0, ran) == {"after_s": 0.0}
     assert slow.forecast("df.head()", 3.0, ran) == {}
+
+
+# -- issue 32: decided by what the shortening changed, not by the exception's class ------------------
+
+LOOP_CELL = "for i in range(n):\n    acc = step(i)\nv = other[300]\n"
+CARRY_CELL = "for t in range(1, n):\n    xs.append(xs[t - 1])\nv = xs[-1] / 0\n"
+
+
+def _loop_run(exception: str, message: str, kept: int, **facts: Any) -> dict[str, Any]:
+    shortened = {"loops": {"1": [kept, 50_000]}, **facts}
+    return {
+        "outcome": "raised",
+        "exception": exception,
+        "message": message,
+        "line": 3,
+        "shortened": shortened,
+    }
+
+
+def test_a_failing_line_that_reads_nothing_shortened_is_the_full_runs_crash() -> None:
+    message = "index 300 is out of bounds for axis 0 with size 200"
+    runs = [_loop_run("IndexError", message, 2), _loop_run("IndexError", message, 3)]
+    prediction = judge(ShortenedRuns.model_validate({"runs": runs}), "3 s", LOOP_CELL)
+    assert prediction.crash and prediction.exception == "IndexError" and prediction.line == 2
+    assert any("reads nothing the shortening changed" in n for n in prediction.notes)
+
+
+def test_a_failing_line_that_reads_what_a_cut_loop_carried_is_no_verdict() -> None:
+    runs = [_loop_run("ZeroDivisionError", "float division by zero", k) for k in (2, 3)]
+    prediction = judge(ShortenedRuns.model_validate({"runs": runs}), "3 s", CARRY_CELL)
+    assert not prediction.crash and "`xs`, built up by a loop cut short" in prediction.message
+
+
+@pytest.mark.parametrize(
+    ("status", "crash"),
+    [(("fails", "fails"), True), (("passes", "passes"), False), (("fails", "passes"), False)],
+)
+def test_a_sampled_operand_is_decided_by_the_full_size_rerun(status: tuple[str, str], crash: bool) -> None:
+    message = "index 300 is out of bounds for axis 0 with size {}"
+    first = _run(263, "IndexError", message.format(263), extrapolated={"status": status[0], "why": "x"})
+    second = _run(391, "IndexError", message.format(391), extrapolated={"status": status[1], "why": "x"})
+    prediction = _judge(first, second)
+    assert prediction.crash is crash, prediction.message
+    if not crash:
+        assert "would not fail" in prediction.message
+
+
+def test_numbers_that_scale_with_the_sample_are_masked_others_are_not() -> None:
+    torch = "mat1 and mat2 shapes cannot be multiplied ({}x10 and 12x5)"
+    alike = _judge(
+        _run(263, "RuntimeError", torch.format(263 // 32)), _run(391, "RuntimeError", torch.format(391 // 32))
+    )
+    assert alike.crash and alike.exception == "RuntimeError", alike.message
+    differ = _judge(_run(263, "RuntimeError", torch.format(8)), _run(391, "RuntimeError", torch.format(9)))
+    assert not differ.crash and "raised differently" in differ.message

@@ -1,12 +1,28 @@
-"""When two shortened runs' crash cannot hinge on the sample: STANDARD LIBRARY ONLY.
+"""When two shortened runs' crash is the full run's crash: STANDARD LIBRARY ONLY.
 
 Joined before ``shorten.py`` (the kernel ends a full run early only for a crash these rules trust)
 and imported alone by the client (``crane_lsp/shortened.py`` turns the runs into the verdict), so
 both sides apply the same rules. A run is the child's answer as a plain dict: ``exception``,
-``message``, ``line``, and ``shortened`` (``rows``/``params``/``sizes``/``failure``).
+``message``, ``line``, and ``shortened`` (``rows``/``params``/``loops``/``sizes``/``calls``/
+``failure``/``extrapolated``).
+
+The verdict follows what the shortening changed (``shorten_flow.py``), not the kind of exception:
+a failing line that reads nothing the run sampled, cut short or lowered fails in the full run too; one
+that reads what a loop cut short carried from the skipped iterations is no verdict; one that reads
+sampled data is decided by re-running its failing operation at the full size on shapes alone
+(``shorten_extrapolate.py``, in the child). Only where none of that decides do the older rules about
+classes and message words below still answer, as a last fallback.
 """
 
 import re as _shr_re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # in the kernel it is joined before this module
+    from crane_lsp.kernel.agent.shorten_flow import _shf_dependence, _shf_merged
+try:
+    _shf_dependence  # noqa: B018 - joined before this module in the kernel
+except NameError:  # imported alone by the client
+    from crane_lsp.kernel.agent.shorten_flow import _shf_dependence, _shf_merged
 
 #: Failures whose message names the reason a sample can cause: too few rows or classes for a
 #: parameter, empty selections, reshapes and sizes. Matched case-insensitively.
@@ -27,6 +43,8 @@ _SHR_SHAPE_ERRORS = frozenset({"ValueError", "RuntimeError", "InvalidArgumentErr
 _SHR_NAME = _shr_re.compile(r"name '([^']+)' is not defined|local variable '([^']+)'")
 _SHR_AXIS = _shr_re.compile(r"out of bounds for axis (\d+) with size")
 _SHR_NUMBER = _shr_re.compile(r"\b\d+\b")
+#: a number in a message, also one that a shape writes after an ``x`` (``8x10``); not one ending a name
+_SHR_QUANTITY = _shr_re.compile(r"(?<![A-Za-wyz_0-9])\d+")
 #: Keras appends the call's arguments (``kwargs=<class 'inspect._empty'>``) and colours the message:
 #: neither says why it failed
 _SHR_ANSI = _shr_re.compile(r"\x1b\[[0-9;]*m")
@@ -45,13 +63,35 @@ def _shr_normal(run):
 
 
 def _shr_alike(first, second):
-    """Both raised the same exception on the same line with the same message, sizes aside."""
+    """Both raised the same exception on the same line with the same message, but for numbers that
+    scale with the two runs' sample sizes (a size, a batch count, a size times a feature count)."""
     if first.get("outcome") != "raised" or second.get("outcome") != "raised":
         return False
     keys = ("exception", "line")
-    return [first.get(k) for k in keys] == [second.get(k) for k in keys] and (
-        _shr_normal(first) == _shr_normal(second)
-    )
+    if [first.get(k) for k in keys] != [second.get(k) for k in keys]:
+        return False
+    return _shr_same_but_scale(first, second)
+
+
+def _shr_same_but_scale(first, second):
+    """The two messages differ only in numbers that scale like the runs' sample sizes: ``n1 / s1`` and
+    ``n2 / s2`` agree up to the rounding of a division or an offset (``floor(s / 32)``, ``s - 1``,
+    ``s * 8``); any other difference is a real one."""
+    texts = [_SHR_ANSI.sub("", r.get("message") or "") for r in (first, second)]
+    parts = [_SHR_QUANTITY.split(t) for t in texts]
+    numbers = [_SHR_QUANTITY.findall(t) for t in texts]
+    if parts[0] != parts[1] or len(numbers[0]) != len(numbers[1]):
+        return False
+    sizes = [sorted({int(s) for s in _shr_facts(r).get("sizes") or ()}) for r in (first, second)]
+    for a, b in zip(numbers[0], numbers[1], strict=False):
+        if a == b:
+            continue
+        n1, n2 = int(a), int(b)
+        if not any(
+            s1 != s2 and abs(n1 * s2 - n2 * s1) <= s1 + s2 for s1, s2 in zip(sizes[0], sizes[1], strict=False)
+        ):
+            return False
+    return True
 
 
 def _shr_bound_names(source):
@@ -79,13 +119,64 @@ def _shr_bound_names(source):
 
 def _shr_doubt(first, second, source):
     """Why a crash both samples showed may come from the shortening; None when it cannot."""
+    return _shr_decide(first, second, source)[0]
+
+
+def _shr_decide(first, second, source):
+    """``(doubt, why)``: the reason a crash may come from the shortening (None when it cannot), and
+    what decided it."""
     exception = first.get("exception") or ""
     raw = first.get("message") or ""
-    message = _shr_normal(first)
     params = [p for r in (first, second) for p in _shr_facts(r).get("params") or ()]
     capped = {(p.get("param") or "").rsplit("__", 1)[-1] for p in params}
     if any(name and name in raw for name in capped):
-        return "it names a parameter the shortened run lowered"
+        return "it names a parameter the shortened run lowered", "the message"
+    merged = _shf_merged(_shr_facts(first), _shr_facts(second))
+    try:
+        dependence = _shf_dependence(source, first.get("line"), merged)
+    except Exception:
+        dependence = None
+    if dependence is None:
+        return _shr_fallback(first, second, source), "the failure's kind (the cell could not be followed)"
+    kinds, names = dependence["kinds"], dependence["names"]
+    if "carried" in kinds:
+        carried = sorted(n for n, k in names.items() if "carried" in k)
+        why = f"it reads {_shr_list(carried)}, built up by a loop cut short: skipped iterations may change it"
+        return why, "the data flow"
+    unset = exception in ("NameError", "UnboundLocalError") or "NoneType" in raw
+    if not kinds - {"loop"} and not dependence["in_function"]:
+        if unset and (kinds or _shr_named_in_cut_loop(first, merged, source)):
+            return "a loop cut short may have left a value unset", "the data flow"
+        return None, "the failing line reads nothing the shortening changed"
+    extrapolated = [_shr_facts(r).get("extrapolated") or {} for r in (first, second)]
+    status = [e.get("status") for e in extrapolated]
+    if "passes" in status:
+        why = next(e.get("why") for e in extrapolated if e.get("status") == "passes")
+        return f"at the full size the failing operation would not fail ({why})", "a re-run on the full shapes"
+    if status == ["fails", "fails"] and "sampled" in kinds and not unset:
+        return None, f"re-run on the full shapes, the failing operation fails too ({extrapolated[0]['why']})"
+    return _shr_fallback(first, second, source), "the failure's kind (the full-size re-run could not decide)"
+
+
+def _shr_list(names):
+    return ", ".join(f"`{n}`" for n in names[:4]) + (" ..." if len(names) > 4 else "")
+
+
+def _shr_named_in_cut_loop(run, merged, source):
+    """A NameError for a name that a loop cut short binds (an iteration that binds it may be skipped)."""
+    found = _SHR_NAME.search(run.get("message") or "")
+    name = next((g for g in found.groups() if g), None) if found else None
+    if name is None or not merged.get("loops"):
+        return False
+    return name in _shr_bound_names(source)
+
+
+def _shr_fallback(first, second, source):
+    """The older rules, by class and message words: used only where the data flow and the full-size
+    re-run cannot decide (a failing line inside a function, an operation on objects with no shape)."""
+    exception = first.get("exception") or ""
+    raw = first.get("message") or ""
+    message = _shr_normal(first)
     if exception in ("NameError", "UnboundLocalError"):
         found = _SHR_NAME.search(raw)
         name = next((g for g in found.groups() if g), None) if found else None

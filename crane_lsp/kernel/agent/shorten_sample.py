@@ -451,8 +451,15 @@ def _shs_sample_names(namespace, code, plan):
     names = _shs_code_names(code)
     found, feature_dims = [], set()
     shortened: dict[str, Any] = {"rows": [], "params": [], "loops": {}, "sizes": []}
+    # where the full run spent its time (shorten.py): inside a loop the rewrite can cut, only that
+    # loop is cut and the data stays whole; data sampled for no reason only adds ways to invent a crash
+    where = plan.get("where") or {}
+    loops_only = where.get("mode") == "loops"
+    _shs_state["span"] = where.get("span") if loops_only else None
+    if where:
+        shortened["where"] = where
     loaders = {id(v.dataset) for _w, kind, v, _p in _shs_candidates(namespace, names) if kind == "loader"}
-    for what, kind, value, place in _shs_candidates(namespace, names):
+    for what, kind, value, place in [] if loops_only else _shs_candidates(namespace, names):
         if kind in ("tfdata", "batches"):
             try:
                 of = _shs_rows(kind, value)
@@ -487,7 +494,9 @@ def _shs_sample_names(namespace, code, plan):
             place(done[id(value)])
             shortened["rows"].append({"what": what, "kept": len(positions), "of": rows})
         shortened["sizes"].append(len(positions))
-    _shs_cap_estimators(namespace, names, cap, shortened["params"])
+    if not loops_only:
+        _shs_cap_estimators(namespace, names, cap, shortened["params"])
+    shortened["calls"] = _shs_calls(namespace, names)
     if _shs_tf_eager(namespace, names):
         shortened["eager"] = True
     _shs_state["shortened"] = shortened
@@ -501,6 +510,30 @@ def _shs_sample_names(namespace, code, plan):
     return shortened
 
 
+def _shs_calls(namespace, names):
+    """The namespace's globals each of the kernel's own functions (and user objects' methods) that the
+    cell names may read when called: the data flow of the verdict (``shorten_flow.py``) follows calls
+    through them. Read off code objects only; nothing is called."""
+    calls: dict[str, list[str]] = {}
+    for name in sorted(names)[:200]:
+        value = namespace.get(name)
+        codes = []
+        with _shs_contextlib.suppress(Exception):
+            if type(value).__name__ == "function" and value.__globals__ is namespace:
+                codes.append(value.__code__)
+            else:
+                kind = value if isinstance(value, type) else type(value)
+                if kind.__module__ == "__main__":
+                    codes += [f.__code__ for f in vars(kind).values() if type(f).__name__ == "function"]
+        found: set[str] = set()
+        for code in codes:
+            found |= _shs_code_names(code)
+        found = {n for n in found if n in namespace and n != name}
+        if found:
+            calls[name] = sorted(found)[:64]
+    return calls
+
+
 def _shs_range(iterable, line, nested=False, comprehension=False):
     """A ``for`` loop's ``range`` with its first ``cap - 1`` iterations and its last; a range as
     long as a sample (a loop over the sampled rows) runs whole unless it is nested in another, and
@@ -508,7 +541,7 @@ def _shs_range(iterable, line, nested=False, comprehension=False):
     and a comprehension's range shorter than ``_SHS_COMPREHENSION_MIN``."""
     shortened = _shs_state.get("shortened")
     cap = _shs_state.get("cap", 2)
-    if type(iterable) is not range or shortened is None:
+    if type(iterable) is not range or shortened is None or not _shs_in_span(line):
         return iterable
     size = len(iterable)
     if size <= cap or (size in shortened["sizes"] and not nested) or size in _shs_state.get("features", ()):
@@ -521,6 +554,13 @@ def _shs_range(iterable, line, nested=False, comprehension=False):
     return [*iterable[: cap - 1], iterable[-1]]
 
 
+def _shs_in_span(line):
+    """Whether the loop or keyword on ``line`` is in the part of the cell being shortened (all of it,
+    unless only the loop the full run was found in is cut)."""
+    span = _shs_state.get("span")
+    return not span or span[0] <= int(line) <= span[1]
+
+
 def _shs_while_start(line):
     """Just before a counted ``while`` loop: its iterations are counted from here."""
     _shs_state.setdefault("whiles", {})[line] = 0
@@ -530,7 +570,7 @@ def _shs_while(test, line):
     """A counted ``while`` loop's test: as it is for the loop's first ``cap`` iterations, then
     false (the loop stops; how many iterations it would have run is unknown: ``of`` 0)."""
     shortened = _shs_state.get("shortened")
-    if not test or shortened is None:
+    if not test or shortened is None or not _shs_in_span(line):
         return test
     counts = _shs_state.setdefault("whiles", {})
     counts[line] = counts.get(line, 0) + 1
@@ -547,7 +587,7 @@ def _shs_cap(value, name, line):
     """An iteration keyword (``n_init=50``, ``epochs=25``) capped for the shortened run."""
     rule = _SHS_CAPS.get(name)
     shortened = _shs_state.get("shortened")
-    if rule is None or shortened is None or type(value) is not int:
+    if rule is None or shortened is None or type(value) is not int or not _shs_in_span(line):
         return value
     cap = rule(_shs_state.get("cap", 2))
     if value <= cap:

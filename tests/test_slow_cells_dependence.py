@@ -1,0 +1,142 @@
+"""The shortened run's verdict decided by what the shortening changed, in a real kernel (issue 32).
+
+- **Where the time goes**: a slow ``for ... in range`` loop that binds nothing the failing line reads
+  is cut, and nothing is sampled: the failing line meets the full data, so its crash (an IndexError
+  along the rows, an AxisError: classes the old lists withheld) is the full run's, and a position the
+  full data holds is no crash.
+- **A loop cut short that carries its state** (each iteration extends the previous one's result) is
+  no verdict: skipping iterations would invent the IndexError.
+- **Sampled data, decided on shapes**: a slow row-wise loop over a frame samples it; the failing
+  operation is run again at the full shape (a zero-strided stand-in), so an AxisError or a non-square
+  LinAlgError is observed, and a position beyond the sample but inside the full data is not.
+
+Every verdict is checked against the truth, run for real: the slow prefixes bind nothing the rest
+reads, so the rest runs alone (the carried trap runs whole).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from crane_lsp.dryrun import DryRunner
+from crane_lsp.kernel.link import KernelLink
+from crane_lsp.pipeline import Pipeline
+from crane_lsp.prediction import Prediction
+from crane_lsp.settings import Settings
+from tests.check_util import run_cell
+from tests.conftest import TestKernel, start_test_kernel, stop_test_kernel
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+BUDGET_S = 3.0
+SLOW_S = 9.0  # each slow part's real work: well over the budget
+
+SETUP = f"""
+import time, numpy as np, pandas as pd
+def _per_unit(work, units):
+    t = time.process_time(); work(); return (time.process_time() - t) / units
+X = np.random.default_rng(0).random((200_000, 5))
+_c = _per_unit(lambda: [sum(k * k for k in range(2000)) for _ in range(200)], 200)
+N = int({SLOW_S} / _c)
+_rows = pd.DataFrame({{'a': np.arange(20_000)}})
+_c = _per_unit(lambda: [sum(k for k in range(300)) for _r in _rows.itertuples()], 20_000)
+_n = max(20_000, int({SLOW_S} / _c))
+big = pd.DataFrame(np.random.default_rng(1).random((_n, 4)), columns=list('abcd'))
+Xb = big.to_numpy()
+_c = _per_unit(lambda: [sum(k * k for k in range(2000)) for _ in range(50)], 50)
+M = int(5.0 / _c)
+"""
+LOOP = "for _i in range(N):\n    _s = sum(k * k for k in range(2000))\n"
+ROWS = "for _r in big.itertuples():\n    _s = sum(k for k in range(300))\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    slow: str
+    tail: str
+    exception: str | None  # the truth, checked for real
+    verdict: str  # "crash" (observed, on the tail's first line) or "none" (no squiggle)
+
+
+CASES = [
+    Case("loop: rows past the end", LOOP, "row = X[250_000]\n", "IndexError", "crash"),
+    Case("loop: a row the data holds", LOOP, "row = X[150_000]\n", None, "none"),
+    Case("loop: an axis the array lacks", LOOP, "tot = X.sum(axis=2)\n", "AxisError", "crash"),
+    Case("sample: an axis the array lacks", ROWS, "tot = Xb.sum(axis=2)\n", "AxisError", "crash"),
+    Case("sample: not square", ROWS, "inv = np.linalg.inv(Xb[:, :3])\n", "LinAlgError", "crash"),
+    Case("sample: a row beyond the sample", ROWS, "row = Xb[5_000]\n", None, "none"),
+]
+CARRIED = (
+    "xs = [0.0]\n"
+    "for t in range(1, M):\n"
+    "    xs.append(xs[t - 1] + sum(k * k for k in range(2000)))\n"
+    "last = xs[-1]\n"
+)
+
+
+@dataclass
+class Seen:
+    said: dict[str, Prediction] = field(default_factory=dict)
+    real: dict[str, str | None] = field(default_factory=dict)
+
+
+async def _verdicts(kernel: TestKernel, cells: dict[str, str]) -> dict[str, Prediction]:
+    said = {}
+    async with await KernelLink.connect(kernel.connection_file) as link:
+        settings = Settings(dry_run="on", dry_run_budget_s=BUDGET_S)
+        runner = DryRunner(link, settings)
+        for name, cell in cells.items():
+            pipeline = Pipeline(settings, link=link, dryrun=runner)
+            said[name] = (await pipeline.predict(cell, layers={"dryrun"})).prediction
+    return said
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seen]:
+    kernel = start_test_kernel(tmp_path_factory.mktemp("slow-dependence"))
+    try:
+        kernel.run(SETUP, timeout=600)
+        cells = {case.name: case.slow + case.tail for case in CASES}
+        cells["carried"] = CARRIED
+        result = Seen(said=asyncio.run(_verdicts(kernel, cells)))
+        for case in CASES:  # the slow part binds nothing the tail reads: the tail alone is the truth
+            result.real[case.name] = run_cell(kernel, case.tail)[0]
+        result.real["carried"] = run_cell(kernel, CARRIED)[0]
+        yield result
+    finally:
+        stop_test_kernel(kernel)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_the_verdict_follows_what_the_shortening_changed(seen: Seen, case: Case) -> None:
+    assert seen.real[case.name] == case.exception  # the truth
+    said = seen.said[case.name]
+    tail_line = case.slow.count("\n")  # 0-based line of the tail
+    if case.verdict == "crash":
+        assert said.crash and said.certainty == "observed", (said.message, said.notes)
+        assert said.exception == case.exception and said.line == tail_line
+        assert "in a shortened run" in said.message
+    else:
+        assert not said.crash, (said.message, said.notes)
+    joined = "\n".join(said.notes)
+    if case.slow is LOOP:  # the time went to the loop: it alone was cut, no data was sampled
+        assert "iterations of the loop on line 1" in joined and " rows (" not in joined, joined
+        if said.crash:
+            assert "reads nothing the shortening changed" in joined, joined
+    else:  # the time went to a loop over the frame's rows: the data was sampled
+        assert " rows (" in joined, joined
+        if said.crash:
+            assert "re-run on the full shapes" in joined, joined
+        else:
+            assert "would not fail" in said.message, said.message
+
+
+def test_a_loop_that_carries_its_state_is_no_verdict(seen: Seen) -> None:
+    assert seen.real["carried"] is None  # the truth: it runs clean
+    said = seen.said["carried"]
+    assert not said.crash, (said.message, said.notes)
+    assert "built up by a loop cut short" in said.message, said.message
