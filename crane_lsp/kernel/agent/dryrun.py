@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _JscUnavailable,
     )
     from crane_lsp.kernel.agent.jail_threads import _jth_pools, _jth_single_thread
+    from crane_lsp.kernel.agent.jail_workers import _jwk_report, _jwk_single_process
     from crane_lsp.kernel.agent.refusal import _frm_refusal
     from crane_lsp.kernel.agent.shorten_sample import _shs_failure_facts, _shs_sample
 
@@ -205,6 +206,7 @@ def _sb_confine(handover_fd, keep, timings, prepared=None):
     t3 = clock()
     if threads:
         notes.append("thread pools set to one thread: " + ", ".join(sorted(set(threads))))
+    _jwk_single_process()  # worker processes: a single-process world (jail_workers.py)
     listener = _jsc_probe_listener()
     notify = _JSC_RET_USER_NOTIF if listener else _JSC_RET_KILL_PROCESS
     pinned = [*fds.pinned, handover_fd, *keep]  # the verdict pipe cannot be closed either
@@ -434,6 +436,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
         result["facts"] = _ff_collect(exc, payload, started)  # the failing line's facts (failfacts.py)
         if "shortened" in result:  # does it hinge on the sample? (shorten_sample.py)
             result["shortened"]["failure"] = _shs_failure_facts(exc)
+    _jwk_report(result)  # the single-process worlds the cell was given (jail_workers.py)
     if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
         shown, line = state["shown"]
         result.update(

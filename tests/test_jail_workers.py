@@ -1,0 +1,157 @@
+"""Worker processes in the dry run (``jail_workers.py``), in a REAL kernel: each cell is dry-run,
+then run for real in the same kernel, and the two must agree.
+
+joblib (``Parallel(n_jobs=2)``, scikit-learn's ``n_jobs=2``), ``multiprocessing.Pool`` and
+``ProcessPoolExecutor`` used to end the dry run (``blocked``: the memmapping folder in /dev/shm,
+the ``clone()`` of a worker). Now the copy gets a single-process world the library knows, its
+notes say which, a worker's exception is the cell's crash, and nothing outlives the dry run: no
+process, no file in /dev/shm or /tmp.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from jail_util import JailKernel, children_of, jail_kernels, no_process_in_group, verdict
+
+pytest.importorskip("sklearn")
+pytest.importorskip("joblib")
+
+PATHS = pytest.mark.parametrize("prepared", [False, True], ids=["cold", "prepared"])
+WORLD = "worker processes kept in the copy (a single-process world): "
+#: what the libraries leave in /tmp for their workers (other jobs on the machine use /tmp too)
+WORKER_TEMP = re.compile(r"^(pymp-|joblib|loky-|tmp.*joblib)")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture(scope="module")
+def jk() -> Iterator[JailKernel]:
+    kernels = jail_kernels("root")
+    yield next(kernels)
+    next(kernels, None)
+
+
+def _world(result: dict, *words: str) -> str:
+    notes = [n for n in result.get("notes") or [] if n.startswith(WORLD)]
+    assert notes, result
+    for word in words:
+        assert word in notes[0], notes
+    return notes[0]
+
+
+def _leftovers() -> tuple[list[str], list[str]]:
+    shm = sorted(os.listdir("/dev/shm"))
+    tmp = sorted(n for n in os.listdir("/tmp") if WORKER_TEMP.match(n))
+    return shm, tmp
+
+
+def _real(jk: JailKernel, cell: str) -> tuple[str, str | None, int | None]:
+    """The cell run for real in the kernel: (outcome, exception, line of the cell's frame)."""
+    content = jk.run(cell, allow_error=True, timeout=300)
+    if content["status"] != "error":
+        return "completed", None, None
+    text = ANSI.sub("", "\n".join(content["traceback"]))
+    found = re.search(r"Cell In\[\d+\], line (\d+)", text)
+    return "raised", content["ename"], int(found.group(1)) if found else None
+
+
+def _children(jk: JailKernel) -> list[int]:
+    """The kernel's child processes (the workers of earlier real runs, loky's, stay a while)."""
+    return sorted(pid for pid, _state in children_of(jk.pid))
+
+
+def _dry_then_real(jk: JailKernel, cell: str, prepared: bool = False) -> dict:
+    """Dry-run ``cell`` (nothing may outlive it), then run it for real: the verdicts must agree."""
+    before_children = _children(jk)
+    before_files = _leftovers()
+    result = jk.dry_run(cell, budget_s=60, prepared=prepared)
+    deadline = time.monotonic() + 10  # the child is killed at once, and reaped by a thread of the kernel
+    while time.monotonic() < deadline and not (
+        no_process_in_group(result["child_pid"]) and _children(jk) == before_children
+    ):
+        time.sleep(0.05)
+    assert no_process_in_group(result["child_pid"])  # nor any thread or process it started
+    assert _children(jk) == before_children, (children_of(jk.pid), before_children)
+    assert _leftovers() == before_files
+    outcome, exception, line = _real(jk, cell)
+    assert (result["outcome"], result.get("exception")) == (outcome, exception), (verdict(result), outcome)
+    if outcome == "raised":
+        assert result.get("line") == line, (verdict(result), line)
+    return result
+
+
+POOL = "import multiprocessing\nwith multiprocessing.Pool(2) as pool:\n    out = pool.map(int, {})\n"
+POOL += "assert len(out) == 2"
+EXECUTOR = (
+    "from concurrent.futures import ProcessPoolExecutor\n"
+    "with ProcessPoolExecutor(max_workers=2) as ex:\n    out = list(ex.map(int, {}))\nassert len(out) == 2"
+)
+
+
+def test_a_pool_first_imported_by_the_cell(jk: JailKernel) -> None:
+    """The kernel has not loaded ``multiprocessing.pool``: the cell's import gets the world too."""
+    loaded = "'multiprocessing.pool' in __import__('sys').modules"
+    assert jk.eval(loaded) == "False"
+    clean = _dry_then_real(jk, POOL.format("['1', '2']"))
+    assert clean["outcome"] == "completed", verdict(clean)
+    _world(clean, "multiprocessing.Pool -> its workers ran as threads of the copy")
+    assert jk.eval(loaded) == "True"  # the real run loaded it: the next dry runs patch it at setup
+
+
+@PATHS
+def test_a_pool_map_whose_worker_raises(jk: JailKernel, prepared: bool) -> None:
+    crash = _dry_then_real(jk, POOL.format("['1', 'x']"), prepared)
+    assert verdict(crash)[:3] == ("raised", "ValueError", 3)
+    assert "invalid literal" in crash["message"]
+    # a lambda cannot be pickled to a worker process: the real run fails, and so does the copy
+    lam = _dry_then_real(
+        jk, "import multiprocessing\nwith multiprocessing.Pool(2) as pool:\n    pool.map(lambda v: v, [1])"
+    )
+    assert verdict(lam)[:3] == ("raised", "PicklingError", 3), verdict(lam)
+
+
+@PATHS
+def test_a_process_pool_executor(jk: JailKernel, prepared: bool) -> None:
+    clean = _dry_then_real(jk, EXECUTOR.format("['1', '2']"), prepared)
+    assert clean["outcome"] == "completed", verdict(clean)
+    _world(clean, "ProcessPoolExecutor -> its calls ran in threads of the copy (2 asked)")
+    crash = _dry_then_real(jk, EXECUTOR.format("['1', 'x']"), prepared)
+    assert verdict(crash)[:3] == ("raised", "ValueError", 3)
+
+
+@PATHS
+def test_joblib_parallel_with_two_jobs(jk: JailKernel, prepared: bool) -> None:
+    jk.run("import math\nimport joblib\nfrom joblib import Parallel, delayed")  # loaded in the kernel
+    cell = "roots = Parallel(n_jobs=2)(delayed(math.sqrt)(v) for v in {})\nassert len(roots) == 3"
+    clean = _dry_then_real(jk, cell.format("[1, 4, 9]"), prepared)
+    assert clean["outcome"] == "completed", verdict(clean)
+    _world(clean, "joblib Parallel(n_jobs=2, backend 'loky') -> its tasks ran in sequence")
+    crash = _dry_then_real(jk, cell.format("[1, -4, 9]"), prepared)
+    assert verdict(crash)[:3] == ("raised", "ValueError", 1)
+    assert crash["message"] == "math domain error"
+
+
+def test_scikit_learn_with_two_jobs(jk: JailKernel) -> None:
+    jk.run(
+        "import numpy as np\nfrom sklearn.linear_model import LogisticRegression\n"
+        "from sklearn.model_selection import cross_val_score\n"
+        "from sklearn.inspection import permutation_importance\n"
+        "X = np.random.RandomState(0).rand(60, 3)\ny = (X[:, 0] > 0.5).astype(int)"
+    )
+    clean = _dry_then_real(
+        jk,
+        "model = LogisticRegression().fit(X, y)\n"
+        "imp = permutation_importance(model, X, y, n_repeats=3, n_jobs=2, random_state=0)\n"
+        "scores = cross_val_score(LogisticRegression(), X, y, cv=3, n_jobs=2)",
+    )
+    assert clean["outcome"] == "completed", verdict(clean)
+    _world(clean, "n_jobs=2", "sequence")
+    # the fit fails inside the worker: the real run re-raises the worker's own exception
+    crash = _dry_then_real(
+        jk, "scores = cross_val_score(LogisticRegression(C=-1.0), X, y, cv=3, n_jobs=2, error_score='raise')"
+    )
+    assert verdict(crash)[:3] == ("raised", "InvalidParameterError", 1), verdict(crash)
