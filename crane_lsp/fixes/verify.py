@@ -45,7 +45,7 @@ def classify(outcome: DryRunOutcome, crash_line: int | None, crash_exception: st
         if line is not None and crash_line is not None and line > crash_line:
             note = f"line {crash_line + 1} now passes; line {line + 1} raises {why}"
             return Verification(outcome="gets-further", line=line, exception=outcome.exception, notes=[note])
-        if line == crash_line and outcome.exception == crash_exception:
+        if line is not None and line == crash_line and outcome.exception == crash_exception:
             note = f"the same {outcome.exception} on line {line + 1}"
             return Verification(outcome="same-crash", line=line, exception=outcome.exception, notes=[note])
         where = f" on line {line + 1}" if line is not None else ""

@@ -36,6 +36,7 @@ from crane_lsp.server.documents import (
     from_lsp_notebook,
     notebook_sync_options,
 )
+from crane_lsp.server.fixing import FixVerifier
 from crane_lsp.server.jupyter_documents import view_for_text
 from crane_lsp.server.kernel_port import KernelPort, KernelsFactory, remote_settings, where_payload
 from crane_lsp.server.kernels import Kernels
@@ -121,6 +122,7 @@ class CraneServer(LanguageServer):
         self.owner: dict[str, str] = {}  # cell key / document uri -> notebook uri
         self.kernels: KernelPort = (kernels or Kernels)(self._on_kernel_event)
         self.cells = Debouncer(self._check_job)
+        self.fixes = FixVerifier()  # a crash's candidate fixes, dry-run after its verdict is published
         self.states = Debouncer(self._state_job)
         self.stats = Stats()
         self.offload = Offload()  # the dry run / LLM CPU work: a thread, interrupted when superseded
@@ -264,6 +266,8 @@ class CraneServer(LanguageServer):
             return
         del self.notebooks[nb.uri]
         self.cells.cancel_all(c.key for c in nb.view.cells)
+        for c in nb.view.cells:
+            self.fixes.cancel(c.key)
         self.states.cancel(uri)
         for target in nb.view.target_uris():
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=target, diagnostics=[]))
@@ -346,6 +350,7 @@ class CraneServer(LanguageServer):
             self._watcher.cancel()
         self.cells.cancel_all()
         self.states.cancel_all()
+        self.fixes.cancel_all()
         await self.kernels.close()
         self.procs.close()
 
@@ -462,6 +467,7 @@ class CraneServer(LanguageServer):
         bypass = key in self._bypass
         self._bypass.discard(key)
         stamp = Stamp(cell.text, nb.generation, self.settings_rev)
+        self.fixes.cancel(key)
         started = time.perf_counter()
         self.stats.checking += 1
         self.send_status(nb.uri)
@@ -512,6 +518,7 @@ class CraneServer(LanguageServer):
                 nb.results[key] = CellResult(prediction, stamp, executed_cells)
                 self.publish(nb, cell.uri)
             if prediction.crash and prediction.certainty in CERTAIN:
+                self.fixes.start(self, nb, key, stamp, pipeline, source, bypass)
                 return
             if pipeline.llm is None and pipeline.dryrun is None:
                 return
@@ -523,6 +530,7 @@ class CraneServer(LanguageServer):
                 return
             nb.results[key] = CellResult(later, stamp, executed_cells)
             self.publish(nb, cell.uri)
+            self.fixes.start(self, nb, key, stamp, pipeline, source, bypass)
         except Exception as exc:
             from crane_lsp.kernel.link import KernelLinkError
 

@@ -16,7 +16,7 @@ from lsprotocol import types
 from crane_lsp.server.documents import CellView, span_of, to_range
 
 if TYPE_CHECKING:  # both are slow to import (pydantic): not before ``initialize`` is answered
-    from crane_lsp.prediction import Prediction
+    from crane_lsp.prediction import Fix, Prediction
 
 SOURCE = "crane"
 RECHECK = "crane.recheckCell"
@@ -178,7 +178,16 @@ def hover_markdown(
                 place = (place or "an executed cell") + f", line {o.line + 1}"
             bits.append(f"`{o.variable}` ← {place or 'unknown cell'}")
         parts += ["**Origin:** " + "; ".join(bits), ""]
-    if prediction.fix is not None:
+    verified = [f for f in prediction.fixes if f.verification is not None]
+    if verified:  # crane_lsp.fixes: dry-run from the kernel's state before it is shown
+        top = verified[0]
+        v = top.verification
+        assert v is not None
+        status = FIX_STATUS.get(v.outcome, v.outcome)
+        head = "Verified fix" if v.outcome == "runs-clean" else "Fix (not verified to run clean)"
+        parts += [f"**{head}:** {top.title or top.description} ({status})", ""]
+        parts += [f"*{in_editor(n, cell)}*" for n in v.notes] + [""]
+    elif prediction.fix is not None:
         parts += [f"**Suggested fix:** {prediction.fix.description}", ""]
     src = prediction.source
     detail = [src.label()]
@@ -194,11 +203,17 @@ def hover_markdown(
     return "\n".join(parts).strip()
 
 
-def fix_edit(prediction: Prediction, cell: CellView, encoding: str) -> types.WorkspaceEdit | None:
-    """The suggested fix as an edit of whole lines of the cell (end exclusive), when it is one."""
+#: how a fix's verification reads in its Quick Fix title (crane_lsp.fixes.verify)
+FIX_STATUS = {"runs-clean": "runs clean in a dry run", "gets-further": "gets further in a dry run"}
+
+
+def fix_edit(
+    prediction: Prediction, cell: CellView, encoding: str, fix: Fix | None = None
+) -> types.WorkspaceEdit | None:
+    """The suggested fix (or ``fix``) as an edit of whole lines of the cell (end exclusive)."""
     from crane_lsp.analysis.positions import Span
 
-    fix = prediction.fix
+    fix = fix if fix is not None else prediction.fix
     if fix is None or fix.new_text is None:
         return None
     start = fix.start_line if fix.start_line is not None else (prediction.line or 0)
@@ -229,7 +244,24 @@ def code_actions(
     if prediction is None or not prediction.crash:
         return actions
     diags = [diagnostic_] if diagnostic_ is not None else None
-    edit = fix_edit(prediction, cell, encoding)
+    offered = [f for f in prediction.fixes if f.verification is not None][:3]
+    for fix in reversed(offered):  # verified in the jail: "Use 'region' (runs clean in a dry run)"
+        edit = fix_edit(prediction, cell, encoding, fix)
+        assert fix.verification is not None
+        status = FIX_STATUS.get(fix.verification.outcome, fix.verification.outcome)
+        if edit is not None:
+            title = one_line(fix.title or fix.description, 80)
+            actions.insert(
+                0,
+                types.CodeAction(
+                    title=f"{title} ({status})",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=diags,
+                    edit=edit,
+                    is_preferred=fix.verified() or None,
+                ),
+            )
+    edit = None if offered else fix_edit(prediction, cell, encoding)
     if edit is not None and prediction.fix is not None:
         actions.insert(
             0,
