@@ -215,6 +215,9 @@ def checks_phase(
     elif findings[0].unproven_reach:
         prediction = if_reached(prediction)
         prediction.notes.append(findings[0].unproven_reach)
+    elif findings[0].unproven_hook:  # a runtime hook the probe did not run may answer: a Warning
+        prediction.certainty = "predicted"
+        prediction.notes.append(findings[0].unproven_hook)
     return findings, prediction
 
 

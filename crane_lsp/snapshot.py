@@ -178,6 +178,9 @@ class AttributeFact(_Model):
     owner_type: str | None = None  # type of the object the last attribute was looked up on
     owner_kind: ObjectKind | None = None
     dynamic: bool = False  # the owner defines __getattr__, so a miss is not proof
+    # exists False read past a hook the probe did not run (a trusted module's PEP 562 ``__getattr__``
+    # that does not mention the name): "module.__getattr__"; the check gives a Warning, never certain
+    hook: str | None = None
 
 
 class Versions(_Model):

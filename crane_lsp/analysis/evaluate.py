@@ -14,6 +14,7 @@ from typing import Any
 
 from crane_lsp.analysis.built import built_array, dropped_columns
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.sklearn_fitted import INNER_PARAMS, STATELESS, built_fitted
 from crane_lsp.analysis.values import (
     _SAME_SHAPE,
     Est,
@@ -481,12 +482,68 @@ class Evaluator:
                     fresh=not node.args and all(p is not _Unknown for p in params.values()),
                     kind="estimator",
                     text=self.text(node),
-                    est=Est(cls=cls, module=module, fitted=False, params=params),
+                    est=Est(
+                        cls=cls, module=module, fitted=built_fitted(cls, _wrapped(self, node)), params=params
+                    ),
                     variables=(),
                 )
             if target.qualname.endswith("Categorical") and module.startswith("pandas"):
                 return Val(kind="categorical", text=self.text(node))
         return None
+
+
+#: Value kinds that cannot be (or hold) an estimator.
+_NOT_ESTIMATOR = frozenset(
+    {
+        "ndarray",
+        "tensor",
+        "tf_tensor",
+        "series",
+        "dataframe",
+        "index",
+        "str",
+        "bytes",
+        "int",
+        "float",
+        "bool",
+        "complex",
+        "none",
+        "polars_dataframe",
+        "polars_lazyframe",
+        "dask_dataframe",
+        "dask_series",
+        "spark_dataframe",
+        "pandas_on_spark",
+        "categorical",
+        "list_literal",
+        "class",
+        "function",
+    }
+)
+
+
+def _wrapped(w: Any, call: ast.Call) -> list[bool | None]:
+    """The fittedness of each value a new scikit-learn estimator may wrap (its first positional argument
+    and its estimator parameters, ``analysis.sklearn_fitted.INNER_PARAMS``): True for a stateless one,
+    None for a value that may be an estimator of unknown state (``sklearn_fitted.built_fitted``)."""
+    out: list[bool | None] = []
+
+    def visit(node: ast.expr, depth: int) -> None:
+        if literal(node)[0]:
+            return
+        if isinstance(node, ast.List | ast.Tuple) and depth < 4:
+            for item in node.elts:
+                visit(item, depth + 1)
+            return
+        v = w.ev(node)
+        if v is not None and v.est is not None:
+            out.append(True if v.est.cls in STATELESS else v.est.fitted)
+        elif v is None or v.kind not in _NOT_ESTIMATOR:
+            out.append(None)
+
+    for node in [*call.args[:1], *(kw.value for kw in call.keywords if kw.arg in INNER_PARAMS)]:
+        visit(node, 0)
+    return out
 
 
 def _user_function_value(w: Any, call: ast.Call) -> Val | None:

@@ -202,6 +202,10 @@ def missing_attribute(facts: CellFacts, snap: Snapshot) -> list[Finding]:
             evidence: list[tuple[str, str]] = [(f"type({owner_text})", owner)]
             if lib in versions:
                 evidence.append((f"{lib} version", versions[lib]))
+            unproven = ""
+            if fact.hook:  # a PEP 562 hook that does not mention the name: not run, so not proof
+                evidence.append(("served by", f"{fact.hook} (PEP 562; not run by the probe)"))
+                unproven = f"{fact.hook} (PEP 562) was not run; it could still serve '{attrs[i - 1]}'"
             out.append(
                 _finding(
                     "python.missing-attribute",
@@ -210,6 +214,7 @@ def missing_attribute(facts: CellFacts, snap: Snapshot) -> list[Finding]:
                     message,
                     evidence=tuple(evidence),
                     variables=(chain.base,),
+                    unproven_hook=unproven,
                 )
             )
             break

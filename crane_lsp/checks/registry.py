@@ -44,6 +44,9 @@ class Finding:
     # why the line may not be reached although no earlier line of the CELL may raise (a crash inside a
     # user function, after a body line that may raise first): such a finding is a Warning, not certain
     unproven_reach: str = ""
+    # why the crash is not proven although the line is reached: a hook of the object's own that the probe
+    # could not run may answer (a trusted module's PEP 562 ``__getattr__``): such a finding is a Warning
+    unproven_hook: str = ""
 
 
 CheckFn = Callable[[CellFacts, Snapshot], list[Finding]]

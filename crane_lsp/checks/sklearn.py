@@ -12,23 +12,13 @@ from __future__ import annotations
 import ast
 import math
 
+from crane_lsp.analysis.sklearn_fitted import STATELESS as _STATELESS
 from crane_lsp.analysis.values import Est, Val, frame_columns, has_star, literal, parse_expr
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
 
 #: Estimators whose methods work without fit (``requires_fit`` tag False in scikit-learn 1.x).
-STATELESS = frozenset(
-    {
-        "AdditiveChi2Sampler",
-        "Binarizer",
-        "FeatureHasher",
-        "FunctionTransformer",
-        "GaussianProcessRegressor",
-        "HashingVectorizer",
-        "Normalizer",
-        "PatchExtractor",
-    }
-)
+STATELESS = _STATELESS
 #: Meta estimators whose input rules depend on what they wrap.
 META_MODULES = (
     "sklearn.pipeline",

@@ -5,11 +5,16 @@ answer, and no ``__getattribute__`` beyond ``object``/``type``/``module`` (stats
 wrappers, NumPy ``recarray``/``record`` fields), nor a module class of its own (TensorFlow's lazy
 ``keras``): those read ``exists=None``. Known library ``__getattr__`` hooks are replayed exactly
 (pandas column access, torch ``nn.Module`` parameters/buffers/submodules). A module-level
-``__getattr__`` (PEP 562, e.g. numpy's, which raises for removed aliases such as ``np.float`` and
-lazily imports submodules) is decided without calling it: a findable submodule or a name in the
-module's ``__dir__`` (trusted libraries only) reads ``exists=None`` (it may be lazily provided); any
-other name of a trusted library module reads ``exists=False``; elsewhere ``exists=None``.
-``dynamic`` is True in all those cases.
+``__getattr__`` (PEP 562) is never called (it may import, warn or compute, e.g. matplotlib's serves
+``__version__`` by asking the installed package's metadata); it is read statically: a findable submodule,
+a name in the module's ``__dir__`` (trusted libraries only) or a name the hook mentions (a string
+constant of its code, a key of a container it reads from its closure or from the module's globals, e.g.
+matplotlib's ``props`` or torch's ``_lazy_modules``) reads ``exists=None``: it may be served. numpy's
+top-level hook is replayed exactly (names in ``__former_attrs__``/``__expired_attributes__`` raise, as
+does any name the hook does not mention: ``np.float``, ``np.flot`` read ``exists=False``). Any other
+name of a trusted library module reads ``exists=False`` with ``hook`` set (a Warning, never certain: the
+hook was not run); an untrusted module's hook reads ``exists=None``. ``dynamic`` is True in all those
+cases.
 """
 
 import ast as _ast
@@ -76,8 +81,77 @@ def _module_miss(mod, attr) -> AttributeFactWire:
                     return _dynamic(None)
             except Exception:
                 return _dynamic(None)
-        return _dynamic(False)
+        hook = _hook_function(d["__getattr__"])
+        numpy = hook is not None and name == "numpy" and _cls_module_of(hook) == "numpy"
+        if numpy and any(_holds_name(d.get(t), attr) for t in ("__former_attrs__", "__expired_attributes__")):
+            return _dynamic(False)  # numpy's hook raises for its removed aliases (np.float, np.int)
+        if hook is None or _hook_mentions(hook, d, attr):
+            return _dynamic(None)
+        if numpy:
+            return _dynamic(False)  # numpy's hook raises for every name it does not serve by name
+        return {"exists": False, "dynamic": True, "hook": f"{name}.__getattr__"}
     return _dynamic(None)
+
+
+def _cls_module_of(fn):
+    """The ``__module__`` a plain function stores (an exact ``FunctionType``: no hook can answer)."""
+    mod = fn.__module__
+    return mod if type(mod) is str else None
+
+
+def _hook_function(hook):
+    """The plain function behind a module ``__getattr__``: itself, or what ``functools`` wrappers
+    (``functools.cache``, ``lru_cache``, ``wraps``) keep in ``__wrapped__``, read statically; else None."""
+    for _ in range(5):
+        if type(hook) is _types.FunctionType:
+            return hook
+        inner = (_instance_dict(hook) or {}).get("__wrapped__")
+        if inner is None:
+            return None
+        hook = inner
+    return None
+
+
+def _holds_name(value, attr):
+    """Whether ``value``, an exact builtin container, holds the name ``attr`` (no user code runs)."""
+    t = type(value)
+    if t is dict or t is set or t is frozenset:
+        try:
+            return t.__contains__(value, attr)  # str keys hash and compare as builtins
+        except Exception:
+            return True
+    if t is list or t is tuple:
+        return any(type(x) is str and x == attr for x in value[:10_000])
+    return False
+
+
+def _hook_mentions(fn, module_dict, attr):
+    """Whether the module ``__getattr__`` ``fn`` may serve ``attr`` by name: a string constant of its code
+    (or of code nested in it), or a key/item of a container in its closure or among the module's globals
+    its code reads. Such a name may be served or may raise on purpose; either way a miss is no proof."""
+    codes = [fn.__code__]
+    seen = 0
+    while codes and seen < 50:
+        code = codes.pop()
+        seen += 1
+        for const in code.co_consts:
+            if type(const) is str and const == attr:
+                return True
+            if type(const) is _types.CodeType:
+                codes.append(const)
+            elif type(const) in (tuple, frozenset) and attr in [c for c in const if type(c) is str]:
+                return True
+        for gname in code.co_names:
+            if gname in module_dict and _holds_name(module_dict[gname], attr):
+                return True
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if _holds_name(value, attr):
+            return True
+    return False
 
 
 #: Classes whose ``__getattribute__`` only reads what ``getattr_static`` sees (plus ``None``: none at all).
@@ -131,12 +205,13 @@ def _instance_miss(owner, attr) -> AttributeFactWire:
             return _dynamic(None)
         return _dynamic(False)
     if _is_class(owner):
-        meta_getattr = None
+        # a class's attributes come through its metaclass: a ``__getattr__`` there, or a
+        # ``__getattribute__`` past ``type``'s own, may serve the name
         for cls in type.__dict__["__mro__"].__get__(type(owner)):
-            if "__getattr__" in cls.__dict__:
-                meta_getattr = cls
-        if meta_getattr is not None:
-            return _dynamic(None)
+            if cls is type or cls is object:
+                continue
+            if "__getattr__" in cls.__dict__ or "__getattribute__" in cls.__dict__:
+                return _dynamic(None)
         return {"exists": False}
     if _defining_class(owner, "__getattr__") is not None:
         return _dynamic(None)

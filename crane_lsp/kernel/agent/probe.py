@@ -148,6 +148,8 @@ def _fact_wire(fact) -> AttributeFactWire:
         out["owner_kind"] = fact["owner_kind"]
     if fact.get("dynamic") is not None:
         out["dynamic"] = fact["dynamic"]
+    if fact.get("hook") is not None:
+        out["hook"] = fact["hook"]
     return out
 
 

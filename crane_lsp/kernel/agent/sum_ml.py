@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _fn_name,
         _instance_dict,
         _is_scalar_like,
+        _is_trusted_cls,
         _isa,
         _label_text,
         _lib,
@@ -264,10 +265,156 @@ def _short_list(v, privacy):
     return [_safe_repr(x, 60) if not privacy or type(x) is not str else "<str>" for x in items[:200]]
 
 
-def _estimator_fitted(obj):
+# scikit-learn's fittedness protocol, read statically (``check_is_fitted``): a class's own
+# ``__sklearn_is_fitted__`` decides when it defines one; else an instance attribute ending in "_" (not
+# "__"). Meta-estimators may delegate to what they wrap. No estimator code runs: a hook of a class whose
+# rule is not replayed below (a user class's) leaves the answer open (None: no certain finding).
+# The class-name lists are analysis/sklearn_fitted.py's, which a test keeps equal.
+
+#: ``requires_fit`` False: ``check_is_fitted`` passes without fit.
+_SK_STATELESS = frozenset(
+    [
+        "AdditiveChi2Sampler",
+        "Binarizer",
+        "FeatureHasher",
+        "FunctionTransformer",
+        "GaussianProcessRegressor",
+        "HashingVectorizer",
+        "Normalizer",
+        "PatchExtractor",
+    ]
+)
+#: Meta-estimators whose every method checks the meta-estimator itself first: inner estimators fitted or
+#: not, an unfitted one raises NotFittedError (each tried for real, scikit-learn 1.9).
+_SK_OWN_FIT = frozenset(
+    [
+        "GridSearchCV",
+        "RandomizedSearchCV",
+        "HalvingGridSearchCV",
+        "HalvingRandomSearchCV",
+        "VotingClassifier",
+        "VotingRegressor",
+        "BaggingClassifier",
+        "BaggingRegressor",
+        "AdaBoostClassifier",
+        "AdaBoostRegressor",
+        "OneVsRestClassifier",
+        "OneVsOneClassifier",
+        "OutputCodeClassifier",
+        "MultiOutputClassifier",
+        "MultiOutputRegressor",
+        "ClassifierChain",
+        "RegressorChain",
+        "CalibratedClassifierCV",
+        "RFE",
+        "SequentialFeatureSelector",
+        "TransformedTargetRegressor",
+        "ColumnTransformer",
+    ]
+)
+#: Meta-estimators usable unfitted when what they wrap is fitted (``_check_is_fitted`` of
+#: ``BaseThresholdClassifier`` tries the inner estimator first), NotFittedError when it is not.
+_SK_DELEGATE = frozenset(("FixedThresholdClassifier", "TunedThresholdClassifierCV"))
+#: Constructor parameters that hold the estimators a meta-estimator wraps.
+_SK_INNER_PARAMS = (
+    "estimator",
+    "base_estimator",
+    "estimators",
+    "steps",
+    "transformers",
+    "transformer_list",
+    "final_estimator",
+    "regressor",
+    "classifier",
+    "transformer",
+)
+
+
+def _sk_own_fitted(obj):
     d = _instance_dict(obj) or {}
-    fitted = [k for k in d if k.endswith("_") and not k.startswith("__")]
-    return bool(fitted)
+    return any(type(k) is str and k.endswith("_") and not k.startswith("__") for k in d)
+
+
+def _sk_is_estimator(v):
+    return v is not None and type(v) is not str and _defining_class(v, "fit") is not None
+
+
+def _sk_inner(obj):
+    """The estimators ``obj`` wraps, read from its stored constructor parameters (steps, lists of
+    ``(name, est[, columns])`` tuples or bare estimators); 'drop'/'passthrough' strings left out."""
+    d = _instance_dict(obj) or {}
+    out = []
+    for key in _SK_INNER_PARAMS:
+        v = d.get(key)
+        if _sk_is_estimator(v):
+            out.append(v)
+        elif type(v) is list or type(v) is tuple:
+            for item in list(v)[:100]:
+                if type(item) is tuple and len(item) >= 2:
+                    item = item[1]
+                if _sk_is_estimator(item):
+                    out.append(item)
+    return out
+
+
+def _sk_hook_replay(obj, cls, depth):
+    """``cls.__sklearn_is_fitted__(obj)`` for scikit-learn's own hooks, replayed statically; else None."""
+    name = _qualname(cls)
+    d = _instance_dict(obj) or {}
+    if name == "sklearn.preprocessing._function_transformer.FunctionTransformer":
+        return True
+    if name == "sklearn.frozen._frozen.FrozenEstimator":  # check_is_fitted(self.estimator)
+        inner = d.get("estimator")
+        return _sk_fitted(inner, depth + 1) if _sk_is_estimator(inner) else None
+    if name == "sklearn.pipeline.Pipeline":  # the last step that is not 'passthrough'
+        steps = d.get("steps")
+        if type(steps) is not list or not all(type(st) is tuple and len(st) == 2 for st in steps):
+            return None
+        real = [est for _, est in steps if not (type(est) is str and est == "passthrough")]
+        if not real:
+            return True
+        return _sk_fitted(real[-1], depth + 1) if _sk_is_estimator(real[-1]) else None
+    if name == "sklearn.pipeline.FeatureUnion":  # every transformer but 'drop' (passthrough is stateless)
+        items = d.get("transformer_list")
+        if type(items) is not list or not all(type(it) is tuple and len(it) == 2 for it in items):
+            return None
+        states = [
+            _sk_fitted(t, depth + 1) if _sk_is_estimator(t) else None
+            for _, t in items
+            if not (type(t) is str and t in ("drop", "passthrough"))
+        ]
+        if False in states:
+            return False
+        return True if all(s is True for s in states) else None
+    return None
+
+
+def _sk_fitted(obj, depth=0):
+    """Whether ``check_is_fitted(obj)`` passes, as scikit-learn decides it, read without running any
+    estimator code: True, False, or None when a hook the probe cannot replay could answer."""
+    if depth > 8:
+        return None
+    for hook in ("__getattr__", "__getattribute__", "__sklearn_tags__"):
+        # ``hasattr(est, "__sklearn_is_fitted__")`` through a ``__getattr__``; ``requires_fit`` set by code
+        owner = _defining_class(obj, hook)
+        if owner is not None and owner is not object and not _is_trusted_cls(owner):
+            return None
+    hook_cls = _defining_class(obj, "__sklearn_is_fitted__")
+    if hook_cls is not None:
+        return _sk_hook_replay(obj, hook_cls, depth) if _is_trusted_cls(hook_cls) else None
+    if _defining_class(obj, "__getattr__") is not None:  # FrozenEstimator's kind: defines its hook too
+        return None
+    cls = _cls_name(type(obj)) if _is_trusted_cls(type(obj)) else ""
+    if cls in _SK_STATELESS:
+        return True if depth else _sk_own_fitted(obj)  # the check itself knows the stateless classes
+    if _sk_own_fitted(obj):
+        return True
+    inner = _sk_inner(obj)
+    if not inner or cls in _SK_OWN_FIT:
+        return False
+    if cls in _SK_DELEGATE and all(_sk_fitted(e, depth + 1) is False for e in inner):
+        return False  # the inner estimator is not fitted either: NotFittedError
+    return None  # a meta-estimator that may delegate to a fitted inner estimator
 
 
 def _sum_estimator(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
@@ -283,9 +430,7 @@ def _sum_estimator(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
             target = real[-1]
             first = real[0]
         info["final_step"] = _cls_name(type(target))
-        info["fitted"] = _estimator_fitted(target) if target is not obj else None
-    else:
-        info["fitted"] = _estimator_fitted(obj)
+    info["fitted"] = _sk_fitted(obj)
     v = _static(first, "n_features_in_")
     if type(v) is int or (v is not None and _trusted(v) and _is_scalar_like(v)):
         info["n_features_in"] = int(v)

@@ -308,6 +308,7 @@ class AttributeFactWire(TypedDict, total=False):
     owner_type: str
     owner_kind: ObjectKind | None
     dynamic: bool
+    hook: str
 
 
 class VersionsWire(TypedDict):

@@ -1,0 +1,199 @@
+"""Certain by the runtime's own protocols: each rule tried with the real library in a real kernel.
+
+scikit-learn decides "fitted" by ``check_is_fitted`` (``__sklearn_is_fitted__`` first, then attributes
+ending in "_"), and meta-estimators delegate to what they wrap; a module serves attributes through a PEP
+562 ``__getattr__``; a class through ``__getattr__`` or its metaclass. Where such a hook could answer and
+the probe cannot run it, no certain finding. Every crash case really raises where the verdict says;
+every near miss really runs clean.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from check_util import assert_predicts, assert_silent_and_runs, facts_and_snapshot, predict, prepare, run_cell
+
+from crane_lsp.analysis import sklearn_fitted
+from crane_lsp.pipeline import Pipeline
+from crane_lsp.prediction import Prediction
+from crane_lsp.settings import Settings
+
+SK = """
+import warnings
+warnings.filterwarnings('ignore')
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import FixedThresholdClassifier, GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.feature_selection import SelectFromModel
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 3))
+y = (X[:, 0] > 0).astype(int)
+clf = LogisticRegression().fit(X, y)
+frozen = FixedThresholdClassifier(FrozenEstimator(clf), threshold=0.3)
+bare = FixedThresholdClassifier(LogisticRegression(), threshold=0.3)
+search = GridSearchCV(clf, {'C': [1.0]})
+
+class AlwaysFitted(ClassifierMixin, BaseEstimator):
+    '''Fitted by its own word: check_is_fitted asks __sklearn_is_fitted__, which the probe may not run.'''
+    def fit(self, X, y=None):
+        return self
+    def predict(self, X):
+        return X[:, 0] > 0
+    def __sklearn_is_fitted__(self):
+        return True
+
+own = Pipeline([('m', AlwaysFitted())])
+"""
+
+
+def _verdict(kernel, setup: str, cell: str) -> Prediction:
+    """The pipeline's verdict from a real snapshot (checks only: no dry run, no LLM)."""
+    prepare(kernel, setup)
+    _, snap = facts_and_snapshot(kernel, cell)
+    return asyncio.run(Pipeline(Settings()).predict(cell, snapshot=snap, layers={"checks"})).prediction
+
+
+# ------------------------------------------------------------------------------------------------
+# scikit-learn: fittedness as check_is_fitted and the meta-estimators decide it
+# ------------------------------------------------------------------------------------------------
+
+
+def test_prefit_estimator_inside_a_meta_estimator_is_not_a_not_fitted_error(kernel) -> None:
+    # FixedThresholdClassifier(FrozenEstimator(clf)) predicts without fit: its inner estimator is fitted
+    assert_silent_and_runs(kernel, SK, "p = frozen.predict(X)\nq = frozen.predict_proba(X)\n")
+    # the same, built in the cell
+    cell = "m = FixedThresholdClassifier(FrozenEstimator(clf))\np = m.predict(X)\n"
+    assert_silent_and_runs(kernel, SK, cell)
+
+
+def test_unfitted_meta_estimator_is_still_caught(kernel) -> None:
+    # nothing inside is fitted: the meta-estimator raises NotFittedError, certain
+    found = assert_predicts(kernel, SK, "n = len(X)\np = bare.predict(X)\n", "NotFittedError", 1)
+    assert found.check_id == "sklearn.not-fitted"
+    assert _verdict(kernel, SK, "n = len(X)\np = bare.predict(X)\n").certainty == "certain"
+    cell = "m = FixedThresholdClassifier(LogisticRegression())\np = m.predict(X)\n"
+    assert_predicts(kernel, SK, cell, "NotFittedError", 1, check_id="sklearn.not-fitted")
+    # a search checks itself first: a fitted estimator inside does not make it usable
+    assert_predicts(kernel, SK, "p = search.predict(X)\n", "NotFittedError", 0, check_id="sklearn.not-fitted")
+
+
+def test_a_class_that_says_it_is_fitted_is_believed(kernel) -> None:
+    # Pipeline asks its last step; that step's __sklearn_is_fitted__ (user code, never run by the
+    # probe) says True: no finding, and the pipeline really predicts
+    prepare(kernel, SK)
+    _, snap = facts_and_snapshot(kernel, "p = own.predict(X)\n")
+    estimator = snap.variables["own"].estimator
+    assert estimator is not None and estimator.fitted is None
+    assert_silent_and_runs(kernel, SK, "p = own.predict(X)\n")
+
+
+def test_meta_estimator_with_another_rule_gets_no_not_fitted_claim(kernel) -> None:
+    # SelectFromModel around an unfitted estimator raises ValueError, not NotFittedError: no claim of
+    # NotFittedError; around a fitted one it transforms without fit
+    cell = "Z = SelectFromModel(LogisticRegression()).transform(X)\n"
+    prepare(kernel, SK)
+    assert [f for f in predict(kernel, cell) if f.exception == "NotFittedError"] == []
+    assert run_cell(kernel, cell)[0] == "ValueError"
+    assert_silent_and_runs(kernel, SK, "Z = SelectFromModel(clf).transform(X)\n")
+
+
+def _agent_constants() -> dict[str, Any]:
+    """The probe's ``_SK_*`` constants, read from its source (the agent is joined into one module in the
+    kernel, so its files do not import on their own)."""
+    path = Path(sklearn_fitted.__file__).parents[1] / "kernel" / "agent" / "sum_ml.py"
+    found: dict[str, Any] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name.startswith("_SK_"):
+                value = node.value
+                if isinstance(value, ast.Call):  # frozenset([...]) / frozenset((...))
+                    value = value.args[0]
+                found[name] = set(ast.literal_eval(value))
+    return found
+
+
+def test_the_kernel_and_cell_rules_share_their_class_lists() -> None:
+    # the probe's copy (in the kernel, where crane_lsp cannot be imported) must not drift
+    agent = _agent_constants()
+    assert agent["_SK_STATELESS"] == sklearn_fitted.STATELESS
+    assert agent["_SK_OWN_FIT"] == sklearn_fitted.OWN_FIT
+    assert agent["_SK_DELEGATE"] <= sklearn_fitted.DELEGATE
+    assert agent["_SK_INNER_PARAMS"] == sklearn_fitted.INNER_PARAMS
+
+
+# ------------------------------------------------------------------------------------------------
+# Attributes: PEP 562 module __getattr__, class __getattr__, metaclass hooks
+# ------------------------------------------------------------------------------------------------
+
+MODULES = """
+import types
+lazy = types.ModuleType('lazy')
+def _served(name):
+    if name == 'answer':
+        return 42
+    raise AttributeError(name)
+lazy.__getattr__ = _served
+plain = types.ModuleType('plain')
+plain.x = 1
+"""
+
+
+def test_matplotlib_version_served_by_its_module_getattr(kernel) -> None:
+    assert_silent_and_runs(kernel, "import matplotlib", "v = matplotlib.__version__\n")
+
+
+def test_a_trusted_module_hook_that_does_not_mention_the_name_is_a_warning(kernel) -> None:
+    # matplotlib's hook was not run: its miss is a Warning, never certain; the cell really raises there
+    cell = "v = matplotlib.__versoin__\n"
+    verdict = _verdict(kernel, "import matplotlib", cell)
+    assert (verdict.crash, verdict.certainty, verdict.exception) == (True, "predicted", "AttributeError")
+    assert any("__getattr__" in note for note in verdict.notes), verdict.notes
+    prepare(kernel, "import matplotlib")
+    assert run_cell(kernel, cell) == ("AttributeError", 0)
+    # numpy's hook is replayed exactly: its removed alias stays certain
+    assert _verdict(kernel, "import numpy as np", "f = np.float\n").certainty == "certain"
+
+
+def test_user_module_with_pep562_getattr(kernel) -> None:
+    assert_silent_and_runs(kernel, MODULES, "v = lazy.answer\n")
+    assert_predicts(kernel, MODULES, "v = plain.x\nw = plain.answer\n", "AttributeError", 1)
+
+
+CLASSES = """
+class Proxy:
+    def __init__(self, data):
+        self._data = data
+    def __getattr__(self, name):
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+class Meta(type):
+    def __getattribute__(cls, name):
+        if name == 'magic':
+            return 7
+        return super().__getattribute__(name)
+
+class Magic(metaclass=Meta):
+    pass
+
+class Plain:
+    pass
+
+proxy = Proxy({'alpha': 1})
+thing = Plain()
+"""
+
+
+def test_class_getattr_and_metaclass_hooks_serve_names(kernel) -> None:
+    assert_silent_and_runs(kernel, CLASSES, "a = proxy.alpha\nm = Magic.magic\n")
+    assert_predicts(kernel, CLASSES, "a = proxy.alpha\nb = thing.alpha\n", "AttributeError", 1)
+    assert_predicts(kernel, CLASSES, "c = Plain.magic\n", "AttributeError", 0)
