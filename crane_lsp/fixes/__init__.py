@@ -12,6 +12,7 @@ editor's, and the dry runs happen in the jailed fork.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -48,13 +49,16 @@ async def offer_fixes(
     as it was, its own fix (if any) unverified."""
     if not prediction.crash or runner is None or runner.settings.dry_run == "off":
         return prediction
-    found = candidates(prediction, target)
+    started = time.perf_counter()
+    reference = prediction
+    if prediction.source.layer == "checks" and prediction.fix is None:
+        reference = await _observed(runner, target, prediction, explicit)
+    found = candidates(reference, target)
     if not found:
         return prediction
     cap = limit if limit is not None else (LIMIT_EXPLICIT if explicit else LIMIT_TYPING)
-    offered, dropped, seconds = await verify_all(
-        runner, target, prediction, found, limit=cap, explicit=explicit
-    )
+    offered, dropped, _ = await verify_all(runner, target, reference, found, limit=cap, explicit=explicit)
+    seconds = time.perf_counter() - started
     result = prediction.model_copy(deep=True)
     result.fixes = offered
     own = prediction.fix
@@ -72,6 +76,25 @@ async def offer_fixes(
         note += f", {len(dropped)} dropped (" + ", ".join(f"{n} {w}" for w, n in why.items()) + ")"
     result.notes.append(note)
     return result
+
+
+async def _observed(runner: DryRunner, target: str, prediction: Prediction, explicit: bool) -> Prediction:
+    """A check's verdict speaks in the check's words; the families read Python's. One dry run of the
+    cell as it is gives them (and the line and exception the candidates are judged against)."""
+    try:
+        outcome = await runner.run_outcome(target, explicit)
+    except Exception:  # no dry run: the check's own words only
+        return prediction
+    if outcome.outcome != "raised" or outcome.line is None:
+        return prediction
+    raw = f"{outcome.exception}: {outcome.message or ''}"
+    return prediction.model_copy(
+        update={
+            "exception": outcome.exception,
+            "line": outcome.line - 1,
+            "diagnosis": f"{prediction.diagnosis}\n{raw}",
+        }
+    )
 
 
 def _reason(fix: object) -> str:
