@@ -197,3 +197,21 @@ def test_class_getattr_and_metaclass_hooks_serve_names(kernel) -> None:
     assert_silent_and_runs(kernel, CLASSES, "a = proxy.alpha\nm = Magic.magic\n")
     assert_predicts(kernel, CLASSES, "a = proxy.alpha\nb = thing.alpha\n", "AttributeError", 1)
     assert_predicts(kernel, CLASSES, "c = Plain.magic\n", "AttributeError", 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# torch: Module.__call__ runs forward pre-hooks before the first layer sees the input
+# ------------------------------------------------------------------------------------------------
+
+TORCH = """
+import torch
+lin = torch.nn.Linear(4, 2)
+hooked = torch.nn.Linear(4, 2)
+hooked.register_forward_pre_hook(lambda module, args: (args[0][:, :4],))
+x = torch.zeros(3, 6)
+"""
+
+
+def test_a_forward_pre_hook_may_change_the_input_width(kernel) -> None:
+    assert_silent_and_runs(kernel, TORCH, "y = hooked(x)\n")
+    assert_predicts(kernel, TORCH, "y = lin(x)\n", "RuntimeError", 0, check_id="torch.linear-input")

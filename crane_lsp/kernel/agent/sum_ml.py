@@ -184,6 +184,21 @@ def _walk_torch(mod, out, depth=0):
                 _walk_torch(child, out, depth + 1)
 
 
+def _torch_input_hooked(mods):
+    """Whether code of the user's may change the input before the first layer sees it: a forward pre-hook
+    (of a module or global: ``Module.__call__`` runs them first) or a ``forward`` set on an instance.
+    The input width is then no contract (``torch.linear-input`` stays silent)."""
+    glob = _lib("torch.nn.modules.module", "_global_forward_pre_hooks")
+    if glob is None or not isinstance(glob, dict) or len(glob):
+        return True
+    for m in mods:
+        d = _instance_dict(m) or {}
+        pre = d.get("_forward_pre_hooks")
+        if "forward" in d or (pre is not None and (not isinstance(pre, dict) or len(pre))):
+            return True
+    return False
+
+
 def _sum_torch_module(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     mods: list = []
     _walk_torch(obj, mods)
@@ -191,7 +206,7 @@ def _sum_torch_module(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     linear = [m for m in mods if _isa(m, "torch_linear")]
     if linear:
         v = _static(linear[0], "in_features")
-        info["in_features"] = v if type(v) is int else None
+        info["in_features"] = v if type(v) is int and not _torch_input_hooked(mods) else None
         v = _static(linear[-1], "out_features")
         info["out_features"] = v if type(v) is int else None
     layers = []
