@@ -215,3 +215,32 @@ x = torch.zeros(3, 6)
 def test_a_forward_pre_hook_may_change_the_input_width(kernel) -> None:
     assert_silent_and_runs(kernel, TORCH, "y = hooked(x)\n")
     assert_predicts(kernel, TORCH, "y = lin(x)\n", "RuntimeError", 0, check_id="torch.linear-input")
+
+
+# ------------------------------------------------------------------------------------------------
+# Keras: fit runs the data through train_step / compute_loss / call, which a user model may override
+# ------------------------------------------------------------------------------------------------
+
+KERAS = """
+import numpy as np, keras
+class Sliced(keras.Model):
+    def train_step(self, data):
+        x, y = data
+        return super().train_step((x, y[:, :2]))
+inp = keras.Input((4,))
+out = keras.layers.Dense(2, activation='softmax')(inp)
+sliced = Sliced(inp, out)
+sliced.compile(loss='categorical_crossentropy', optimizer='sgd')
+plain = keras.Model(inp, out)
+plain.compile(loss='categorical_crossentropy', optimizer='sgd')
+X = np.zeros((8, 4), dtype='float32')
+Y = np.eye(3, dtype='float32')[np.arange(8) % 3]
+"""
+
+
+def test_a_user_train_step_may_reshape_the_targets(kernel) -> None:
+    # the override slices the 3-class targets to the model's 2 outputs: it trains
+    assert_silent_and_runs(kernel, KERAS, "h = sliced.fit(X, Y, epochs=1, verbose=0)\n")
+    # Keras' own train_step compares them as they are: ValueError, certain
+    cell = "h = plain.fit(X, Y, epochs=1, verbose=0)\n"
+    assert_predicts(kernel, KERAS, cell, "ValueError", 0, check_id="keras.units-classes")

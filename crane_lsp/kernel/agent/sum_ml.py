@@ -236,10 +236,25 @@ def _keras_shape(v):
     return None
 
 
+#: Model methods through which Keras' ``fit``/``evaluate`` reach the data: a user class overriding one may
+#: reshape inputs or targets on the way (``train_step`` slicing ``y``), so the model's declared shapes and
+#: loss are then no contract for what ``fit`` accepts.
+_KERAS_DATA_HOOKS = ("train_step", "test_step", "compute_loss", "call", "fit", "evaluate")
+
+
+def _keras_data_hooked(obj):
+    """Whether a user class in ``type(obj).__mro__`` overrides a method ``fit`` runs the data through."""
+    return any(
+        (owner := _defining_class(obj, name)) is not None and not _is_trusted_cls(owner)
+        for name in _KERAS_DATA_HOOKS
+    )
+
+
 def _sum_keras_model(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     info: ModuleWire = {}
+    hooked = _keras_data_hooked(obj)
     with contextlib.suppress(Exception):
-        if (shape := _keras_shape(_lib_attr(obj, "input_shape"))) is not None:
+        if not hooked and (shape := _keras_shape(_lib_attr(obj, "input_shape"))) is not None:
             info["input_shape"] = shape
     with contextlib.suppress(Exception):
         if (shape := _keras_shape(_lib_attr(obj, "output_shape"))) is not None:
@@ -259,7 +274,7 @@ def _sum_keras_model(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     loss = _static(obj, "loss")
     if loss is None:
         loss = _static(obj, "_loss")
-    if loss is not None:
+    if loss is not None and not hooked:
         info["loss"] = loss if type(loss) is str else _fn_name(loss)
     s["nn"] = info
 
