@@ -21,6 +21,7 @@ CASE_MODULES = (
     "tests.test_checks_arrays",
     "tests.test_checks_built_methods",
     "tests.test_checks_generalised",
+    "tests.test_checks_inputs",
     "tests.test_checks_keras",
     "tests.test_checks_pandas",
     "tests.test_checks_plotting",

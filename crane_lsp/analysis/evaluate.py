@@ -9,6 +9,7 @@ values (``.T``, ``.values``, ``df.columns``, ``df[cols]``, ``df[:50]``, ``df[mas
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +23,7 @@ from crane_lsp.analysis.values import (
     _index_shape,
     _slice_len,
     _Unknown,
+    frame_columns,
     has_star,
     kept_columns,
     literal,
@@ -308,6 +310,11 @@ class Evaluator:
         if isinstance(node.value, ast.Attribute) and node.value.attr == "loc":
             frame = self.ev(node.value.value)
             return self._row_mask(frame, node.slice, node) if frame is not None else None
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "iloc":
+            frame = self.ev(node.value.value)
+            got = self._iloc(frame, node) if frame is not None else None
+            if got is not None:
+                return got
         base = self.ev(node.value)
         if base is None:
             return None
@@ -358,6 +365,44 @@ class Evaluator:
                     variables=base.variables,
                 )
         return None
+
+    def _iloc(self, frame: Val, node: ast.Subscript) -> Val | None:
+        """``df.iloc[3]`` (one row: a Series as long as the frame is wide) and ``df.iloc[:, 1:]`` (all rows,
+        the columns at those positions), on a frame of pandas' own class whose shape is known."""
+        s = frame.summary
+        if frame.kind != "dataframe" or frame.full_shape() is None or len(frame.shape or ()) != 2:
+            return None
+        if s is not None and s.type not in ("pandas.DataFrame", "pandas.core.frame.DataFrame"):
+            return None
+        rows, width = frame.full_shape() or (0, 0)
+        ok, row = self.const(node.slice)
+        if ok and type(row) is int and -rows <= row < rows:
+            return Val(kind="series", text=self.text(node), shape=(width,), variables=frame.variables)
+        sl = node.slice
+        if not (isinstance(sl, ast.Tuple) and len(sl.elts) == 2 and isinstance(sl.elts[0], ast.Slice)):
+            return None
+        first, cols = sl.elts
+        if not isinstance(first, ast.Slice) or not isinstance(cols, ast.Slice):
+            return None
+        if first.lower is not None or first.upper is not None or first.step is not None:
+            return None
+        bounds = [
+            self.const(b) if b is not None else (True, None) for b in (cols.lower, cols.upper, cols.step)
+        ]
+        if not all(ok and (v is None or type(v) is int) for ok, v in bounds) or bounds[2][1] == 0:
+            return None
+        picked = slice(*(v for _, v in bounds))
+        kept = range(width)[picked]
+        labels = frame.labels[picked] if frame.labels is not None else None
+        all_cols = frame_columns(frame)
+        return Val(
+            kind="dataframe",
+            text=self.text(node),
+            shape=(rows, len(kept)),
+            labels=labels,
+            variables=frame.variables,
+            columns=all_cols[picked] if all_cols is not None else None,
+        )
 
     def _columns(self, frame: Val, keys: list[Any], node: ast.AST) -> Val | None:
         """``df[['a', 'b']]``: a frame of exactly those columns, when each names one existing column."""
@@ -440,6 +485,16 @@ class Evaluator:
                 and (func.attr in same_shape)
             ):
                 return replace(base, text=self.text(node), summary=None)
+            if base is not None and base.kind == "ndarray" and func.attr == "reshape" and not node.keywords:
+                new = reshaped(base.full_shape(), node.args, self.const)
+                if new is not None:  # ``X.reshape(1, -1)``: a shape known from the array's and literals
+                    return Val(
+                        kind="ndarray",
+                        text=self.text(node),
+                        shape=new,
+                        dtype=base.dtype,
+                        variables=base.variables,
+                    )
             if base is not None and base.kind == "dataframe" and func.attr == "copy" and not node.args:
                 return replace(base, text=self.text(node))
             if base is not None and func.attr == "drop":
@@ -490,6 +545,26 @@ class Evaluator:
             if target.qualname.endswith("Categorical") and module.startswith("pandas"):
                 return Val(kind="categorical", text=self.text(node))
         return None
+
+
+def reshaped(shape: tuple[int, ...] | None, args: list[ast.expr], const: Any) -> tuple[int, ...] | None:
+    """The shape ``a.reshape(*args)`` gives an array of ``shape``: literal ints (one -1 at most), or one
+    tuple of them; None when unknown or when the reshape itself raises (``array.reshape`` says so)."""
+    if shape is None or not args:
+        return None
+    got = [const(a) for a in args]
+    if not all(ok for ok, _ in got):
+        return None
+    dims = got[0][1] if len(got) == 1 and isinstance(got[0][1], (tuple, list)) else [v for _, v in got]
+    if not all(type(d) is int and d >= -1 for d in dims) or list(dims).count(-1) > 1:
+        return None
+    size = math.prod(shape)
+    known = math.prod(d for d in dims if d != -1)
+    if -1 in dims:
+        if known == 0 or size % known:
+            return None
+        dims = [size // known if d == -1 else d for d in dims]
+    return tuple(dims) if math.prod(dims) == size else None
 
 
 #: Value kinds that cannot be (or hold) an estimator.

@@ -470,6 +470,21 @@ def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
+def _index_keys(w: CellWalk, sl: ast.expr) -> tuple[object, ...] | None:
+    """The literal keys of ``a[3]`` / ``a[1, 2]`` / ``a[:, 7]`` by axis (a slice, which never raises: None);
+    None when an item is neither (``...``, ``None``, a name the walk does not know)."""
+    if isinstance(sl, ast.Tuple) and any(isinstance(e, ast.Slice) for e in sl.elts):
+        keys: list[object] = []
+        for e in sl.elts:
+            ok, k = (True, None) if isinstance(e, ast.Slice) else w.const(e)
+            if not ok or not ((k is None and isinstance(e, ast.Slice)) or type(k) is int):
+                return None
+            keys.append(k)
+        return tuple(keys)
+    ok, key = w.const(sl)
+    return (key if isinstance(key, tuple) else (key,)) if ok else None
+
+
 @step("array.index-range", on=(ast.Subscript, ast.Call))
 def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """A literal index past the end of an array or tensor; ``np.random.choice`` of a non-1-D array."""
@@ -478,11 +493,8 @@ def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             arr = _array(w, node.value)
             if arr is None:
                 continue
-            ok, key = w.const(node.slice)
-            if not ok:
-                continue
-            keys = key if isinstance(key, tuple) else (key,)
-            if len(keys) > len(arr[1]):
+            keys = _index_keys(w, node.slice)
+            if keys is None or len(keys) > len(arr[1]):
                 continue
             for axis, k in enumerate(keys):
                 n = arr[1][axis]

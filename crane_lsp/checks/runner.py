@@ -36,6 +36,10 @@ CHECK_MODULES: tuple[str, ...] = (
     "crane_lsp.checks.aggregations",
     "crane_lsp.checks.built_methods",
     "crane_lsp.checks.user_functions",
+    "crane_lsp.checks.pipelines",
+    "crane_lsp.checks.text_reductions",
+    "crane_lsp.checks.plot_columns",
+    "crane_lsp.checks.plot_lengths",
 )
 
 

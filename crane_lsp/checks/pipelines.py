@@ -1,0 +1,74 @@
+"""A fitted scikit-learn ``Pipeline`` given an X its first step rejects: 1-D, or another number of columns.
+
+``pipe.predict(X)`` runs ``transform`` of each step but the last on X, starting with the first real step
+(``None`` and ``'passthrough'`` skipped). scikit-learn's estimators validate X there against what ``fit`` saw
+(``validate_data(reset=False)``): ``ValueError: Expected 2D array, got 1D array instead`` for a 1-D X, and
+``X has 3 features, but StandardScaler is expecting 4 features as input`` (or the feature-names mismatch,
+also a ValueError) for another width. The plain-estimator case is ``sklearn.features``; meta estimators are
+left out there because their rules depend on the steps.
+
+Certain only when: the object is ``sklearn.pipeline.Pipeline`` (``make_pipeline`` builds one) from the kernel,
+its final step fitted, the probe read the first real step's ``n_features_in_``, and that step's class is one
+whose ``transform``/``predict`` validates X that way (``sklearn.NUMERIC_X``: scalers, PCA, linear models,
+trees...). A ``ColumnTransformer`` or ``FunctionTransformer`` first is not judged (a DataFrame may carry
+extra columns there; ``validate=False`` checks nothing).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from crane_lsp.analysis.values import has_star
+from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.registry import Finding, finding_at, step
+from crane_lsp.checks.sklearn import NUMERIC_X, USE_METHODS
+
+CHECK = "sklearn.pipeline-features"
+_SKIP_STEPS = ("str", "NoneType")  # 'passthrough' and None: the step does nothing
+
+
+def _first_step(steps: list[str]) -> str | None:
+    """The class name of the first step that runs (``"scaler: StandardScaler"`` -> ``StandardScaler``)."""
+    for entry in steps:
+        cls = entry.rpartition(": ")[2]
+        if cls not in _SKIP_STEPS:
+            return cls
+    return None
+
+
+@step(CHECK, on=(ast.Call,), words=USE_METHODS)
+def _pipeline_features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
+    """``pipe.predict(X)`` with X 1-D or of another width than the pipeline's first step was fitted on."""
+    for node, method in w.method_calls(stmt, *USE_METHODS):
+        if not node.args or has_star(node):
+            continue
+        pipe = w.ev(method.value)
+        if pipe is None or pipe.est is None or pipe.summary is None or pipe.summary.estimator is None:
+            continue
+        est, info = pipe.est, pipe.summary.estimator
+        if est.module != "sklearn.pipeline" or est.cls != "Pipeline" or not est.from_kernel:
+            continue
+        if info.fitted is not True or info.n_features_in is None or not info.steps:
+            continue
+        first = _first_step(info.steps)
+        if first is None or first not in NUMERIC_X:
+            continue
+        x = w.ev(node.args[0])
+        if x is None or x.shape is None or x.kind not in ("dataframe", "series", "ndarray"):
+            continue
+        evidence = [
+            (f"{pipe.text} first step", first),
+            (f"{first}.n_features_in_", str(info.n_features_in)),
+            (f"{x.text}.shape", str(tuple(x.shape))),
+        ]
+        if len(x.shape) == 1:
+            message = f"{pipe.text}.{method.attr} expects a 2-D X; {x.text} is 1-D (shape {tuple(x.shape)})"
+        elif len(x.shape) == 2 and x.shape[1] is not None and x.shape[1] != info.n_features_in:
+            message = (
+                f"{x.text} has {x.shape[1]} features, but {pipe.text}'s first step {first} "
+                f"was fitted on {info.n_features_in}"
+            )
+        else:
+            continue
+        return finding_at(w, CHECK, "ValueError", node.args[0], message, evidence, [pipe, x])
+    return []
