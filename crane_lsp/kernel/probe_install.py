@@ -41,6 +41,7 @@ SOURCES = (
     "agent/dryrun_timeit.py",
     "agent/shorten_sample.py",
     "agent/shorten_extrapolate.py",
+    "agent/shorten_report.py",
     "agent/dryrun.py",
     "agent/shorten_flow.py",
     "agent/shorten_rules.py",

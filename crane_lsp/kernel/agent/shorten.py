@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_time,
         _sb_transform,
     )
+    from crane_lsp.kernel.agent.shorten_flow import _shf_slow_part
     from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_doubt
     from crane_lsp.kernel.agent.shorten_sample import (
         _SHS_CAP,
@@ -40,9 +41,8 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
 #: an error message), the sample's seed, and iterations kept per shortened loop
 _SH_RUNS = ({"rows": 263, "seed": 0, "cap": 2}, {"rows": 391, "seed": 1, "cap": 3})
 _SH_MIN_LEFT_S = 0.2  # no shortened run is started with less time than this left
-_SH_NICE = 9  # added to the dry run's own niceness (10) while the full run still runs
-_SH_WHERE_WAIT_S = 0.15  # how long the helper waits for the full run's first report of its line
-_SH_WHERE = b"\x01"  # a report of the full run's line precedes its answer on the verdict pipe
+_SH_NICE = 3  # added to the dry run's own niceness (10) while the full run still runs: it gets more CPU
+_SH_WHERE_WAIT_S = 0.3  # how long the helper waits for the full run's first report of its line
 
 
 class _ShHelper:
@@ -93,7 +93,8 @@ class _ShHelper:
                 return
             if not self.skip_full and "line" not in self.where:  # its first report may be on its way
                 self._wait_cancelled(_SH_WHERE_WAIT_S)
-            self.plan_extra = _sh_slow_part(self.payload["source"], self.where.get("line"))
+            text = _sb_transform(self.payload["source"])[0]
+            self.plan_extra = _shf_slow_part(text, self.where.get("line"))
             self.code, inserted = _sh_compile(self.payload["source"])
             if self.code is None:
                 self.skipped = "the cell could not be rewritten"
@@ -161,8 +162,11 @@ class _ShHelper:
         payload.update(budget_s=round(left, 3), _shorten=plan, _cancel_fd=cancel_fd, facts=False)
         if not self.superseded:  # the full run goes on: it keeps the CPU it needs to finish
             payload["_nice"] = _SH_NICE
+        payload["_where"] = sink = {}  # what it shortened, said before it ran the cell
         result = _sb_cold(payload, _sb_time.perf_counter(), (code, self.compiled[1]))
         data = dict(result._data)
+        if "shortened" not in data and sink.get("shortened"):  # it hung: still say what it shortened
+            data["shortened"] = sink["shortened"]
         data["plan"] = {k: v for k, v in plan.items() if k != "where"}  # where: in ``shortened``
         if data.get("outcome") == "superseded":
             return None
@@ -195,70 +199,6 @@ class _ShHelper:
             }
             data["shortened"] = shortened
         return result
-
-
-def _sh_report_where(fd, after_s):
-    """In the full run's child: every 0.2 s from just before the shortened runs start, the line of the
-    cell's own code it is running, as ``\\x01`` and six digits on the verdict pipe (read by
-    ``_sb_wait``). A Python signal handler runs between bytecodes; system calls are restarted."""
-    signal = _sb_sys.modules.get("signal")
-    if signal is None:
-        return
-
-    def report(_signum, frame):
-        line = None
-        while frame is not None:  # the outermost frame of the cell: the statement the time goes to
-            if frame.f_code.co_filename == _SB_FILENAME:
-                line = frame.f_lineno
-            frame = frame.f_back
-        if line:
-            with _sb_contextlib.suppress(OSError):
-                _sh_os.write(fd, _SH_WHERE + b"%06d" % min(int(line), 999999))
-
-    with _sb_contextlib.suppress(Exception):
-        signal.signal(signal.SIGALRM, report)
-        signal.siginterrupt(signal.SIGALRM, False)
-        signal.setitimer(signal.ITIMER_REAL, max(0.02, after_s - 0.1), 0.2)
-
-
-def _sh_slow_part(source, line):
-    """What to shorten, from where the full run is: inside a loop the rewrite can cut (``for`` over
-    ``range``, a counted ``while``), only that loop (and the loops in it) is cut and the data stays
-    whole; elsewhere, or when unknown, the data the cell names is sampled too."""
-    ast = _sb_sys.modules.get("ast")
-    if ast is None or not line:
-        return {"where": {"line": line, "mode": "sample"}}
-    try:
-        tree = ast.parse(_sb_transform(source)[0])
-    except Exception:
-        return {"where": {"line": line, "mode": "sample"}}
-    span = None
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            continue
-        if not node.lineno <= line <= (node.end_lineno or node.lineno):
-            continue
-        if _sh_cuttable(node, ast) and (span is None or node.lineno < span[0]):
-            span = (node.lineno, node.end_lineno or node.lineno)
-    if span is None:
-        return {"where": {"line": line, "mode": "sample"}}
-    return {"where": {"line": line, "mode": "loops", "span": list(span)}}
-
-
-def _sh_cuttable(node, ast):
-    """A loop the rewrite routes through the child's helpers (``_ShRewrite``)."""
-    if isinstance(node, ast.While):
-        test = node.test
-        counted = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.NotEq)
-        return isinstance(test, ast.Compare) and all(isinstance(op, counted) for op in test.ops)
-    target = node.iter
-    if isinstance(target, ast.Call) and target.args and not _sh_is_range(target, ast):
-        target = target.args[0]  # tqdm(range(n)), enumerate(range(n))
-    return _sh_is_range(target, ast)
-
-
-def _sh_is_range(node, ast):
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
 
 
 def _sh_begin(payload, compiled):

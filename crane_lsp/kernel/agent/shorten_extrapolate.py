@@ -19,19 +19,16 @@ the child's own copy, which dies after answering; nothing here is imported into 
 """
 
 import sys as _shx_sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # joined after this module in the kernel; resolved when called
-    from crane_lsp.kernel.agent.dryrun import _sb_transform
 
 _SHX_FILE = "<crane-dryrun>"
 _SHX_MAX_ELEMENTS = 20_000_000  # a NumPy stand-in bigger than this would make the re-run slow
 
 
-def _shx_extrapolate(exc, source, shortened):
-    """``{"status": "fails"|"passes"|"undecided", "why": str}`` for the operation that raised ``exc``."""
+def _shx_extrapolate(exc, text, shortened):
+    """``{"status": "fails"|"passes"|"undecided", "why": str}`` for the operation that raised ``exc``
+    (``text``: the cell as it was compiled, after IPython's transforms)."""
     try:
-        return _shx_try(exc, source, shortened)
+        return _shx_try(exc, text, shortened)
     except BaseException as err:  # never lose the verdict over it
         return {"status": "undecided", "why": f"the re-run failed: {type(err).__name__}"}
 
@@ -57,9 +54,8 @@ def _shx_failing(exc):
     return found.tb_frame, positions[index]
 
 
-def _shx_node(source, where):
+def _shx_node(text, where):
     ast = _shx_sys.modules.get("ast")
-    text = _sb_transform(source)[0]
     tree = ast.parse(text)
     line, end_line, col, end_col = where
     for node in ast.walk(tree):
@@ -116,12 +112,12 @@ def _shx_kind(value):
     return None
 
 
-def _shx_try(exc, source, shortened):
+def _shx_try(exc, text, shortened):
     failing = _shx_failing(exc)
     if failing is None:
         return _shx_undecided("the failing instruction is not in the cell")
     frame, where = failing
-    node = _shx_node(source, where)
+    node = _shx_node(text, where)
     operands = _shx_operands(node) if node is not None else None
     if not operands:
         return _shx_undecided("the failing operation is not an operator, a subscript or a call")

@@ -278,3 +278,44 @@ def _shf_merged(first, second):
         for name, names in (facts.get("calls") or {}).items():
             merged["calls"][name] = sorted({*merged["calls"].get(name, ()), *names})
     return merged
+
+
+def _shf_slow_part(text, line):
+    """What to shorten, from where the full run is (``text``: the cell as IPython transformed it):
+    inside a loop the rewrite can cut (``for`` over ``range``, a counted ``while``), only that loop
+    (and the loops in it) is cut and the data stays whole; elsewhere, or when unknown, the data the
+    cell names is sampled too."""
+    ast = _shf_ast()
+    if ast is None or not line:
+        return {"where": {"line": line, "mode": "sample"}}
+    try:
+        tree = ast.parse(text)
+    except Exception:
+        return {"where": {"line": line, "mode": "sample"}}
+    span = None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        if not node.lineno <= line <= (node.end_lineno or node.lineno):
+            continue
+        if _shf_cuttable(node, ast) and (span is None or node.lineno < span[0]):
+            span = (node.lineno, node.end_lineno or node.lineno)
+    if span is None:
+        return {"where": {"line": line, "mode": "sample"}}
+    return {"where": {"line": line, "mode": "loops", "span": list(span)}}
+
+
+def _shf_cuttable(node, ast):
+    """A loop the rewrite routes through the child's helpers (``_ShRewrite``)."""
+    if isinstance(node, ast.While):
+        test = node.test
+        counted = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.NotEq)
+        return isinstance(test, ast.Compare) and all(isinstance(op, counted) for op in test.ops)
+    target = node.iter
+    if isinstance(target, ast.Call) and target.args and not _shf_is_range(target, ast):
+        target = target.args[0]  # tqdm(range(n)), enumerate(range(n))
+    return _shf_is_range(target, ast)
+
+
+def _shf_is_range(node, ast):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
