@@ -47,6 +47,22 @@ AGGREGATIONS = [
     "quantile",
     "describe",
 ]
+#: names from other tools (SQL, R, Excel) for an aggregation pandas spells otherwise
+ALIASES = {
+    "avg": "mean",
+    "average": "mean",
+    "total": "sum",
+    "cnt": "count",
+    "len": "size",
+    "stdev": "std",
+    "sd": "std",
+    "variance": "var",
+    "med": "median",
+    "distinct": "nunique",
+    "n_distinct": "nunique",
+    "mn": "min",
+    "mx": "max",
+}
 _MATMUL_FUNCS = frozenset({"dot", "matmul", "mm", "bmm", "inner"})
 _MATMUL_WORDS = ("matmul", "not aligned", "cannot be multiplied", "size mismatch", "core dimension")
 _ESTIMATOR_METHODS = frozenset(
@@ -191,8 +207,12 @@ def _repeated_drop(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]
     """A loop that drops a label it already dropped: ``errors="ignore"`` on that drop. Only when the
     facts say the drop repeats (a typo'd label must not be silenced: that would do less)."""
     text = _text(p)
-    if "looks for it again" not in text and "no longer has" not in text:
-        return
+    repeated = "looks for it again" in text or "no longer has" in text
+    gone = p.exception == "KeyError" and re.search(
+        r"does not exist in|is not in the index|not found in axis", text
+    )
+    if not repeated and (not gone or re.search(r"did you mean", text, re.IGNORECASE)):
+        return  # a label that is neither repeated nor simply gone (a typo: did you mean) is not silenced
     for node in line.nodes:
         if (
             isinstance(node, ast.Call)
@@ -204,8 +224,13 @@ def _repeated_drop(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]
             new = line.replace(
                 node, call[:-1].rstrip() + (", " if node.args or node.keywords else "") + 'errors="ignore")'
             )
+            why = "the loop drops it again" if repeated else "the label is already gone"
             yield _fix(
-                line, new, 'Drop with errors="ignore"', layer, "drop the label only where it is still there"
+                line,
+                new,
+                f'Drop with errors="ignore" ({why})',
+                layer,
+                "drop the label only where it is still there",
             )
 
 
@@ -237,7 +262,7 @@ def _transpose(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
 
 def _two_d(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
     """ "Expected 2D array, got 1D array": the estimator's argument as one column."""
-    if "Expected 2D array" not in _text(p):
+    if not re.search(r"Expected 2D array|Expected a 2-dimensional|expects a 2-D", _text(p)):
         return
     for node in line.nodes:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -321,7 +346,8 @@ def _aggregation(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
     if not m:
         return
     wrong = m[1]
-    close = difflib.get_close_matches(wrong.lower(), AGGREGATIONS, n=1, cutoff=0.6)
+    close = [ALIASES[wrong.lower()]] if wrong.lower() in ALIASES else []
+    close = close or difflib.get_close_matches(wrong.lower(), AGGREGATIONS, n=1, cutoff=0.6)
     if not close:
         return
     right = close[0]
@@ -335,10 +361,81 @@ def _aggregation(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
             yield _fix(line, line.replace(node, f"{quote}{right}{quote}"), f"Use '{right}'", layer)
 
 
+def _named_in_cause(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """The cause names the repair itself ("`w.T` is (4, 1)", "`adv.transpose(1, 2, 0)` puts them
+    last"): the operand on the failing line replaced by that expression."""
+    for code in re.findall(r"`([^`]+)`", _text(p)):
+        m = re.fullmatch(r"([A-Za-z_][\w.]*?)((?:\.T)|(?:\.\w+\([^()]*\)))", code)
+        if not m:
+            continue
+        base = m[1]
+        for node in line.nodes:
+            if isinstance(node, ast.Name | ast.Attribute) and line.source(node) == base:
+                yield _fix(line, line.replace(node, code), f"Use {code}", layer)
+                break
+
+
+def _accessor(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """``.cat``/``.str``/``.dt`` on an object that has the methods itself (a ``Categorical``, an
+    ``Index``): the accessor dropped."""
+    m = re.search(r"has no attribute '(cat|str|dt)'", _text(p))
+    if not m:
+        return
+    for node in line.nodes:
+        if isinstance(node, ast.Attribute) and node.attr == m[1]:
+            inner = line.source(node.value)
+            yield _fix(line, line.replace(node, inner), f"Call it on {inner} directly (no .{m[1]})", layer)
+            return
+
+
+def _int_of_text(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """``.astype(int)`` of text like '46.0' or 'nan': through float, or ``pd.to_numeric(...,
+    errors="coerce")`` into pandas' nullable ``Int64``."""
+    if "invalid literal for int()" not in _text(p):
+        return
+    for node in line.nodes:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "astype"
+            and len(node.args) == 1
+            and line.source(node.args[0]).strip("'\"") == "int"
+        ):
+            inner = line.source(node.func.value)
+            shown = f"{inner}.astype(float).astype(int)"
+            yield _fix(line, line.replace(node, shown), f"Convert through float ({shown})", layer)
+            shown = f'pd.to_numeric({inner}, errors="coerce").astype("Int64")'
+            yield _fix(
+                line, line.replace(node, shown), "Convert text to numbers, missing where not a number", layer
+            )
+
+
+def _by_keyword(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """A plotting call given by position what it takes by keyword only (seaborn's ``x``, ``y``,
+    ``hue``): the positional arguments passed as ``x=``, ``y=``, ``hue=``."""
+    m = re.search(r"(\w+)\(\) takes (?:from \d+ to |at most )?(\d+) positional", _text(p))
+    if not m:
+        return
+    for node in line.nodes:
+        name = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else ""
+        if not isinstance(node, ast.Call) or name != m[1] or not 2 <= len(node.args) <= 3:
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            continue
+        named = ", ".join(f"{k}={line.source(a)}" for k, a in zip(("x", "y", "hue"), node.args, strict=False))
+        rest = [line.source(k) for k in node.keywords]
+        call = f"{line.source(node.func)}({', '.join([named, *rest])})"
+        yield _fix(line, line.replace(node, call), "Pass x, y by keyword", layer)
+
+
 _Family = Callable[[Prediction, _Line, FixLayer], Iterator[Fix]]
 #: the families, in the order a tie in size is broken
 FAMILIES: tuple[_Family, ...] = (
     _did_you_mean,
+    _named_in_cause,
+    _accessor,
+    _int_of_text,
+    _by_keyword,
     _close_labels,
     _aggregation,
     _repeated_drop,

@@ -1,0 +1,87 @@
+"""Each candidate family on a real crash in a real kernel: the dry run observes the crash (or a check
+proves it), ``offer_fixes`` proposes the family's repair, the jail verifies it runs clean, and the
+verified edit really runs in the kernel afterwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from crane_lsp.dryrun import DryRunner
+from crane_lsp.fixes import offer_fixes
+from crane_lsp.fixes.edit import apply
+from crane_lsp.kernel.link import KernelLink
+from crane_lsp.pipeline import Pipeline
+from crane_lsp.settings import Settings
+from tests.conftest import TestKernel
+
+pytestmark = pytest.mark.timeout(240)
+
+SETUP = """
+import numpy as np
+import pandas as pd
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+import seaborn as sns
+from sklearn.linear_model import LinearRegression
+fam_df = pd.DataFrame({'region': ['n', 's', 'n'], 'units': [1, 2, 3], 'size': ['46.0', '2.0', '7.0']})
+fam_img = np.zeros((3, 8, 8))
+fam_model = LinearRegression()
+fam_cat = pd.Categorical(['a', 'b', 'a'])
+"""
+
+CASES = {
+    "aggregation": ("fam_total = fam_df.groupby('region')['units'].avg()", "Use 'mean'", "mean()"),
+    "dropped-already": (
+        "fam_small = fam_df.drop(columns=['units'])\nfam_small.drop(columns=['units'], inplace=True)",
+        'Drop with errors="ignore" (the label is already gone)',
+        'errors="ignore"',
+    ),
+    "one-column": (
+        "fam_model.fit(fam_df['units'], fam_df['units'])",
+        "Select one column as a frame (fam_df[['units']])",
+        "fam_df[['units']]",
+    ),
+    "channels-last": (
+        "fam_shown = plt.imshow(fam_img)",
+        "Move the channels last (fam_img.transpose(1, 2, 0))",
+        "fam_img.transpose(1, 2, 0)",
+    ),
+    "int-of-text": (
+        "fam_sizes = fam_df['size'].astype('int')",
+        "Convert through float (fam_df['size'].astype(float).astype(int))",
+        "astype(float).astype(int)",
+    ),
+    "accessor": (
+        "fam_renamed = fam_cat.cat.rename_categories(['x', 'y'])",
+        "Call it on fam_cat directly (no .cat)",
+        "fam_cat.rename_categories",
+    ),
+    "keyword": (
+        "fam_ax = sns.barplot(fam_df['region'], fam_df['units'])",
+        "Pass x, y by keyword",
+        "x=fam_df",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def prepared(kernel: TestKernel) -> TestKernel:
+    kernel.run(SETUP)
+    return kernel
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+async def test_family_fix_is_verified_and_really_runs(prepared: TestKernel, family: str) -> None:
+    cell, title, piece = CASES[family]
+    settings = Settings(dry_run="on", dry_run_budget_s=10.0)
+    async with await KernelLink.connect(prepared.connection_file) as link:
+        runner = DryRunner(link, settings)
+        prediction = (await Pipeline(settings, link=link, dryrun=runner).predict(cell)).prediction
+        assert prediction.crash, prediction
+        fixed = await offer_fixes(runner, cell, prediction, limit=6)
+    assert fixed.fix is not None and fixed.fix.verified(), (fixed.notes, [f.title for f in fixed.fixes])
+    assert fixed.fix.title == title and piece in (fixed.fix.new_text or "")
+    edited = apply(cell, fixed.fix)
+    assert edited is not None
+    assert prepared.run(edited, allow_error=True)["status"] == "ok"  # verified: it really runs
