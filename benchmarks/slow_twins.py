@@ -177,7 +177,11 @@ async def study(ref: CellRef, role: str, kinds: list[str], prefixes: Prefixes, s
     for kind, ((_cell, lines), (prediction, took)) in slow.items():
         _record(site, kind, prediction, took, site.truth, lines)
     if "scaled" in kinds:
-        await _scaled(ref, site, source, settings)
+        try:
+            await _scaled(ref, site, source, settings)
+        except Exception as exc:  # its kernel died (out of memory, say): the other twins stand
+            site.twins.append(dropped_twin(site, "scaled", f"the benchmark failed: {type(exc).__name__}"))
+            print(f"      scaled: failed ({type(exc).__name__}: {exc})", flush=True)
     return site
 
 
@@ -205,6 +209,15 @@ async def _scaled(ref: CellRef, site: Site, source: str, settings: Settings) -> 
         return
     found = _record(site, "scaled", prediction, took, truth, made[1])
     found.detail = {"scaled": scaled["scaled"], "step": scaled["step"], "step_s": round(scaled["step_s"], 1)}
+
+
+async def _guarded(ref: CellRef, role: str, kinds: list[str], prefixes: Prefixes, settings: Settings) -> Site:
+    """``study``, with a kernel that died (out of memory, say) reported as a cell left out."""
+    try:
+        return await study(ref, role, kinds, prefixes, settings)
+    except Exception as exc:
+        print(f"    failed: {type(exc).__name__}: {exc}", flush=True)
+        return Site(ref.name, "left out", why_left_out=f"the benchmark failed: {type(exc).__name__}")
 
 
 def replay_refs(root: Path) -> list[CellRef]:
@@ -266,12 +279,12 @@ async def run(args: argparse.Namespace) -> list[Site]:
     started = time.perf_counter()
     for n, ref in enumerate(refs, 1):
         print(f"[{time.perf_counter() - started:5.0f} s] {n}/{len(refs)} {ref.name}", flush=True)
-        site = await study(ref, "crash", kinds, prefixes, settings)
+        site = await _guarded(ref, "crash", kinds, prefixes, settings)
         sites.append(site)
         if site.role == "left out":
             print(f"    left out: {site.why_left_out}", flush=True)
         elif ref.fixed is not None:
-            sites.append(await study(ref.fixed, "clean", kinds, prefixes, settings))
+            sites.append(await _guarded(ref.fixed, "clean", kinds, prefixes, settings))
     return sites
 
 

@@ -27,7 +27,7 @@ from crane_lsp.kernel.link import KernelLink
 LOOP_S = 12.0  # CPU seconds each slow prefix is sized for: well over the 3 s typing budget
 ROWS_GOAL = 100_000  # the least number of rows a scaled object gets
 ROWS_CAP = 1_000_000  # the most: a scaled cell's real run must still finish
-BYTES_CAP = 400_000_000  # per scaled object
+BYTES_CAP = 1_500_000_000  # all the scaled objects of one cell together
 
 LOOP = "_slow_acc = 0\nfor _slow_i in range({n}):\n    _slow_acc += _slow_i % 7\n"
 
@@ -119,9 +119,9 @@ def _slow_scale(src, goal, cap, bytes_cap, min_rows, step_goal_s):
 
     def nbytes(obj, k):
         if k == "DataFrame":
-            return int(obj.memory_usage(index=True, deep=False).sum())
+            return int(obj.memory_usage(index=True, deep=True).sum())
         if k == "Series":
-            return int(obj.memory_usage(index=True, deep=False))
+            return int(obj.memory_usage(index=True, deep=True))
         if k == "Tensor":
             return int(obj.element_size() * obj.nelement())
         return int(obj.nbytes)
@@ -153,10 +153,12 @@ def _slow_scale(src, goal, cap, bytes_cap, min_rows, step_goal_s):
     exec(step_of("_slow_sample", step_kind), {"_slow_sample": sample})
     per_row = (time.thread_time() - started) / len(sample)
     want = max(goal, min(cap, int(step_goal_s / max(per_row, 1e-9))))
-    for k, obj in data.values():  # memory: no object over bytes_cap
-        per = nbytes(obj, k) / len(obj)
-        want = min(want, max(goal, int(bytes_cap / max(per, 1e-9))))
     times = max(2, math.ceil(want / rows))
+    # memory: all the scaled objects together stay under bytes_cap (the machine is shared)
+    most = int(bytes_cap / max(1, sum(nbytes(obj, k) for k, obj in data.values())))
+    if rows * min(times, most) < goal:
+        return {"error": "too large to repeat to %d rows in %d MB" % (goal, bytes_cap // 10**6)}
+    times = min(times, most)
     shapes = {}
     for name, (k, obj) in data.items():
         before = len(obj)
