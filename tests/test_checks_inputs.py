@@ -148,7 +148,14 @@ CASES = [
     # matplotlib lengths that really raise
     Case("bar-lengths", "plot.lengths", PLOTS, "plt.bar(['a', 'b', 'c'], heights[:2])\n", "ValueError"),
     Case("plot-lengths", "plot.lengths", PLOTS, "ax.plot(tips['Age'], [1, 2])\n", "ValueError"),
-    Case("scatter-lengths", "plot.lengths", PLOTS, "plt.scatter(heights, tips['bill'][:2])\n", "ValueError"),
+    Case(
+        "scatter-lengths",
+        "plot.lengths",
+        PLOTS,
+        "plt.scatter(heights, tips['bill'][:2], 20, 'r')\n",
+        "ValueError",
+    ),
+    Case("plot-fmt-lengths", "plot.lengths", PLOTS, "plt.plot(heights, heights[1:], 'r-')\n", "ValueError"),
     Case("pie-labels", "plot.lengths", PLOTS, "plt.pie(heights, labels=['a', 'b'])\n", "ValueError"),
     Case(
         "lengths-near",

@@ -4,8 +4,8 @@ What matplotlib 3.x really raises (``ValueError`` each):
 
 - ``bar(x, height)`` / ``barh(y, width)``: numpy broadcasting of the two, so lengths n and m with n != m and
   neither 1 (``shape mismatch: objects cannot be broadcast to a single shape``);
-- ``plot(x, y)``: first dimensions differ (``x and y must have same first dimension``);
-- ``scatter(x, y)``: sizes differ (``x and y must be the same size``);
+- ``plot(x, y)`` / ``plot(x, y, 'r-')``: first dimensions differ (``x and y must have same first dimension``);
+- ``scatter(x, y, ...)``: sizes differ (``x and y must be the same size``, checked before ``s`` and ``c``);
 - ``pie(x, labels=...)``: another number of labels than wedges (``'labels' must be of length 'x'``).
 
 Not errors, so never reported: ``legend`` with more labels than artists (the extra labels are dropped),
@@ -74,8 +74,9 @@ def _problem(w: CellWalk, call: ast.Call, name: str) -> tuple[ast.AST, str, list
         if a is None or b is None or a[0] == b[0]:
             return None
         return labels, f"pie: {b[0]} labels for {a[0]} wedges", [("x", a[1]), ("labels", b[1])]
-    if len(args) != 2:
-        return None  # ``plot(x, y, 'r-')``, ``plot(y)``: other forms
+    fmt = len(args) == 3 and isinstance(args[2], ast.Constant) and isinstance(args[2].value, str)
+    if not (len(args) == 2 or (name == "plot" and fmt) or (name == "scatter" and len(args) > 2)):
+        return None  # ``plot(y)``, ``plot(x1, y1, x2, y2)``: other forms; scatter checks x, y before s, c
     one_d = name != "plot"
     a, b = _length(w, args[0], one_d), _length(w, args[1], one_d)
     if a is None or b is None or a[0] == b[0]:

@@ -50,6 +50,10 @@ def _text_column(cols: tuple[ColumnSummary, ...], skip: tuple[str, ...] = ()) ->
     return None
 
 
+def _which(name: str, v: Val) -> str:
+    return name if v.kind == "series" else f"column {name!r}"
+
+
 def _own_frame(v: Val) -> bool:
     """pandas' own DataFrame: a kernel one (its summary says so) or one derived from it by the walk."""
     if v.summary is not None:
@@ -121,7 +125,7 @@ def _text_reduction(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             CHECK,
             "TypeError",
             node,
-            f"{where}.{method.attr}() needs numbers, but column {bad[0]!r} holds text (e.g. {bad[1]}); "
+            f"{where}.{method.attr}() needs numbers, but {_which(bad[0], frame)} holds text (e.g. {bad[1]}); "
             f"select the numeric columns or pass numeric_only=True",
             [(f"{bad[0]} holds", bad[1])],
             [frame],
