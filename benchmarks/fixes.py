@@ -97,6 +97,11 @@ def target_index(nb: Any) -> int:
     return tagged[-1] if tagged else len(cells) - 1
 
 
+def _code(source: str) -> str:
+    """A cell without its comment lines (the replay notebooks' headers name the version)."""
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+
+
 def bound_names(*sources: str) -> list[str]:
     names: set[str] = set()
     for s in sources:
@@ -129,8 +134,8 @@ async def run_case(case_dir: Path, budget: float) -> Case:
     fixed = read_notebook(case_dir / "fixed.ipynb")
     t_b, t_f = target_index(buggy), target_index(fixed)
     source, reference = buggy.code_cells[t_b].source, fixed.code_cells[t_f].source
-    before_b = [c.source for c in buggy.code_cells[:t_b]]
-    before_f = [c.source for c in fixed.code_cells[:t_f]]
+    before_b = [_code(c.source) for c in buggy.code_cells[:t_b]]
+    before_f = [_code(c.source) for c in fixed.code_cells[:t_f]]
     row.earlier_changed = before_b != before_f
     link, report = await start_and_replay(buggy, t_b, cell_timeout=120)
     edited: str | None = None

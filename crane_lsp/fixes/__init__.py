@@ -81,6 +81,11 @@ async def offer_fixes(
 async def _observed(runner: DryRunner, target: str, prediction: Prediction, explicit: bool) -> Prediction:
     """A check's verdict speaks in the check's words; the families read Python's. One dry run of the
     cell as it is gives them (and the line and exception the candidates are judged against)."""
+    from crane_lsp.analysis.parse import analyze
+    from crane_lsp.dryrun import screen
+
+    if runner.settings.dry_run == "safe" and not screen(analyze(target)).safe:
+        return prediction  # safe mode spares the fork to a cell the jail would only stop
     try:
         outcome = await runner.run_outcome(target, explicit)
     except Exception:  # no dry run: the check's own words only
