@@ -28,6 +28,8 @@ fam_df = pd.DataFrame({'region': ['n', 's', 'n'], 'units': [1, 2, 3], 'size': ['
 fam_img = np.zeros((3, 8, 8))
 fam_model = LinearRegression()
 fam_cat = pd.Categorical(['a', 'b', 'a'])
+fam_labels = np.array([[0], [1]])
+fam_names = ['a', 'b']
 """
 
 CASES = {
@@ -56,6 +58,11 @@ CASES = {
         "fam_renamed = fam_cat.cat.rename_categories(['x', 'y'])",
         "Call it on fam_cat directly (no .cat)",
         "fam_cat.rename_categories",
+    ),
+    "single-number": (
+        "for fam_i in range(2):\n    fam_title = fam_names[fam_labels[fam_i]]",
+        "Take the one number (fam_labels[fam_i].item())",
+        "fam_labels[fam_i].item()",
     ),
     "keyword": (
         "fam_ax = sns.barplot(fam_df['region'], fam_df['units'])",

@@ -428,6 +428,22 @@ def _by_keyword(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
         yield _fix(line, line.replace(node, call), "Pass x, y by keyword", layer)
 
 
+def _single_number(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """An array of one item where a single number is expected (``labels[i]`` is ``array([3])``):
+    its ``.item()``."""
+    text = _text(p)
+    if "where a single number is expected" not in text and "only integer scalar arrays" not in text:
+        return
+    named = set(re.findall(r"`([^`]+)` is an array", text)) | set(re.findall(r"(\S+) has shape \(1,\)", text))
+    for node in line.nodes:  # an index inside an index: ``names[labels[i]]``
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Subscript | ast.Name):
+            named.add(line.source(node.slice))
+    for node in line.nodes:
+        if isinstance(node, ast.Subscript | ast.Name | ast.Attribute) and line.source(node) in named:
+            shown = f"{line.source(node)}.item()"
+            yield _fix(line, line.replace(node, shown), f"Take the one number ({shown})", layer)
+
+
 _Family = Callable[[Prediction, _Line, FixLayer], Iterator[Fix]]
 #: the families, in the order a tie in size is broken
 FAMILIES: tuple[_Family, ...] = (
@@ -436,6 +452,7 @@ FAMILIES: tuple[_Family, ...] = (
     _accessor,
     _int_of_text,
     _by_keyword,
+    _single_number,
     _close_labels,
     _aggregation,
     _repeated_drop,
