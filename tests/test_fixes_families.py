@@ -23,13 +23,14 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt
 import seaborn as sns
-from sklearn.linear_model import LinearRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression
 fam_df = pd.DataFrame({'region': ['n', 's', 'n'], 'units': [1, 2, 3], 'size': ['46.0', '2.0', '7.0']})
 fam_img = np.zeros((3, 8, 8))
 fam_model = LinearRegression()
 fam_cat = pd.Categorical(['a', 'b', 'a'])
 fam_labels = np.array([[0], [1]])
 fam_names = ['a', 'b']
+fam_X, fam_y = np.array([[0.0], [1.0], [2.0], [3.0]]), np.array([0, 1, 0, 1])
 """
 
 CASES = {
@@ -63,6 +64,11 @@ CASES = {
         "for fam_i in range(2):\n    fam_title = fam_names[fam_labels[fam_i]]",
         "Take the one number (fam_labels[fam_i].item())",
         "fam_labels[fam_i].item()",
+    ),
+    "solver": (
+        "fam_lr = LogisticRegression(penalty='elasticnet', solver='liblinear')\nfam_lr.fit(fam_X, fam_y)",
+        "Use the 'saga' solver (the one with elasticnet)",
+        "LogisticRegression(penalty='elasticnet', solver='saga', l1_ratio=0.5)",
     ),
     "keyword": (
         "fam_ax = sns.barplot(fam_df['region'], fam_df['units'])",

@@ -90,6 +90,8 @@ class _Line:
     number: int  # 0-based
     text: str
     nodes: tuple[ast.AST, ...]
+    cell: ast.Module | None = None  # the whole cell: a repair may belong where an object was built
+    lines: tuple[str, ...] = ()
 
     def segment(self, node: ast.AST) -> tuple[int, int]:
         """``node``'s character columns on the line (ast counts UTF-8 bytes)."""
@@ -122,7 +124,7 @@ def _failing_line(target: str, line: int | None) -> _Line | None:
         for node in ast.walk(tree)
         if getattr(node, "lineno", None) == line + 1 and getattr(node, "end_lineno", None) == line + 1
     )
-    return _Line(line, lines[line], on)
+    return _Line(line, lines[line], on, tree, tuple(lines))
 
 
 def _fix(line: _Line, new_line: str, title: str, layer: FixLayer, description: str = "") -> Fix:
@@ -444,6 +446,26 @@ def _single_number(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]
             yield _fix(line, line.replace(node, shown), f"Take the one number ({shown})", layer)
 
 
+def _saga(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """``LogisticRegression(penalty='elasticnet')`` fitted with a solver that lacks it: ``solver='saga'``
+    (and an ``l1_ratio``) where the model is built in this cell, on that line."""
+    text = _text(p)
+    if "elasticnet" not in text or "saga" not in text or line.cell is None:
+        return
+    for node in ast.walk(line.cell):
+        if not (isinstance(node, ast.Call) and node.lineno == node.end_lineno):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name != "LogisticRegression":
+            continue
+        built = _Line(node.lineno - 1, line.lines[node.lineno - 1], (node,), line.cell, line.lines)
+        kept = [built.source(k) for k in node.keywords if k.arg not in ("solver",)]
+        extra = [] if any(k.arg == "l1_ratio" for k in node.keywords) else ["l1_ratio=0.5"]
+        args = [built.source(a) for a in node.args] + kept + ["solver='saga'", *extra]
+        call = f"{built.source(node.func)}({', '.join(args)})"
+        yield _fix(built, built.replace(node, call), "Use the 'saga' solver (the one with elasticnet)", layer)
+
+
 _Family = Callable[[Prediction, _Line, FixLayer], Iterator[Fix]]
 #: the families, in the order a tie in size is broken
 FAMILIES: tuple[_Family, ...] = (
@@ -453,6 +475,7 @@ FAMILIES: tuple[_Family, ...] = (
     _int_of_text,
     _by_keyword,
     _single_number,
+    _saga,
     _close_labels,
     _aggregation,
     _repeated_drop,
