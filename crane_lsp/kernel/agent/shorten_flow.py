@@ -156,8 +156,9 @@ def _shf_carried(loop, ast):
     return carried, writes - target
 
 
-def _shf_changes(tree, shortened, calls, ast):
-    """``{name: kinds}``: the cell's names whose value the shortened run may have changed."""
+def _shf_changes(tree, shortened, calls, ast, skip=None):
+    """``{name: kinds}``: the cell's names whose value the shortened run may have changed (``skip``:
+    a statement whose own effects come after what it reads: the failing one, outside loops)."""
     changed: dict = {}
 
     def mark(name, kind):
@@ -187,7 +188,7 @@ def _shf_changes(tree, shortened, calls, ast):
         elif line in cut:  # a comprehension over a long range cut short: fewer items
             for name in _shf_effects(node, ast)[1]:
                 mark(name, _SHF_SAMPLED)
-    effects = [_shf_effects(node, ast) for node in statements]
+    effects = [_shf_effects(node, ast) for node in statements if node is not skip]
     effects = [(reads | _shf_called(reads, calls), writes) for reads, writes in effects]
     for _round in range(len(effects) + 1):  # to a fixed point: each round spreads changes one step
         grew = False
@@ -246,10 +247,10 @@ def _shf_dependence(source, line, shortened):
     if not line:
         return None
     calls = shortened.get("calls") or {}
-    changed = _shf_changes(tree, shortened, calls, ast)
     node, loops = _shf_failing_node(tree, int(line), ast)
     if node is None:
         return None
+    changed = _shf_changes(tree, shortened, calls, ast, skip=None if loops else node)
     in_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
     reads = _shf_effects(node, ast)[0] if not in_function else _shf_loads(node, ast)
     reads |= _shf_called(reads, calls)
