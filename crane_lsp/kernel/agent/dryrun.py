@@ -42,7 +42,14 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     from crane_lsp.kernel.agent.jail_threads import _jth_pools, _jth_single_thread
     from crane_lsp.kernel.agent.jail_workers import _jwk_report, _jwk_single_process
     from crane_lsp.kernel.agent.refusal import _frm_refusal
-    from crane_lsp.kernel.agent.shorten_sample import _shs_failure_facts, _shs_sample
+    from crane_lsp.kernel.agent.shorten_extrapolate import _shx_extrapolate
+    from crane_lsp.kernel.agent.shorten_report import _shp_report_shortened, _shp_report_where
+    from crane_lsp.kernel.agent.shorten_sample import (
+        _shs_code_names,
+        _shs_failure_facts,
+        _shs_sample,
+        _shs_tf_eager,
+    )
 
 _SB_FILENAME = "<crane-dryrun>"
 
@@ -155,6 +162,9 @@ def _sb_limits(payload):
         resource.setrlimit(resource.RLIMIT_AS, (size + extra, size + extra))
     except (OSError, ValueError):
         notes.append("memory cap unavailable")
+    if payload.get("_nice"):  # a shortened run beside a full one: the full run keeps the CPU (shorten.py)
+        with _sb_contextlib.suppress(OSError):
+            _sb_os.nice(int(payload["_nice"]))
     return notes
 
 
@@ -364,6 +374,16 @@ def _sb_execute(code, namespace, async_mode):
     loop.run_until_complete(_cell())
 
 
+def _sb_tf_started():
+    """Whether the kernel started TensorFlow's runtime: a compiled function (a Keras ``fit``) would
+    then wait forever in a fork for thread pools that stayed in the kernel (shorten_sample.py)."""
+    context = _sb_sys.modules.get("tensorflow.python.eager.context")
+    try:
+        return bool(context is not None and context.context()._initialized)
+    except Exception:
+        return False
+
+
 def _sb_mark(phases, name, begun):
     """Wall milliseconds since the fork began (CLOCK_MONOTONIC is the same in both processes)."""
     phases[name] = round((_sb_time.monotonic() - begun) * 1000, 2)
@@ -420,6 +440,11 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
     try:
         if payload.get("_shorten"):  # a shortened run: the fork's copy of the data sampled (shorten.py)
             result["shortened"] = _shs_sample(namespace, code, payload["_shorten"], state)
+            _shp_report_shortened(write_fd, result["shortened"])  # said now, in case the run hangs
+        elif _sb_tf_started():  # its thread pools stayed in the kernel: functions run eagerly here
+            _shs_tf_eager(namespace, _shs_code_names(code))
+        if payload.get("_report_where") is not None and not payload.get("_shorten"):  # where the full run is
+            _shp_report_where(write_fd, float(payload["_report_where"]))
         _sb_execute(code, namespace, payload.get("async_mode", False))
     except _SandboxBlocked:
         pass
@@ -436,6 +461,10 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
         result["facts"] = _ff_collect(exc, payload, started)  # the failing line's facts (failfacts.py)
         if "shortened" in result:  # does it hinge on the sample? (shorten_sample.py)
             result["shortened"]["failure"] = _shs_failure_facts(exc)
+            # the failing operation again at the full size, on shapes (shorten_extrapolate.py)
+            text = _sb_transform(payload["source"])[0]
+            extrapolated = _shx_extrapolate(exc, text, result["shortened"])
+            result["shortened"]["extrapolated"] = extrapolated
     _jwk_report(result)  # the single-process worlds the cell was given (jail_workers.py)
     if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
         shown, line = state["shown"]
@@ -521,7 +550,7 @@ def _sb_died(status, kill_mode):
     return {"outcome": "exits", "message": f"the cell ends the kernel process (os._exit({code}))"}
 
 
-def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, cancel_fd=-1):
+def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, cancel_fd=-1, where=None):
     """Poll the child's answer, its handover socket and then its seccomp listener until the budget.
 
     The answer ends with a newline, so it is read as soon as it is written (waiting for EOF would
@@ -541,6 +570,7 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, 
     if cancel_fd >= 0:  # readable: another run's verdict supersedes this one (shorten.py)
         poller.register(cancel_fd, select.POLLIN)
     chunks: list[bytes] = []
+    pending = b""  # a report not read whole yet
     listener = -1
     kill_mode = False
     verdict = None
@@ -571,6 +601,11 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, 
                 _sb_mark(phases, "handover", started)
             elif fd == read_fd:
                 chunk = _sb_os.read(read_fd, 65536)
+                if chunk and not chunks:  # reports (shorten.py) come before the answer
+                    chunk = _sb_where_reports(pending + chunk, where)
+                    pending = chunk if chunk[:1] in (b"\x01", b"\x02") else b""
+                    if not chunk or pending:
+                        continue
                 chunks.append(chunk)
                 if not chunk or chunk.endswith(b"\n"):
                     verdict = {}
@@ -596,6 +631,32 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, 
         return _jan_settle(_sb_json.loads(b"".join(chunks).decode()), answered)
     except ValueError:
         return {"outcome": "unavailable", "message": "the sandboxed copy answered garbage"}
+
+
+def _sb_where_reports(chunk, where):
+    """``chunk`` without its leading reports, each noted in ``where`` (shorten.py): the line the full
+    run is on (``\\x01`` + six digits), what a shortened run shortened (``\\x02`` + six digits of
+    length + JSON). What is left of a report not yet read whole is returned as it is."""
+    while chunk[:1] in (b"\x01", b"\x02"):
+        if chunk[:1] == b"\x01":
+            if len(chunk) < 7:
+                return chunk
+            with _sb_contextlib.suppress(ValueError):
+                if where is not None:
+                    where["line"] = int(chunk[1:7])
+            chunk = chunk[7:]
+            continue
+        try:
+            size = int(chunk[1:7])
+        except ValueError:
+            return chunk[1:]  # not a report: let the answer's parser say so
+        if len(chunk) < 7 + size:
+            return chunk
+        with _sb_contextlib.suppress(ValueError):
+            if where is not None:
+                where["shortened"] = _sb_json.loads(chunk[7 : 7 + size])
+        chunk = chunk[7 + size :]
+    return chunk
 
 
 def _sb_forecast_filter(keep, handover_fd, closed_in_child):
@@ -694,7 +755,8 @@ def _sb_cold(payload, started, compiled):
     proc = _SbProc(pid)
     try:
         cancel = payload.get("_cancel_fd", -1)  # a shortened run's verdict may supersede it (shorten.py)
-        result = _sb_wait(proc, read_fd, ours, budget, begun, parent_phases, None, cancel)
+        where = payload.get("_where")  # the line the full run is on, for the shortened runs (shorten.py)
+        result = _sb_wait(proc, read_fd, ours, budget, begun, parent_phases, None, cancel, where)
     except BaseException:  # an interrupt of the kernel while waiting: the child must not outlive it
         proc.kill()
         proc.reap()

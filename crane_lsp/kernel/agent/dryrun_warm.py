@@ -324,6 +324,9 @@ def _dw_send(fd, data, deadline):
     return True
 
 
+_DW_HEADER_KEYS = ("source", "privacy", "facts", "budget_s", "_report_where")
+
+
 def _dw_use(child, payload, compiled, entered, started):
     """The dry run through a prepared child; None when it cannot take the request (fork cold)."""
     import marshal
@@ -334,7 +337,7 @@ def _dw_use(child, payload, compiled, entered, started):
         "_cell_magic": payload["_cell_magic"],
         "measure_memory": bool(payload.get("measure_memory")),
         "memory_mb": int(payload.get("memory_mb", 4096)),
-        **{k: payload[k] for k in ("source", "privacy", "facts", "budget_s") if k in payload},  # failfacts.py
+        **{k: payload[k] for k in _DW_HEADER_KEYS if k in payload},  # failfacts.py, shorten.py
     }
     try:
         body = marshal.dumps(compiled[0])
@@ -351,7 +354,9 @@ def _dw_use(child, payload, compiled, entered, started):
     deadline = _dw_time.monotonic() + budget  # the budget counts from the request
     try:
         cancel = payload.get("_cancel_fd", -1)  # a shortened run's verdict may supersede it
-        result = _sb_wait(child, child.read_fd, child.handover, budget, child.begun, phases, deadline, cancel)
+        where = payload.get("_where")  # the line the full run is on (shorten.py)
+        wait = (budget, child.begun, phases, deadline, cancel, where)
+        result = _sb_wait(child, child.read_fd, child.handover, *wait)
     except BaseException:  # an interrupt of the kernel while waiting: the child must not outlive it
         child.kill()
         child.reap()
