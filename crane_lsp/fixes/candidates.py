@@ -466,6 +466,32 @@ def _saga(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
         yield _fix(built, built.replace(node, call), "Use the 'saga' solver (the one with elasticnet)", layer)
 
 
+def llm_line(p: Prediction, line: _Line) -> Iterator[Fix]:
+    """The LLM's fix is prose (its answer schema asks for "a short fix"); where it quotes a line of code
+    that parses and shares a name with the failing line, that line replaces it (indentation kept)."""
+    fix = p.fix
+    if fix is None or fix.new_text is not None:  # the checks always give new_text: this is prose
+        return
+    quoted = re.findall(r"`{1,3}(?:python\n)?([^`]+)`{1,3}", fix.description) or [fix.description]
+    names = {n.id for n in line.nodes if isinstance(n, ast.Name)}
+    indent = line.text[: len(line.text) - len(line.text.lstrip())]
+    for code in quoted:
+        code = code.strip()
+        if "\n" in code or not code:
+            continue
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        if not names & {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}:
+            continue
+        yield _fix(line, indent + code, one_line_title(code), "llm", fix.description)
+
+
+def one_line_title(code: str) -> str:
+    return f"Use {code}" if len(code) <= 60 else f"Use {code[:57]}..."
+
+
 _Family = Callable[[Prediction, _Line, FixLayer], Iterator[Fix]]
 #: the families, in the order a tie in size is broken
 FAMILIES: tuple[_Family, ...] = (
@@ -502,6 +528,7 @@ def candidates(prediction: Prediction, target: str) -> list[Fix]:
         found.append(own.model_copy(update={"layer": layer, "title": title, "verification": None}))
     line = _failing_line(target, prediction.line)
     if line is not None:
+        found.extend(llm_line(prediction, line))
         layer = "check" if prediction.source.layer == "checks" else "dryrun-facts"
         for family in FAMILIES:
             found.extend(family(prediction, line, layer))

@@ -1,0 +1,50 @@
+"""Candidates and the does-less guard on their own (pure: the verification in a real kernel is in
+test_fixes_verify.py and test_fixes_families.py)."""
+
+from __future__ import annotations
+
+from crane_lsp.fixes.candidates import candidates
+from crane_lsp.fixes.edit import apply, changed_chars, unified_diff
+from crane_lsp.fixes.guard import does_less
+from crane_lsp.prediction import Fix, Prediction, Source
+
+CELL = "if True:\n    total = df['Region'].sum()\nshown = total"
+
+
+def test_the_llms_prose_fix_becomes_an_edit_when_it_quotes_a_line() -> None:
+    p = Prediction(
+        crash=True,
+        certainty="observed",
+        exception="KeyError",
+        line=1,
+        fix=Fix(description="Use the lowercase column: `total = df['region'].sum()`"),
+        source=Source(layer="dryrun"),
+    )
+    (fix,) = [f for f in candidates(p, CELL) if f.layer == "llm"]
+    assert fix.new_text == "    total = df['region'].sum()"  # its indentation kept
+    assert (fix.start_line, fix.end_line) == (1, 2)
+    prose = p.model_copy(update={"fix": Fix(description="rename the column to lowercase")})
+    assert not [f for f in candidates(prose, CELL) if f.layer == "llm"]
+
+
+def test_smallest_change_first_and_the_diff() -> None:
+    small = Fix(description="a", start_line=1, end_line=2, new_text="    total = df['region'].sum()")
+    big = Fix(
+        description="b", start_line=1, end_line=2, new_text="    total = df.iloc[:, 0].astype(float).sum()"
+    )
+    assert changed_chars(CELL, small) < changed_chars(CELL, big)
+    diff = unified_diff(CELL, small, "cell 2")
+    assert "-    total = df['Region'].sum()" in diff and "+    total = df['region'].sum()" in diff
+
+
+def test_the_guard_names_what_does_less() -> None:
+    def edited(text: str, start: int = 1, end: int = 2) -> str:
+        out = apply(CELL, Fix(description="d", start_line=start, end_line=end, new_text=text))
+        assert out is not None
+        return out
+
+    assert does_less(CELL, edited("    total = df['region'].sum()"), 1).refused == ""
+    assert "comments out" in does_less(CELL, edited("    total = 0  # df['Region'].sum()"), 1).refused
+    wrapped = "    try:\n        total = df['Region'].sum()\n    except KeyError:\n        total = 0"
+    assert "try/except" in does_less(CELL, edited(wrapped), 1, 2).refused
+    assert "no longer binds shown" in does_less(CELL, edited("show = total", 2, 3), 1).refused
