@@ -162,7 +162,8 @@ class _ShHelper:
         payload.update(budget_s=round(left, 3), _shorten=plan, _cancel_fd=cancel_fd, facts=False)
         if not self.superseded:  # the full run goes on: it keeps the CPU it needs to finish
             payload["_nice"] = _SH_NICE
-        payload["_where"] = sink = {}  # what it shortened, said before it ran the cell
+        sink: dict[str, Any] = {}  # what it shortened, said before it ran the cell
+        payload["_where"] = sink
         result = _sb_cold(payload, _sb_time.perf_counter(), (code, self.compiled[1]))
         data = dict(result._data)
         if "shortened" not in data and sink.get("shortened"):  # it hung: still say what it shortened

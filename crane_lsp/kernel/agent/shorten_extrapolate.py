@@ -19,9 +19,14 @@ the child's own copy, which dies after answering; nothing here is imported into 
 """
 
 import sys as _shx_sys
+from typing import Any
 
 _SHX_FILE = "<crane-dryrun>"
 _SHX_MAX_ELEMENTS = 20_000_000  # a NumPy stand-in bigger than this would make the re-run slow
+
+
+def _shx_ast() -> Any:
+    return _shx_sys.modules.get("ast") or __import__("ast")  # IPython imported it in the kernel
 
 
 def _shx_extrapolate(exc, text, shortened):
@@ -55,7 +60,7 @@ def _shx_failing(exc):
 
 
 def _shx_node(text, where):
-    ast = _shx_sys.modules.get("ast")
+    ast = _shx_ast()
     tree = ast.parse(text)
     line, end_line, col, end_col = where
     for node in ast.walk(tree):
@@ -71,14 +76,14 @@ def _shx_node(text, where):
 
 def _shx_simple(node):
     """An operand that evaluates again to the same value: no generator, await, assignment or lambda."""
-    ast = _shx_sys.modules.get("ast")
+    ast = _shx_ast()
     unsafe = (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr, ast.Lambda, ast.GeneratorExp)
     return not any(isinstance(sub, unsafe) for sub in ast.walk(node))
 
 
 def _shx_operands(node):
     """The operand expressions of the failing operation (stood in for) and the rest (evaluated as is)."""
-    ast = _shx_sys.modules.get("ast")
+    ast = _shx_ast()
     if isinstance(node, ast.BinOp):
         return [node.left, node.right]
     if isinstance(node, ast.Subscript):
@@ -124,7 +129,7 @@ def _shx_try(exc, text, shortened):
     if not all(_shx_simple(o) for o in operands):
         return _shx_undecided("an operand would not evaluate to the same value again")
     full = _shx_full_sizes(shortened)
-    ast = _shx_sys.modules.get("ast")
+    ast = _shx_ast()
     scope = dict(frame.f_locals)
     values = [eval(compile(ast.Expression(o), _SHX_FILE, "eval"), frame.f_globals, scope) for o in operands]
     kinds = [_shx_kind(v) for v in values]
@@ -189,21 +194,22 @@ def _shx_standins(values, kinds, sampled):
 
 def _shx_rebuild(node, operands, names):
     """The failing expression with its operands replaced by the stand-ins' names."""
-    ast = _shx_sys.modules.get("ast")
+    ast = _shx_ast()
     import copy
 
     clone = copy.deepcopy(node)
-    slots = _shx_operands(clone) or []
-    replace = {id(slot): name for slot, name in zip(slots, names, strict=False)}
-
-    class _Swap(ast.NodeTransformer):
-        def visit(self, n):
-            if id(n) in replace:
-                return ast.copy_location(ast.Name(id=replace[id(n)], ctx=ast.Load()), n)
-            return super().visit(n)
-
-    rebuilt = _Swap().visit(clone)
-    expression = ast.Expression(rebuilt)
+    slot = iter(ast.Name(id=name, ctx=ast.Load()) for name in names)
+    if isinstance(clone, ast.BinOp):
+        clone.left, clone.right = next(slot), next(slot)
+    elif isinstance(clone, ast.Subscript):
+        clone.value = next(slot)
+    else:  # a call: the receiver of a method, then the arguments in order (as _shx_operands)
+        if isinstance(clone.func, ast.Attribute):
+            clone.func.value = next(slot)
+        clone.args = [next(slot) for _ in clone.args]
+        for keyword in clone.keywords:
+            keyword.value = next(slot)
+    expression = ast.Expression(clone)
     ast.fix_missing_locations(expression)
     return expression
 
@@ -212,7 +218,7 @@ def _shx_module_to_meta(expression, frame, scope, kinds):
     """A torch module called on a stand-in: its parameters on ``meta`` too (the child's copy)."""
     if "torch" not in kinds:
         return
-    ast = _shx_sys.modules.get("ast")
+    ast = _shx_ast()
     func = expression.body.func
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in scope:
         func = func.value  # ``model.forward(x)``: the receiver (maybe a stand-in already)

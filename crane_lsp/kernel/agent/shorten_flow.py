@@ -19,12 +19,13 @@ the shapes and names crashes of that kind are about.
 """
 
 import sys as _shf_sys
+from typing import Any
 
 #: the kinds of change, from the least to the most doubtful
 _SHF_LOOP, _SHF_PARAM, _SHF_SAMPLED, _SHF_CARRIED = "loop", "param", "sampled", "carried"
 
 
-def _shf_ast():
+def _shf_ast() -> Any:
     return _shf_sys.modules.get("ast") or __import__("ast")  # IPython has imported it in the kernel
 
 
@@ -207,7 +208,7 @@ def _shf_changes(tree, shortened, calls, ast, skip=None):
 
 def _shf_called(reads, calls):
     """The globals read by the kernel's functions (and user objects' methods) that ``reads`` names."""
-    found = set()
+    found: set[str] = set()
     for name in reads:
         found.update((calls or {}).get(name) or ())
     return found
@@ -255,7 +256,7 @@ def _shf_dependence(source, line, shortened):
     reads = _shf_effects(node, ast)[0] if not in_function else _shf_loads(node, ast)
     reads |= _shf_called(reads, calls)
     cut = {int(k) for k in (shortened.get("loops") or {})}
-    names = {}
+    names: dict[str, set[str]] = {}
     for loop in loops:  # inside a loop cut short: what its body carries is carried here too
         if loop.lineno in cut:
             carried, _writes = _shf_carried(loop, ast)
@@ -271,7 +272,7 @@ def _shf_dependence(source, line, shortened):
 
 def _shf_merged(first, second):
     """What either of two runs shortened (both runs' changes count)."""
-    merged = {"rows": [], "params": [], "loops": {}, "calls": {}}
+    merged: dict[str, Any] = {"rows": [], "params": [], "loops": {}, "calls": {}}
     for facts in (first, second):
         merged["rows"] += list(facts.get("rows") or ())
         merged["params"] += list(facts.get("params") or ())

@@ -151,8 +151,11 @@ def _shr_decide(first, second, source):
     extrapolated = [_shr_facts(r).get("extrapolated") or {} for r in (first, second)]
     status = [e.get("status") for e in extrapolated]
     if "passes" in status:
-        why = next(e.get("why") for e in extrapolated if e.get("status") == "passes")
-        return f"at the full size the failing operation would not fail ({why})", "a re-run on the full shapes"
+        runs = next(e.get("why") or "" for e in extrapolated if e.get("status") == "passes")
+        return (
+            f"at the full size the failing operation would not fail ({runs})",
+            "a re-run on the full shapes",
+        )
     if status == ["fails", "fails"] and "sampled" in kinds and not unset:
         return None, f"re-run on the full shapes, the failing operation fails too ({extrapolated[0]['why']})"
     return _shr_fallback(first, second, source), "the failure's kind (the full-size re-run could not decide)"
