@@ -46,6 +46,7 @@ class ShortenedFacts(BaseModel):
     calls: dict[str, list[str]] = Field(default_factory=dict)  # globals the kernel's functions read
     extrapolated: dict[str, Any] = Field(default_factory=dict)  # the failing operation at full size
     where: dict[str, Any] = Field(default_factory=dict)  # what was found slow, and so shortened
+    whole: list[str] = Field(default_factory=list)  # large data left whole: the slow part does not read it
 
 
 class ShortenedRun(BaseModel):
@@ -111,6 +112,9 @@ def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
         seen = run.outcome + (f" {run.exception} at line {run.line}" if run.outcome == "raised" else "")
         seen += f" in {run.elapsed_s:.2f} s" if run.elapsed_s is not None and run.outcome != "timeout" else ""
         notes.append(f"shortened run {number} ({describe(run)}): {seen}")
+    whole = sorted({w for run in runs.runs for w in (run.shortened.whole if run.shortened else ())})
+    if whole:
+        notes.append(f"left whole (the slow part does not read them): {', '.join(whole)}")
     if not runs.runs:
         why = runs.skipped or (f"the shortened run failed: {runs.error}" if runs.error else "")
         why = f"no shortened run: {why or 'no time was left for one'}"

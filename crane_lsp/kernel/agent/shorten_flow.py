@@ -303,8 +303,29 @@ def _shf_slow_part(text, line):
         if _shf_cuttable(node, ast) and (span is None or node.lineno < span[0]):
             span = (node.lineno, node.end_lineno or node.lineno)
     if span is None:
-        return {"where": {"line": line, "mode": "sample"}}
+        slow = next((n for n in tree.body if n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+        reads = sorted(_shf_feeds(tree, slow, ast)) if slow is not None else []
+        return {"where": {"line": line, "mode": "sample", "reads": reads}}
     return {"where": {"line": line, "mode": "loops", "span": list(span)}}
+
+
+def _shf_feeds(tree, slow, ast):
+    """The names the slow top-level statement reads, and those the cell computed them from: the data
+    whose rows the time goes to (a sample of the rest would only add ways to invent a crash)."""
+    statements = list(_shf_statements(tree.body, ast))
+    effects = [_shf_effects(node, ast) for node in statements]
+    needed = set(_shf_effects(slow, ast)[0])
+    for node in _shf_statements([slow], ast):
+        needed |= _shf_effects(node, ast)[0]
+    for _round in range(len(effects) + 1):
+        grew = False
+        for reads, writes in effects:
+            if writes & needed and not reads <= needed:
+                needed |= reads
+                grew = True
+        if not grew:
+            break
+    return needed
 
 
 def _shf_cuttable(node, ast):

@@ -479,9 +479,13 @@ def _shs_sample_names(namespace, code, plan):
             continue
         found.append((what, kind, value, rows, place))
     by_rows: dict[int, list[Any]] = {}
+    slow_rows = _shs_slow_rows(namespace, found, where)
     for what, kind, value, rows, place in found:
         if rows >= max(_SHS_ROWS_MIN, 2 * wanted) and rows not in feature_dims:
-            by_rows.setdefault(rows, []).append((what, kind, value, place))
+            if slow_rows is None or rows in slow_rows:
+                by_rows.setdefault(rows, []).append((what, kind, value, place))
+            else:
+                shortened.setdefault("whole", []).append(what)
     originals = _shs_state.setdefault("originals", [])
     for rows, members in by_rows.items():
         labels = [a for _w, kind, value, _p in members for a in _shs_label_arrays(kind, value, np)]
@@ -508,6 +512,24 @@ def _shs_sample_names(namespace, code, plan):
     namespace[_SHS_WHILE_START] = _shs_while_start
     shortened["sample_s"] = round(_shs_time.perf_counter() - started, 4)
     return shortened
+
+
+def _shs_slow_rows(namespace, found, where):
+    """Row counts of the data the slow statement reads (``where["reads"]``, the cell's names it is
+    computed from, and the globals of the functions it calls): only objects with those row counts are
+    sampled (all of them, so that ``X`` and ``y`` stay aligned). None: sample every large object (the
+    slow statement is unknown, or reads no data found here)."""
+    reads = where.get("reads") if where.get("mode") == "sample" else None
+    if not reads:
+        return None
+    names = set(reads)
+    for name in reads:
+        value = namespace.get(name)
+        with _shs_contextlib.suppress(Exception):
+            if type(value).__name__ == "function" and value.__globals__ is namespace:
+                names |= _shs_code_names(value.__code__)
+    rows = {r for what, _kind, _value, r, _place in found if what.split("[", 1)[0] in names}
+    return rows or None
 
 
 def _shs_calls(namespace, names):
