@@ -48,3 +48,16 @@ def test_the_guard_names_what_does_less() -> None:
     wrapped = "    try:\n        total = df['Region'].sum()\n    except KeyError:\n        total = 0"
     assert "try/except" in does_less(CELL, edited(wrapped), 1, 2).refused
     assert "no longer binds shown" in does_less(CELL, edited("show = total", 2, 3), 1).refused
+
+
+def test_a_numeric_option_the_library_takes_as_text() -> None:
+    p = Prediction(
+        crash=True,
+        certainty="observed",
+        exception="ValueError",
+        line=0,
+        message="ValueError: 45 option for line not understood",
+        source=Source(layer="dryrun"),
+    )
+    (fix,) = candidates(p, "fig = sm.qqplot(x, line=45, fit=True)")
+    assert fix.new_text == "fig = sm.qqplot(x, line='45', fit=True)" and fix.layer == "dryrun-facts"

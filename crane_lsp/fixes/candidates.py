@@ -492,6 +492,23 @@ def one_line_title(code: str) -> str:
     return f"Use {code}" if len(code) <= 60 else f"Use {code[:57]}..."
 
 
+def _option_as_text(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """ "45 option for line not understood": an option given as a number where the library takes its
+    name as text (``qqplot(x, line=45)`` -> ``line='45'``)."""
+    m = re.search(r"(\S+) option for (\w+) not understood", _text(p))
+    if not m:
+        return
+    for node in line.nodes:
+        value = node.value if isinstance(node, ast.keyword) and node.arg == m[2] else None
+        if (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, int | float)
+            and str(value.value) == m[1]
+        ):
+            shown = f"'{m[1]}'"
+            yield _fix(line, line.replace(value, shown), f"Pass {m[2]}={shown} as text", layer)
+
+
 _Family = Callable[[Prediction, _Line, FixLayer], Iterator[Fix]]
 #: the families, in the order a tie in size is broken
 FAMILIES: tuple[_Family, ...] = (
@@ -502,6 +519,7 @@ FAMILIES: tuple[_Family, ...] = (
     _by_keyword,
     _single_number,
     _saga,
+    _option_as_text,
     _close_labels,
     _aggregation,
     _repeated_drop,
