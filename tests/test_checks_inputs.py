@@ -73,6 +73,13 @@ CASES = [
         "ct.predict(df[['a', 'b', 'c']])\n",
         None,
     ),
+    Case(
+        "pipe-method-missing-near",
+        "sklearn.pipeline-features",
+        ML,
+        "try:\n    pipe.transform(X[:, 1:])\nexcept AttributeError:\n    pass\n",
+        None,
+    ),
     # the walk follows ``reshape`` and ``iloc`` now: the plain-estimator check sees the wrong width
     Case("reshape-whole", "sklearn.features", ML, "m.predict(X.reshape(1, -1))\n", "ValueError"),
     Case("iloc-fewer", "sklearn.features", ML, "m.predict(df.iloc[:, 1:].values)\n", "ValueError"),

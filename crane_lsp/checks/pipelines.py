@@ -8,10 +8,12 @@ also a ValueError) for another width. The plain-estimator case is ``sklearn.feat
 left out there because their rules depend on the steps.
 
 Certain only when: the object is ``sklearn.pipeline.Pipeline`` (``make_pipeline`` builds one) from the kernel,
-its final step fitted, the probe read the first real step's ``n_features_in_``, and that step's class is one
-whose ``transform``/``predict`` validates X that way (``sklearn.NUMERIC_X``: scalers, PCA, linear models,
-trees...). A ``ColumnTransformer`` or ``FunctionTransformer`` first is not judged (a DataFrame may carry
-extra columns there; ``validate=False`` checks nothing).
+its final step fitted and known to have the method (``Pipeline`` offers ``predict``/``transform``/... only
+when its final step does: else AttributeError comes first), the probe read the first real step's
+``n_features_in_``, and that step's class is one whose ``transform``/``predict`` validates X that way
+(``sklearn.NUMERIC_X``: scalers, PCA, linear models, trees...). A ``ColumnTransformer`` or
+``FunctionTransformer`` first is not judged (a DataFrame may carry extra columns there; ``validate=False``
+checks nothing).
 """
 
 from __future__ import annotations
@@ -21,10 +23,34 @@ import ast
 from crane_lsp.analysis.values import has_star
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
-from crane_lsp.checks.sklearn import NUMERIC_X, USE_METHODS
+from crane_lsp.checks.sklearn import NUMERIC_X, is_supervised
 
 CHECK = "sklearn.pipeline-features"
 _SKIP_STEPS = ("str", "NoneType")  # 'passthrough' and None: the step does nothing
+#: ``Pipeline`` offers a method only when its final step has it (``available_if``: else AttributeError, not
+#: the ValueError), so each method is judged only for final steps known to have it.
+_PROBA = frozenset(
+    {
+        "LogisticRegression", "RandomForestClassifier", "ExtraTreesClassifier", "DecisionTreeClassifier",
+        "GradientBoostingClassifier", "KNeighborsClassifier", "GaussianNB", "MultinomialNB", "BernoulliNB",
+        "MLPClassifier", "HistGradientBoostingClassifier",
+    }
+)  # fmt: skip
+_TRANSFORM = frozenset(
+    {
+        "StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "PCA", "TruncatedSVD",
+        "PolynomialFeatures", "QuantileTransformer", "PowerTransformer",
+    }
+)  # fmt: skip
+METHODS = ("predict", "score", "predict_proba", "transform")
+
+
+def _final_has(method: str, final: str | None) -> bool:
+    if final is None:
+        return False
+    if method in ("predict", "score"):
+        return is_supervised(final)
+    return final in (_PROBA if method == "predict_proba" else _TRANSFORM)
 
 
 def _first_step(steps: list[str]) -> str | None:
@@ -36,10 +62,10 @@ def _first_step(steps: list[str]) -> str | None:
     return None
 
 
-@step(CHECK, on=(ast.Call,), words=USE_METHODS)
+@step(CHECK, on=(ast.Call,), words=METHODS)
 def _pipeline_features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``pipe.predict(X)`` with X 1-D or of another width than the pipeline's first step was fitted on."""
-    for node, method in w.method_calls(stmt, *USE_METHODS):
+    for node, method in w.method_calls(stmt, *METHODS):
         if not node.args or has_star(node):
             continue
         pipe = w.ev(method.value)
@@ -49,6 +75,8 @@ def _pipeline_features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if est.module != "sklearn.pipeline" or est.cls != "Pipeline" or not est.from_kernel:
             continue
         if info.fitted is not True or info.n_features_in is None or not info.steps:
+            continue
+        if not _final_has(method.attr, info.final_step):
             continue
         first = _first_step(info.steps)
         if first is None or first not in NUMERIC_X:
