@@ -32,6 +32,8 @@ m = LogisticRegression().fit(X, y)
 pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
 fpipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(df, y)
 ct = make_pipeline(ColumnTransformer([('s', StandardScaler(), ['a', 'b'])]), LogisticRegression()).fit(df, y)
+fresh = make_pipeline(StandardScaler(), LogisticRegression())
+named = df.assign(city=['paris', 'oslo', 'rome'] * 10)
 """
 
 TEXT = """
@@ -78,6 +80,23 @@ CASES = [
         "sklearn.pipeline-features",
         ML,
         "try:\n    pipe.transform(X[:, 1:])\nexcept AttributeError:\n    pass\n",
+        None,
+    ),
+    Case(
+        "pipe-fit-text", "sklearn.pipeline-features", ML, "fresh.fit(named[['a', 'city']], y)\n", "ValueError"
+    ),
+    Case(
+        "pipe-predict-text",
+        "sklearn.pipeline-features",
+        ML,
+        "fpipe.predict(named.drop(columns='a'))\n",
+        "ValueError",
+    ),
+    Case(
+        "pipe-fit-near",
+        "sklearn.pipeline-features",
+        ML,
+        "fresh.fit(named[['a', 'b']], y)\nfresh.fit(X[:, :2], y)\n",
         None,
     ),
     # the walk follows ``reshape`` and ``iloc`` now: the plain-estimator check sees the wrong width
