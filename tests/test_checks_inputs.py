@@ -184,6 +184,27 @@ CASES = [
     Case("plot-fmt-lengths", "plot.lengths", PLOTS, "plt.plot(heights, heights[1:], 'r-')\n", "ValueError"),
     Case("pie-labels", "plot.lengths", PLOTS, "plt.pie(heights, labels=['a', 'b'])\n", "ValueError"),
     Case(
+        "xticks-labels",
+        "plot.lengths",
+        PLOTS,
+        "plt.xticks(np.arange(3), ['a', 'b'], rotation=45)\n",
+        "ValueError",
+    ),
+    Case(
+        "set-yticks-labels",
+        "plot.lengths",
+        PLOTS,
+        "ax.set_yticks([0, 1], labels=['a', 'b', 'c'])\n",
+        "ValueError",
+    ),
+    Case(
+        "ticks-near",
+        "plot.lengths",
+        PLOTS,
+        "plt.xticks([0, 1, 2], [])\nax.set_xticks(heights, ['a', 'b', 'c'])\n",
+        None,
+    ),
+    Case(
         "lengths-near",
         "plot.lengths",
         PLOTS,

@@ -6,10 +6,14 @@ What matplotlib 3.x really raises (``ValueError`` each):
   neither 1 (``shape mismatch: objects cannot be broadcast to a single shape``);
 - ``plot(x, y)`` / ``plot(x, y, 'r-')``: first dimensions differ (``x and y must have same first dimension``);
 - ``scatter(x, y, ...)``: sizes differ (``x and y must be the same size``, checked before ``s`` and ``c``);
-- ``pie(x, labels=...)``: another number of labels than wedges (``'labels' must be of length 'x'``).
+- ``pie(x, labels=...)``: another number of labels than wedges (``'labels' must be of length 'x'``);
+- ``plt.xticks(ticks, labels)`` / ``ax.set_xticks(ticks, labels=...)`` (and ``y``): a non-empty list of
+  labels of another length than the ticks (``The number of FixedLocator locations (3) ... does not match``).
 
 Not errors, so never reported: ``legend`` with more labels than artists (the extra labels are dropped),
-``set_xticklabels`` after ``bar`` (matplotlib's auto locator), colour lists of another length in ``bar``.
+``set_xticklabels`` after ``bar`` (matplotlib's auto locator), colour lists of another length in ``bar``,
+``xticks(ticks, [])`` (no labels). A ``set_xticklabels`` after a ``set_xticks`` in another call is not judged
+(what else changed the locator in between is not followed).
 The call must be ``plt.<f>`` on ``matplotlib.pyplot`` or ``<Axes>.<f>`` on a kernel ``Axes``, without
 ``data=`` (names would be looked up in it); the lengths come from literal lists of scalars, 1-D arrays,
 Series and lists whose length the walk knows.
@@ -24,7 +28,8 @@ from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
 
 CHECK = "plot.lengths"
-_FUNCS = ("bar", "barh", "plot", "scatter", "pie")
+_FUNCS = ("bar", "barh", "plot", "scatter", "pie", "xticks", "yticks", "set_xticks", "set_yticks")
+_TICKS = ("xticks", "yticks", "set_xticks", "set_yticks")
 
 
 def _matplotlib_call(w: CellWalk, call: ast.Call) -> bool:
@@ -66,6 +71,16 @@ def _length(w: CellWalk, node: ast.expr, one_d: bool) -> tuple[int, str] | None:
 
 def _problem(w: CellWalk, call: ast.Call, name: str) -> tuple[ast.AST, str, list[tuple[str, str]]] | None:
     args = call.args
+    if name in _TICKS:
+        labels = (
+            args[1] if len(args) >= 2 else next((k.value for k in call.keywords if k.arg == "labels"), None)
+        )
+        if not args or labels is None:
+            return None
+        a, b = _length(w, args[0], True), _length(w, labels, True)
+        if a is None or b is None or b[0] in (0, a[0]):
+            return None  # no labels at all is allowed
+        return labels, f"{name}: {b[0]} labels for {a[0]} ticks", [("ticks", a[1]), ("labels", b[1])]
     if name == "pie":
         labels = next((k.value for k in call.keywords if k.arg == "labels"), None)
         if len(args) != 1 or labels is None:
@@ -98,6 +113,8 @@ def _lengths(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     for node, method in w.method_calls(stmt, *_FUNCS):
         if has_star(node) or any(k.arg == "data" for k in node.keywords) or not _matplotlib_call(w, node):
             continue
+        if method.attr in ("xticks", "yticks") and w.module_of(method.value) != "matplotlib.pyplot":
+            continue  # ``ax.xticks`` does not exist
         if method.attr in ("bar", "barh") and any(
             k.arg in ("width", "height", "bottom", "left", "x", "y") for k in node.keywords
         ):
