@@ -44,6 +44,7 @@ class ShortenedFacts(BaseModel):
     failure: dict[str, Any] = Field(default_factory=dict)
     eager: bool = False  # TensorFlow functions ran eagerly (a fork has none of TF's thread pools)
     calls: dict[str, list[str]] = Field(default_factory=dict)  # globals the kernel's functions read
+    modules: list[str] = Field(default_factory=list)  # names bound to modules (calls into them change none)
     extrapolated: dict[str, Any] = Field(default_factory=dict)  # the failing operation at full size
     where: dict[str, Any] = Field(default_factory=dict)  # what was found slow, and so shortened
     whole: list[str] = Field(default_factory=list)  # large data left whole: the slow part does not read it

@@ -75,3 +75,11 @@ def test_a_lowered_parameter_changes_what_its_line_binds() -> None:
 
 def test_a_cell_that_does_not_parse_is_left_to_the_fallback() -> None:
     assert _shf_dependence("def broken(:\n", 1, SAMPLED) is None
+
+
+def test_calling_into_a_module_changes_no_module() -> None:
+    body = "    w = np.linalg.svd(np.random.rand(4, 4))[1].sum()\n    step += 1\n"
+    cell = "step = 0\nwhile step < steps:\n" + body + "w.sizee\n"
+    loops = {"loops": {"2": [2, 0]}}
+    assert _kinds(cell, 5, **loops) == {"w": ["carried", "loop"]}  # without the kernel's facts
+    assert _kinds(cell, 5, modules=["np"], **loops) == {"w": ["loop"]}  # np is a module: w is fresh

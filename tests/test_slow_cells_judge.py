@@ -263,3 +263,16 @@ def test_numbers_that_scale_with_the_sample_are_masked_others_are_not() -> None:
     assert alike.crash and alike.exception == "RuntimeError", alike.message
     differ = _judge(_run(263, "RuntimeError", torch.format(8)), _run(391, "RuntimeError", torch.format(9)))
     assert not differ.crash and "raised differently" in differ.message
+
+
+def test_a_name_error_is_decided_by_the_name_alone() -> None:
+    """The failing value is the name: a line that also reads what a cut loop filled in still fails on a
+    name bound nowhere in the cell (the pairwise-distance case), not on one the loop binds."""
+    cell = "for i in range(n):\n    D[i, i] = 1.0\nscore = D.max() / scale\n"
+    loops = {"loops": {"1": [2, 5000]}}
+    crash = [_loop_run("NameError", "name 'scale' is not defined", 2, **loops)] * 2
+    assert judge(ShortenedRuns.model_validate({"runs": crash}), "3 s", cell).crash
+    bound = cell.replace("score =", "if n > 9000:\n    scale = 2\nscore =")
+    unset = [{**crash[0], "line": 5}] * 2
+    prediction = judge(ShortenedRuns.model_validate({"runs": unset}), "3 s", bound)
+    assert not prediction.crash and "binds that name itself" in prediction.message

@@ -87,6 +87,8 @@ def _shx_operands(node):
     if isinstance(node, ast.BinOp):
         return [node.left, node.right]
     if isinstance(node, ast.Subscript):
+        if any(isinstance(sub, ast.Name) for sub in ast.walk(node.slice)):
+            return None  # a computed position may come from the sample
         return [node.value]
     if isinstance(node, ast.Call):
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
@@ -112,9 +114,19 @@ def _shx_kind(value):
         return "numpy"
     if module == "torch" and kind.__name__ in ("Tensor", "Parameter"):
         return "torch"
-    if module in ("pandas", "polars") or kind in (list, dict) or module == "scipy":
-        return "other"  # sized, no stand-in: a sampled one cannot be decided here
     return None
+
+
+def _shx_plain(value, depth=0):
+    """A constant-like operand (a number, text, None, a slice, a tuple or list of those): the same in
+    the full run, unless computed from the sample (an int is checked for that by its expression)."""
+    if value is None or type(value) in (bool, int, float, str, complex) or value is Ellipsis:
+        return True
+    if type(value) is slice:
+        return all(_shx_plain(part, depth + 1) for part in (value.start, value.stop, value.step))
+    if type(value) in (tuple, list) and depth < 2 and len(value) <= 16:
+        return all(_shx_plain(item, depth + 1) for item in value)
+    return False
 
 
 def _shx_try(exc, text, shortened):
@@ -125,7 +137,7 @@ def _shx_try(exc, text, shortened):
     node = _shx_node(text, where)
     operands = _shx_operands(node) if node is not None else None
     if not operands:
-        return _shx_undecided("the failing operation is not an operator, a subscript or a call")
+        return _shx_undecided("the failing operation is not an operator, a constant subscript or a call")
     if not all(_shx_simple(o) for o in operands):
         return _shx_undecided("an operand would not evaluate to the same value again")
     full = _shx_full_sizes(shortened)
@@ -133,19 +145,21 @@ def _shx_try(exc, text, shortened):
     scope = dict(frame.f_locals)
     values = [eval(compile(ast.Expression(o), _SHX_FILE, "eval"), frame.f_globals, scope) for o in operands]
     kinds = [_shx_kind(v) for v in values]
-    sampled = []
-    for value, kind in zip(values, kinds, strict=False):
-        shape = tuple(int(d) for d in value.shape) if kind in ("numpy", "torch") else ()
-        if kind == "other":
-            size = getattr(value, "shape", (len(value),) if hasattr(value, "__len__") else ())
-            if any(int(d) in full for d in size[:1] if d is not None):
-                return _shx_undecided(f"a sampled {type(value).__name__} has no stand-in")
-        sampled.append(tuple(full.get(d, d) for d in shape) if any(d in full for d in shape) else None)
-    if not any(sampled):
-        if any(
-            type(v) is int and not isinstance(o, ast.Constant) for v, o in zip(values, operands, strict=False)
-        ):
+    for value, kind, operand in zip(values, kinds, operands, strict=False):
+        if kind in ("numpy", "torch"):
+            continue
+        if not _shx_plain(value):  # a frame, an indexer, an estimator: what it holds is not its shape
+            return _shx_undecided(f"an operand ({type(value).__name__}) has no shape to stand in for")
+        if type(value) is int and not isinstance(operand, ast.Constant):
             return _shx_undecided("a computed position or size may come from the sample")
+    sampled = [
+        tuple(full.get(int(d), int(d)) for d in v.shape) if any(int(d) in full for d in v.shape) else None
+        for v in values
+        if _shx_kind(v) in ("numpy", "torch")
+    ]
+    sampled_by_operand = iter(sampled)
+    sampled = [next(sampled_by_operand) if k in ("numpy", "torch") else None for k in kinds]
+    if not any(sampled):
         return {"status": "fails", "why": "no operand holds a dimension the sample shrank"}
     standins = _shx_standins(values, kinds, sampled)
     if isinstance(standins, str):

@@ -49,7 +49,7 @@ def _shf_loads(node, ast):
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _shf_effects(node, ast):
+def _shf_effects(node, ast, modules=frozenset()):
     """``(reads, writes)`` of one statement: its header only for a compound statement (their bodies are
     statements of their own); a definition reads what its body reads (when it is called)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -94,11 +94,11 @@ def _shf_effects(node, ast):
             elif isinstance(sub, ast.Call):
                 if isinstance(sub.func, ast.Attribute):
                     root = _shf_root(sub.func.value, ast)  # a method may change its object
-                    if root:
+                    if root and root not in modules:  # ``np.linalg.svd(a)`` changes no ``np``
                         writes.add(root)
                 for arg in [*sub.args, *(k.value for k in sub.keywords)]:
                     root = _shf_root(arg, ast)  # a call may change what it is handed
-                    if root:
+                    if root and root not in modules:
                         writes.add(root)
             elif isinstance(sub, ast.AugAssign):
                 root = _shf_root(sub.target, ast)
@@ -129,13 +129,13 @@ def _shf_statements(body, ast):
                 yield from _shf_statements(inner, ast)
 
 
-def _shf_carried(loop, ast):
+def _shf_carried(loop, ast, modules=frozenset()):
     """Names the loop's body reads before binding them in the same iteration, and also changes:
     their value after a cut depends on the iterations skipped."""
     body = loop.body
     writes: set = set()
     for node in _shf_statements(body, ast):
-        writes |= _shf_effects(node, ast)[1]
+        writes |= _shf_effects(node, ast, modules)[1]
     target = set()
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         target = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
@@ -145,7 +145,7 @@ def _shf_carried(loop, ast):
     carried |= (reads_first & writes) - bound
     for node in body:  # in order: a name bound by a plain assignment at the top of the body is fresh
         for inner in _shf_statements([node], ast):
-            reads, _writes = _shf_effects(inner, ast)
+            reads, _writes = _shf_effects(inner, ast, modules)
             carried |= (reads & writes) - bound
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -157,7 +157,7 @@ def _shf_carried(loop, ast):
     return carried, writes - target
 
 
-def _shf_changes(tree, shortened, calls, ast, skip=None):
+def _shf_changes(tree, shortened, calls, ast, skip=None, modules=frozenset()):
     """``{name: kinds}``: the cell's names whose value the shortened run may have changed (``skip``:
     a statement whose own effects come after what it reads: the failing one, outside loops)."""
     changed: dict = {}
@@ -180,16 +180,16 @@ def _shf_changes(tree, shortened, calls, ast, skip=None):
     for node in statements:
         line = getattr(node, "lineno", None)
         if line in param_lines:
-            for name in _shf_effects(node, ast)[1]:
+            for name in _shf_effects(node, ast, modules)[1]:
                 mark(name, _SHF_PARAM)
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and line in cut:
-            carried, writes = _shf_carried(node, ast)
+            carried, writes = _shf_carried(node, ast, modules)
             for name in writes:
                 mark(name, _SHF_CARRIED if name in carried else _SHF_LOOP)
         elif line in cut:  # a comprehension over a long range cut short: fewer items
-            for name in _shf_effects(node, ast)[1]:
+            for name in _shf_effects(node, ast, modules)[1]:
                 mark(name, _SHF_SAMPLED)
-    effects = [_shf_effects(node, ast) for node in statements if node is not skip]
+    effects = [_shf_effects(node, ast, modules) for node in statements if node is not skip]
     effects = [(reads | _shf_called(reads, calls), writes) for reads, writes in effects]
     for _round in range(len(effects) + 1):  # to a fixed point: each round spreads changes one step
         grew = False
@@ -248,18 +248,21 @@ def _shf_dependence(source, line, shortened):
     if not line:
         return None
     calls = shortened.get("calls") or {}
+    modules = frozenset(
+        shortened.get("modules") or ()
+    )  # names bound to modules: calling into one changes it not
     node, loops = _shf_failing_node(tree, int(line), ast)
     if node is None:
         return None
-    changed = _shf_changes(tree, shortened, calls, ast, skip=None if loops else node)
+    changed = _shf_changes(tree, shortened, calls, ast, None if loops else node, modules)
     in_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
-    reads = _shf_effects(node, ast)[0] if not in_function else _shf_loads(node, ast)
+    reads = _shf_effects(node, ast, modules)[0] if not in_function else _shf_loads(node, ast)
     reads |= _shf_called(reads, calls)
     cut = {int(k) for k in (shortened.get("loops") or {})}
     names: dict[str, set[str]] = {}
     for loop in loops:  # inside a loop cut short: what its body carries is carried here too
         if loop.lineno in cut:
-            carried, _writes = _shf_carried(loop, ast)
+            carried, _writes = _shf_carried(loop, ast, modules)
             for name in reads & carried:
                 names.setdefault(name, set()).add(_SHF_CARRIED)
     for name in reads:
@@ -272,11 +275,12 @@ def _shf_dependence(source, line, shortened):
 
 def _shf_merged(first, second):
     """What either of two runs shortened (both runs' changes count)."""
-    merged: dict[str, Any] = {"rows": [], "params": [], "loops": {}, "calls": {}}
+    merged: dict[str, Any] = {"rows": [], "params": [], "loops": {}, "calls": {}, "modules": []}
     for facts in (first, second):
         merged["rows"] += list(facts.get("rows") or ())
         merged["params"] += list(facts.get("params") or ())
         merged["loops"].update(facts.get("loops") or {})
+        merged["modules"] = sorted({*merged["modules"], *(facts.get("modules") or ())})
         for name, names in (facts.get("calls") or {}).items():
             merged["calls"][name] = sorted({*merged["calls"].get(name, ()), *names})
     return merged

@@ -131,6 +131,12 @@ def _shr_decide(first, second, source):
     capped = {(p.get("param") or "").rsplit("__", 1)[-1] for p in params}
     if any(name and name in raw for name in capped):
         return "it names a parameter the shortened run lowered", "the message"
+    if exception in ("NameError", "UnboundLocalError"):  # the failing value is the name: its binding decides
+        found = _SHR_NAME.search(raw)
+        name = next((g for g in found.groups() if g), None) if found else None
+        if name is None or name in _shr_bound_names(source):
+            return "the cell binds that name itself: a loop cut short may have left it unset", "the name"
+        return None, "the name is bound nowhere in the cell"
     merged = _shf_merged(_shr_facts(first), _shr_facts(second))
     try:
         dependence = _shf_dependence(source, first.get("line"), merged)
@@ -143,9 +149,9 @@ def _shr_decide(first, second, source):
         carried = sorted(n for n, k in names.items() if "carried" in k)
         why = f"it reads {_shr_list(carried)}, built up by a loop cut short: skipped iterations may change it"
         return why, "the data flow"
-    unset = exception in ("NameError", "UnboundLocalError") or "NoneType" in raw
+    unset = "NoneType" in raw
     if not kinds - {"loop"} and not dependence["in_function"]:
-        if unset and (kinds or _shr_named_in_cut_loop(first, merged, source)):
+        if unset and kinds:
             return "a loop cut short may have left a value unset", "the data flow"
         return None, "the failing line reads nothing the shortening changed"
     extrapolated = [_shr_facts(r).get("extrapolated") or {} for r in (first, second)]
@@ -163,15 +169,6 @@ def _shr_decide(first, second, source):
 
 def _shr_list(names):
     return ", ".join(f"`{n}`" for n in names[:4]) + (" ..." if len(names) > 4 else "")
-
-
-def _shr_named_in_cut_loop(run, merged, source):
-    """A NameError for a name that a loop cut short binds (an iteration that binds it may be skipped)."""
-    found = _SHR_NAME.search(run.get("message") or "")
-    name = next((g for g in found.groups() if g), None) if found else None
-    if name is None or not merged.get("loops"):
-        return False
-    return name in _shr_bound_names(source)
 
 
 def _shr_fallback(first, second, source):

@@ -501,6 +501,7 @@ def _shs_sample_names(namespace, code, plan):
     if not loops_only:
         _shs_cap_estimators(namespace, names, cap, shortened["params"])
     shortened["calls"] = _shs_calls(namespace, names)
+    shortened["modules"] = sorted(n for n in names if type(namespace.get(n)).__name__ == "module")[:200]
     if _shs_tf_eager(namespace, names):
         shortened["eager"] = True
     _shs_state["shortened"] = shortened
