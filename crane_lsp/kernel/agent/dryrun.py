@@ -43,7 +43,11 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     from crane_lsp.kernel.agent.jail_workers import _jwk_report, _jwk_single_process
     from crane_lsp.kernel.agent.refusal import _frm_refusal
     from crane_lsp.kernel.agent.shorten_extrapolate import _shx_extrapolate
-    from crane_lsp.kernel.agent.shorten_report import _shp_report_shortened, _shp_report_where
+    from crane_lsp.kernel.agent.shorten_report import (
+        _shp_report_shortened,
+        _shp_report_where,
+        _shp_stop_reports,
+    )
     from crane_lsp.kernel.agent.shorten_sample import (
         _shs_code_names,
         _shs_failure_facts,
@@ -489,6 +493,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
 
 
 def _sb_answer(write_fd, result, started, begun):
+    _shp_stop_reports()  # no report of the line may land inside or after the answer
     result["elapsed_s"] = round(_sb_time.perf_counter() - started, 4)
     result["child_cpu_s"] = round(_sb_time.process_time(), 4)
     if result.pop("_measure_memory", False):  # costs 10-25 ms in a big kernel: only when asked
