@@ -4,7 +4,8 @@
 pandas 3 raises ``TypeError`` (``Cannot perform reduction 'mean' with string dtype``; in a groupby
 ``dtype 'str' does not support operation 'mean'``; on an object column ``Could not convert 'x' to numeric``)
 unless ``numeric_only=True`` drops such columns. ``sum``, ``min``, ``max`` and ``describe`` work on text and
-are not judged. A column counts as text when the probe read its dtype as pandas' string dtype (``str``,
+are not judged; nor is pandas before 2.0 (the probe's version), where ``mean`` dropped text columns. A
+column counts as text when the probe read its dtype as pandas' string dtype (``str``,
 ``string``) or, for an ``object`` column, when its value statistics hold a string ``float()`` rejects. The
 receiver must be pandas' own ``DataFrame``/``Series`` (a subclass may override the reduction) whose every
 column summary is known (``frame_columns``): a kernel frame, a column selection or a drop of one.
@@ -92,9 +93,18 @@ def _group_keys(w: CellWalk, call: ast.AST) -> tuple[Val, tuple[str, ...]] | Non
     return frame, keys
 
 
+def _pandas_2(w: CellWalk) -> bool:
+    """pandas 2.0 made ``numeric_only=False`` the default: before, ``df.mean()`` dropped text columns."""
+    versions = w.snapshot.versions
+    major = (versions.packages.get("pandas") or "0").split(".")[0] if versions is not None else "0"
+    return major.isdigit() and int(major) >= 2
+
+
 @step(CHECK, on=(ast.Call,), words=NUMERIC_REDUCTIONS)
 def _text_reduction(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     """``mean``/``median``/``std``/... of a frame, column or groupby that holds text, without numeric_only."""
+    if not _pandas_2(w):
+        return []
     for node, method in w.method_calls(stmt, *NUMERIC_REDUCTIONS):
         if not _plain_call(node):
             continue
