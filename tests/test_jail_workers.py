@@ -155,3 +155,15 @@ def test_scikit_learn_with_two_jobs(jk: JailKernel) -> None:
         jk, "scores = cross_val_score(LogisticRegression(C=-1.0), X, y, cv=3, n_jobs=2, error_score='raise')"
     )
     assert verdict(crash)[:3] == ("raised", "InvalidParameterError", 1), verdict(crash)
+
+
+def test_a_spawned_pool_still_ends_the_run(jk: JailKernel) -> None:
+    """``spawn`` starts a fresh interpreter (the notebook's functions are not importable there): the
+    copy cannot be one, so the run ends as before, and nothing reaches the machine."""
+    before = _leftovers()
+    cell = "import multiprocessing\nwith multiprocessing.get_context('spawn').Pool(2) as pool:\n"
+    cell += "    pool.map(abs, [1])"
+    result = jk.dry_run(cell, budget_s=60)
+    assert result["outcome"] == "blocked", verdict(result)
+    assert not any(n.startswith(WORLD) for n in result.get("notes") or []), result["notes"]
+    assert _leftovers() == before

@@ -1,11 +1,14 @@
 """Native thread pools reset to one thread in the forked child. STANDARD LIBRARY ONLY (ctypes).
 
 A fork copies only the forking thread. OpenMP (scikit-learn's KMeans, GaussianMixture; torch's
-own libgomp), OpenBLAS and MKL keep pools whose worker threads no longer exist, so the first
-parallel region after the fork waits for them forever. One thread each, as threadpoolctl would set
-it, and the child never enters a pool. joblib/loky read their CPU count from the environment (else
-they start ``lscpu``, which the jail would stop). Joined into the probe's private module:
-top-level names carry the ``_jth_`` prefix.
+own libgomp) and MKL keep pools whose worker threads no longer exist, so the first parallel region
+after the fork waits for them forever. One thread each, as threadpoolctl would set it, and the
+child never enters those pools. OpenBLAS built on pthreads is the exception: its own fork handler
+shut its pool down before the fork, and it restarts one on the first threaded call, so the child
+keeps the kernel's thread count and a BLAS-bound cell runs at the kernel's speed (one thread made
+a matrix product up to N times slower on N idle cores). joblib/loky read their CPU count from
+the environment (else they start ``lscpu``, which the jail would stop). Joined into the probe's
+private module: top-level names carry the ``_jth_`` prefix.
 """
 
 import ctypes as _jth_ctypes
@@ -25,6 +28,9 @@ _JTH_SETTERS = {
     "libmkl_rt": ("MKL_Set_Num_Threads",),
     "libblis": ("bli_thread_set_num_threads",),
 }
+#: OpenBLAS's threading model: 0 sequential, 1 pthreads (its pool is fork-safe), 2 OpenMP (not)
+_JTH_PARALLEL = ("openblas_get_parallel", "openblas_get_parallel64_", "scipy_openblas_get_parallel",
+                 "scipy_openblas_get_parallel64_")  # fmt: skip
 _JTH_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LOKY_MAX_CPU_COUNT",
             "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")  # fmt: skip
 
@@ -54,6 +60,8 @@ class _JthPool:
         names = next((v for k, v in _JTH_SETTERS.items() if k in self.base), ())
         self.setters = [f for f in (getattr(lib, n, None) for n in names) if f is not None]
         self.counters: tuple | None  # (blas_server_avail, blas_cpu_number)
+        found = (getattr(lib, n, None) for n in _JTH_PARALLEL)
+        self.parallel = next((f for f in found if f is not None), None)  # OpenBLAS's threading model
         try:
             self.counters = (_jth_ctypes.c_int.in_dll(lib, "blas_server_avail"),
                              _jth_ctypes.c_int.in_dll(lib, "blas_cpu_number"))  # fmt: skip
@@ -128,30 +136,55 @@ def _jth_pool_libraries(maps):
     return paths
 
 
-def _jth_openblas_idle(pool):
-    """OpenBLAS whose pool its own fork handler shut down: its thread count set to one in place.
+def _jth_spare_cpus():
+    """CPUs this process may use that the machine's load leaves idle, at least one."""
+    try:
+        usable = len(_jth_os.sched_getaffinity(0))
+        return max(1, int(usable - _jth_os.getloadavg()[0]) + 1)
+    except (OSError, AttributeError):
+        return 1
 
-    Its setter would first restart the pool ("lazy re-init after a fork"), and a fresh OpenBLAS
-    worker spins on the CPU for about 0.1 s waiting for work: it doubled the CPU time of every
-    dry run that had numpy loaded. With the count at one, OpenBLAS never needs its pool."""
+
+def _jth_openblas_idle(pool, spare=None):
+    """OpenBLAS whose pool its own fork handler shut down: its thread count left as the kernel's
+    (pthreads builds: the pool restarts on the first threaded call, as it would in the kernel),
+    at most ``spare`` (the idle CPUs: on a busy machine a spinning pool slows the copy down, a
+    Gaussian-process fit 3x on two loaded cores), else set to one in place. Returns "kept" (the
+    count may be lowered), "one", or None (not such an OpenBLAS).
+
+    Never its setter: it would restart the pool at once ("lazy re-init after a fork"), and a fresh
+    OpenBLAS worker spins on the CPU for about 0.1 s waiting for work: it doubled the CPU time of
+    every dry run that had numpy loaded, BLAS or not. Left down, the pool costs only the cells
+    that use it (a small product runs on one thread without it)."""
     if pool.counters is None:
-        return False
+        return None
     avail, count = pool.counters
     if avail.value != 0:  # the pool is (believed) up: only the setter can change it safely
-        return False
+        return None
+    try:
+        pthreads = pool.parallel is not None and pool.parallel() == 1
+    except Exception:
+        pthreads = False
+    if pthreads:
+        count.value = max(1, min(count.value, _jth_spare_cpus() if spare is None else spare))
+        return "kept" if count.value > 1 else "one"
     count.value = 1
-    return True
+    return "one"
 
 
 def _jth_single_thread(maps=None):
-    """Every loaded pool limited to one thread; return the libraries touched (for the notes).
+    """Every loaded pool limited to one thread but a pthreads OpenBLAS (``_jth_openblas_idle``);
+    return the libraries set to one thread (for the notes).
     ``maps``: the text of /proc/self/maps, else the loader is asked (``_jth_pools``)."""
     touched = []
     for name in _JTH_ENV:
         _jth_os.environ[name] = "1"
+    spare = _jth_spare_cpus()
     for pool in _jth_resolve(_jth_pool_libraries(maps)) if maps is not None else _jth_pools():
-        if _jth_openblas_idle(pool):
+        idle = _jth_openblas_idle(pool, spare)
+        if idle == "one":
             touched.append(pool.base)
+        if idle is not None:
             continue
         for setter in pool.setters:
             setter(1)

@@ -89,7 +89,7 @@ class _JwkPickledQueue:
     def __init__(self):
         import queue
 
-        self._jwk_queue = queue.SimpleQueue()
+        self._jwk_queue: queue.SimpleQueue[object] = queue.SimpleQueue()
 
     def put(self, obj, block=True, timeout=None):
         self._jwk_queue.put(_jwk_round_trip(obj))
