@@ -76,6 +76,10 @@ def _seaborn_function(w: CellWalk, call: ast.Call) -> str | None:
     fn = w.snapshot.variables.get(w.text(call.func))
     if fn is None or fn.kind != "function" or not (fn.module or "").startswith("seaborn"):
         return None
+    versions = w.snapshot.versions
+    parts = (((versions.packages.get("seaborn") if versions else None) or "0") + ".0").split(".")
+    if not (parts[0].isdigit() and parts[1].isdigit()) or (int(parts[0]), int(parts[1])) < (0, 11):
+        return None  # seaborn 0.11 (2020) brought the variable lookup these rules describe
     return name
 
 
