@@ -133,6 +133,11 @@ def test_joblib_parallel_with_two_jobs(jk: JailKernel, prepared: bool) -> None:
     crash = _dry_then_real(jk, cell.format("[1, -4, 9]"), prepared)
     assert verdict(crash)[:3] == ("raised", "ValueError", 1)
     assert crash["message"] == "math domain error"
+    if not prepared:  # joblib's other process backend: a multiprocessing.Pool of its own
+        pool = cell.replace("n_jobs=2", "n_jobs=2, backend='multiprocessing'")
+        crash = _dry_then_real(jk, pool.format("[1, -4, 9]"))
+        assert verdict(crash)[:3] == ("raised", "ValueError", 1)
+        _world(crash, "backend 'multiprocessing') -> its tasks ran in sequence")
 
 
 def test_scikit_learn_with_two_jobs(jk: JailKernel) -> None:
