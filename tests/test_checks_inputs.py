@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 import crane_lsp.checks.arrays
+import crane_lsp.checks.pandas
 import crane_lsp.checks.pipelines
 import crane_lsp.checks.plot_columns
 import crane_lsp.checks.plot_lengths
@@ -105,6 +106,14 @@ CASES = [
     # positions past the end along any axis, slices elsewhere in the key (slices never raise)
     Case("index-column", "array.index-range", ML, "first = X[:, 0]\nlast = X[:, 4]\n", "IndexError", 1),
     Case("index-column-near", "array.index-range", ML, "X[:, 3]\nX[1:, -4]\nX[:, 1:9]\nX[29, :]\n", None),
+    Case("iloc-column", "pandas.iloc-range", TEXT, "people.iloc[:, 3]\n", "IndexError"),
+    Case(
+        "iloc-column-near",
+        "pandas.iloc-range",
+        TEXT,
+        "people.iloc[:, 2]\npeople.iloc[1:9, :]\npeople.iloc[-3, 0]\n",
+        None,
+    ),
     # text in a numeric reduction (pandas 3: TypeError)
     Case("mean-frame", "pandas.text-reduction", TEXT, "people.mean()\n", "TypeError"),
     Case(

@@ -470,7 +470,7 @@ def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------
 
 
-def _index_keys(w: CellWalk, sl: ast.expr) -> tuple[object, ...] | None:
+def index_keys(w: CellWalk, sl: ast.expr) -> tuple[object, ...] | None:
     """The literal keys of ``a[3]`` / ``a[1, 2]`` / ``a[:, 7]`` by axis (a slice, which never raises: None);
     None when an item is neither (``...``, ``None``, a name the walk does not know)."""
     if isinstance(sl, ast.Tuple) and any(isinstance(e, ast.Slice) for e in sl.elts):
@@ -493,7 +493,7 @@ def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             arr = _array(w, node.value)
             if arr is None:
                 continue
-            keys = _index_keys(w, node.slice)
+            keys = index_keys(w, node.slice)
             if keys is None or len(keys) > len(arr[1]):
                 continue
             for axis, k in enumerate(keys):

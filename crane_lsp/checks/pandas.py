@@ -16,6 +16,7 @@ from typing import Any
 
 from crane_lsp.analysis.values import Val, has_star, kwarg, literal, parse_expr
 from crane_lsp.analysis.walk import CellWalk
+from crane_lsp.checks.arrays import index_keys
 from crane_lsp.checks.registry import Finding, finding_at, step
 
 _INT_TARGETS = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
@@ -342,10 +343,9 @@ def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         base = w.ev(node.value.value)
         if base is None or base.kind not in ("dataframe", "series") or base.shape is None:
             continue
-        ok, key = w.const(node.slice)
-        if not ok:
+        keys = index_keys(w, node.slice)  # ``df.iloc[:, 7]`` too: a slice never raises
+        if keys is None:
             continue
-        keys = key if isinstance(key, tuple) else (key,)
         for axis, k in enumerate(keys[: len(base.shape)]):
             n = base.shape[axis]
             if isinstance(k, int) and not isinstance(k, bool) and n is not None and not -n <= k < n:
