@@ -446,10 +446,19 @@ def m_keywords(src: str, tree: ast.AST, info: Info) -> Iterator[Mutant]:
 
 def m_index(src: str, tree: ast.AST, info: Info) -> Iterator[Mutant]:
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
+        iloc = (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "iloc"
+            and isinstance(node.value.value, ast.Name)
+        )
+        if not (isinstance(node, ast.Subscript) and (isinstance(node.value, ast.Name) or iloc)):
             continue
-        d = info.get(node.value.id, {})
-        if d.get("type") == "numpy.ndarray":
+        owner = node.value.value if iloc and isinstance(node.value, ast.Attribute) else node.value
+        d = info.get(owner.id if isinstance(owner, ast.Name) else "", {})
+        if d.get("type") == "numpy.ndarray" or (
+            iloc and d.get("type") in ("pandas.DataFrame", "pandas.Series")
+        ):
             shape = d.get("shape", [])
             parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             for axis, p in enumerate(parts):
