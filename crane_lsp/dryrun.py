@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import os
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -274,7 +275,7 @@ def _mode_writes(call: Any) -> bool:
 class DryRunOutcome(BaseModel):
     """What the kernel-side sandbox answers (validated at the boundary)."""
 
-    outcome: str  # raised | completed | timeout | blocked | exits | unavailable
+    outcome: str  # raised | completed | timeout | blocked | exits | unavailable | no_verdict
     exception: str | None = None
     message: str | None = None
     line: int | None = None  # 1-based within the cell
@@ -292,6 +293,7 @@ class DryRunOutcome(BaseModel):
     prepared: bool | None = None  # run in a child prepared ahead (no fork, no jail on its way)
     shortened: ShortenedRuns | None = None  # runs on samples beside a full run that did not finish
     facts: FailFacts | None = None  # what the failing line read (kernel/agent/failfacts.py)
+    standin: dict[str, Any] | None = None  # a shape-level run: why, names, devices (agent/standin.py)
 
 
 class DryRunPrepared(BaseModel):
@@ -327,7 +329,7 @@ class DryRunner:
     async def prepare(self, generation: object = None) -> DryRunPrepared | None:
         """Have the kernel fork and jail the next dry run's child now; never raises (debug log)."""
         self._prepared = (generation, time.monotonic())
-        payload = {"memory_mb": self.settings.dry_run_memory_mb, "window_s": PREPARE_WINDOW_S}
+        payload = {"memory_mb": self.settings.dry_run_memory_mb, "window_s": PREPARE_WINDOW_S, **_standin()}
         try:
             answer = DryRunPrepared.model_validate(
                 await self.link.call("dry_run_prepare", payload, timeout=5)
@@ -366,6 +368,7 @@ class DryRunner:
             ran = ran if isinstance(ran, Mapping) else None
             payload["shorten"].update(self.slow_cells.forecast(source, budget, ran))
         payload["privacy"] = self.settings.privacy  # the failing line's facts honour it
+        payload.update(_standin())  # a shape-level run forced from here (agent/standin.py)
         self._prepared = None  # a prepared child is used (or discarded) now: the next edit prepares again
         raw = await self.link.call("dry_run", payload, timeout=budget + 10)
         outcome = DryRunOutcome.model_validate(raw)
@@ -409,6 +412,21 @@ class DryRunner:
             return False
 
 
+def _standin() -> dict[str, str]:
+    """``CRANE_DRYRUN_STANDIN=force`` in this process's environment, for the kernel's child (the
+    prepared child gets it at its prepare, a cold one with the run)."""
+    value = os.environ.get("CRANE_DRYRUN_STANDIN", "")
+    return {"standin": value} if value else {}
+
+
+def _shape_level(outcome: DryRunOutcome) -> str | None:
+    """``(tensors on cuda:0 stood in by their shapes)`` for a shape-level run, else None."""
+    if not outcome.standin:
+        return None
+    devices = ", ".join(str(d) for d in outcome.standin.get("devices") or ()) or "no device"
+    return f"(tensors on {devices} stood in by their shapes)"
+
+
 def _one_line(exception: str | None, message: str | None) -> str:
     first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
     return f"{exception}: {first}" if first else str(exception)
@@ -424,6 +442,34 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
     took = f"{outcome.round_trip_s or 0:.2f} s" + (
         " (a copy prepared while you typed)" if outcome.prepared else ""
     )
+    shape_level = _shape_level(outcome)
+    if outcome.outcome == "raised" and shape_level:
+        at = f" at line {outcome.line}" if outcome.line else ""
+        seen = f"raised {outcome.exception}{at} in a shape-level dry run {shape_level}"
+        observed = Prediction(
+            crash=True,
+            certainty="observed",
+            exception=outcome.exception,
+            **line_position(target, outcome.line),
+            message=_one_line(outcome.exception, outcome.message),
+            diagnosis=f"The cell {seen}" + (f": {outcome.message}" if outcome.message else "") + ".",
+            source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
+            notes=[f"{seen} in {took}", *(outcome.notes or [])],
+        )
+        return with_failure_facts(observed, outcome.facts, executed)
+    if outcome.outcome == "completed" and shape_level:  # shapes only: never "ran clean"
+        p = Prediction.nothing_found("no shape error seen in a shape-level dry run")
+        p.source = Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000)
+        p.notes.append(f"no shape error seen in a shape-level dry run {shape_level} in {took}")
+        p.notes.extend(outcome.notes or [])
+        return p
+    if outcome.outcome == "no_verdict":  # a shape-level run that needed values (agent/standin.py)
+        at = f" (line {outcome.line})" if outcome.line else ""
+        stopped = _note(
+            f"dry run no verdict: {outcome.message}", headline=f"no verdict: {outcome.message}{at}"
+        )
+        stopped.notes.extend(outcome.notes or [])
+        return stopped
     if outcome.outcome == "raised":
         observed = Prediction(
             crash=True,

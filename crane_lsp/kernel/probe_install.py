@@ -42,6 +42,7 @@ SOURCES = (
     "agent/shorten_sample.py",
     "agent/shorten_extrapolate.py",
     "agent/shorten_report.py",
+    "agent/standin.py",
     "agent/dryrun.py",
     "agent/shorten_flow.py",
     "agent/shorten_rules.py",

@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _shs_sample,
         _shs_tf_eager,
     )
+    from crane_lsp.kernel.agent.standin import _sti_begin, _sti_needed, _sti_note, _StiNoVerdict
 
 _SB_FILENAME = "<crane-dryrun>"
 
@@ -88,12 +89,8 @@ class _DryRunResult(_JSONResult):
 
 
 def _sb_cuda_reason():
-    torch = _sb_sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_initialized():
-            return "CUDA is initialised in the kernel (torch); a forked copy cannot use it"
-    except Exception:
-        pass
+    """Why a GPU in the kernel leaves no dry run: TensorFlow's only. torch's CUDA gets a shape-level
+    dry run, its tensors stood in on ``meta`` (standin.py)."""
     tf_context = _sb_sys.modules.get("tensorflow.python.eager.context")
     try:
         ctx = getattr(tf_context, "_context", None)
@@ -449,8 +446,10 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             _shs_tf_eager(namespace, _shs_code_names(code))
         if payload.get("_report_where") is not None and not payload.get("_shorten"):  # where the full run is
             _shp_report_where(write_fd, float(payload["_report_where"]))
-        _sb_execute(code, namespace, payload.get("async_mode", False))
-    except _SandboxBlocked:
+        standin = _sb_standin(namespace, code, payload, result, write_fd, started)
+        with standin["mode"] if standin else _sb_contextlib.nullcontext():
+            _sb_execute(code, namespace, payload.get("async_mode", False))
+    except (_SandboxBlocked, _StiNoVerdict):
         pass
     except MemoryError:
         state["blocked"] = f"needs more memory than the dry run allows ({payload.get('memory_mb', 4096)} MiB)"
@@ -482,6 +481,10 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
         result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
     if result["outcome"] == "completed":
         result.update(_sb_exit_outcome(shell) or {})
+    needs = _sti_needed()  # values a shape-level run cannot have: no verdict, even if swallowed
+    if needs and result["outcome"] in ("completed", "raised"):
+        result.update(outcome="no_verdict", exception=None, message=needs[0], line=needs[1])
+        result.pop("facts", None)
     if result["outcome"] == "raised" and not state.get("blocked"):
         seen = _jmp_seen_own_work()  # the file behind a privatised mapping read back (jail_maps.py)
         if seen:
@@ -490,6 +493,20 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
         result.update(outcome="blocked", exception=None, message=state["blocked"], line=None)
     _sb_mark(result["phases_ms"], "cell_end", begun)
     _sb_answer(write_fd, result, started, begun)
+
+
+def _sb_standin(namespace, code, payload, result, write_fd, started):
+    """Torch tensors stood in by their shapes before the cell (standin.py), or None; a stand-in
+    that fails answers ``unavailable`` (the cell would reach the GPU)."""
+    try:
+        standin = _sti_begin(namespace, code, payload)
+    except Exception as exc:
+        result.update(outcome="unavailable", message=f"cannot stand tensors in: {type(exc).__name__}: {exc}")
+        _sb_answer(write_fd, result, started, payload["_begun"])
+    if standin:
+        result["standin"] = {k: standin[k] for k in ("why", "names", "devices")}
+        result.setdefault("notes", []).append(_sti_note(standin))
+    return standin
 
 
 def _sb_answer(write_fd, result, started, begun):

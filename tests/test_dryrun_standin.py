@@ -1,0 +1,152 @@
+"""The shape-level dry run (issue 36), forced on a CPU kernel: torch tensors and modules stood in by
+``meta`` tensors (``kernel/agent/standin.py``), exactly as in a kernel that initialised CUDA.
+
+Each crash class is a crash and its near miss; the truth is the same cell run for real on the CPU
+afterwards (the device mismatch excepted: ``.to("cuda")`` on this CPU-only torch fails differently for
+real, so only the stand-in's verdict is asserted). A cell that needs values gets "no verdict", the
+client words it all as a shape-level run ("no shape error seen", never "ran clean"), and the kernel's
+state is unchanged by the dry runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from jail_util import JailKernel, jail_kernels, verdict
+
+from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
+from crane_lsp.kernel.link import KernelLink
+from crane_lsp.pipeline import Pipeline
+from crane_lsp.settings import Settings
+
+if importlib.util.find_spec("torch") is None:
+    pytest.skip("torch is not installed", allow_module_level=True)
+
+SETUP = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+model = nn.Linear(10, 3)
+xo = torch.randn(4, 10)
+x_wide = torch.randn(4, 12)
+y = torch.randint(0, 3, (4,))
+net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten(), nn.Linear(8 * 30 * 30, 2))
+img = torch.randn(3, 32, 32)
+batch = {"x": xo, "y": y}
+"""
+STATE = (
+    "(model.weight.device.type, round(float(model.weight.sum()), 6), str(xo.dtype), tuple(xo.shape),"
+    " round(float(xo.sum()), 6), batch['x'] is xo, next(net.parameters()).device.type,"
+    " sorted(k for k in globals() if not k.startswith('_')), get_ipython().execution_count)"
+)
+
+
+@pytest.fixture(scope="module")
+def jk() -> Iterator[JailKernel]:
+    for kernel in jail_kernels("root"):
+        kernel.run(SETUP)
+        yield kernel
+
+
+def _run(jk: JailKernel, cell: str) -> dict[str, Any]:
+    result = jk.dry_run(cell, budget_s=20.0, standin="force")
+    assert result.get("standin", {}).get("why") == "forced", result
+    return result
+
+
+def _real(jk: JailKernel, cell: str) -> tuple[str, str | None]:
+    reply = jk.run(cell, allow_error=True)
+    return reply["status"], reply.get("ename")
+
+
+CASES = [  # (crash, near miss, exception, line): a Linear fed the wrong width, a batch missing its
+    # batch dimension fed to a Conv2d model, a loss given logits of the wrong rank
+    ("h = model(xo)\nout = model(x_wide)", "h = model(xo)\nout = model(xo)", "RuntimeError", 2),
+    ("z = 1\nout = net(img)", "z = 1\nout = net(img.unsqueeze(0))", "RuntimeError", 2),
+    (
+        "logits = model(batch['x'])\nloss = F.cross_entropy(logits.unsqueeze(0), batch['y'])",
+        "logits = model(batch['x'])\nloss = F.cross_entropy(logits, batch['y'])",
+        "ValueError",
+        2,
+    ),
+]
+
+
+@pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=["linear", "conv", "loss"])
+def test_crash_and_near_miss_as_on_the_cpu(
+    jk: JailKernel, crash: str, near: str, exception: str, line: int
+) -> None:
+    seen = _run(jk, crash)
+    assert verdict(seen)[:3] == ("raised", exception, line), verdict(seen)
+    assert any("shape-level dry run" in n for n in seen["notes"]), seen["notes"]
+    clean = _run(jk, near)
+    assert clean["outcome"] == "completed", verdict(clean)
+    # the truth, on the CPU for real
+    assert _real(jk, crash) == ("error", exception)
+    assert _real(jk, near) == ("ok", None)
+
+
+def test_device_mismatch_is_observed(jk: JailKernel) -> None:
+    """Only the stand-in's verdict: for real, this CPU-only torch fails at ``.to('cuda')`` instead."""
+    cell = "moved = xo.to('cuda')\nmodel.cuda()\nok = model(moved)\nmixed = moved + x_wide[:, :10]"
+    seen = _run(jk, cell)
+    assert verdict(seen)[:3] == ("raised", "RuntimeError", 4), verdict(seen)
+    assert "found at least two devices, cuda:0 and cpu" in seen["message"]
+
+
+def test_a_cell_needing_values_gets_no_verdict(jk: JailKernel) -> None:
+    cell = "loss = F.cross_entropy(model(xo), y)\nif loss.item() > 0:\n    loss = loss * 2\nmodel(x_wide)"
+    seen = _run(jk, cell)
+    assert seen["outcome"] == "no_verdict", verdict(seen)
+    assert seen["message"].startswith("needs the values of `loss`") and seen["line"] == 2
+    words = outcome_to_prediction(DryRunOutcome.model_validate(seen), cell)
+    assert not words.crash and words.message.startswith("no verdict: needs the values of `loss`")
+    swallowed = _run(jk, "try:\n    print(xo)\nexcept BaseException:\n    pass\nmodel(x_wide)")
+    assert swallowed["outcome"] == "no_verdict", verdict(swallowed)  # not the crash after a value it faked
+
+
+def test_prepared_child_and_client_wording(jk: JailKernel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's environment forces it (the payloads of ``crane-lsp check`` and the server), also
+    through a child prepared ahead; the wording is a shape-level run's."""
+    import asyncio
+
+    monkeypatch.setenv("CRANE_DRYRUN_STANDIN", "force")
+
+    async def predict(cell: str) -> Any:
+        async with await KernelLink.connect(jk.kernel.connection_file) as link:
+            from crane_lsp.dryrun import DryRunner
+
+            settings = Settings(dry_run="on", dry_run_budget_s=20.0, dry_run_shorten=False)
+            runner = DryRunner(link, settings)
+            prepared = await runner.prepare()
+            assert prepared is not None and prepared.outcome == "prepared", prepared
+            pipeline = Pipeline(settings, link=link, dryrun=runner)
+            return (await pipeline.predict(cell, layers={"dryrun"})).prediction
+
+    crash = asyncio.run(predict("h = model(xo)\nout = model(x_wide)"))
+    assert crash.crash and crash.certainty == "observed" and crash.line == 1
+    assert any(
+        n.startswith(
+            "raised RuntimeError at line 2 in a shape-level dry run (tensors on cpu stood in by their shapes)"
+        )
+        for n in crash.notes
+    ), crash.notes
+    clean = asyncio.run(predict("h = model(xo)"))
+    assert not clean.crash and clean.message == "no shape error seen in a shape-level dry run"
+    assert not any("ran clean" in n for n in clean.notes)
+
+
+def test_kernel_state_unchanged(jk: JailKernel) -> None:
+    before = jk.eval(STATE)
+    for cell in (
+        "model.to('cuda')\nxo.mul_(0)\nbatch['x'] = xo.cuda()\nnet.double()\nbrand_new = model(xo)",
+        "loss = F.cross_entropy(model(xo), y)\nloss.backward()\nprint(loss)",
+        "xo.add_(1)\nmodel(x_wide)",
+    ):
+        _run(jk, cell)
+    assert jk.eval(STATE) == before
+    assert "brand_new" not in before
