@@ -128,16 +128,6 @@ def test_a_different_memory_cap_discards_it(jk: JailKernel) -> None:
 
 
 def test_prepare_refuses_as_the_dry_run_does(jk: JailKernel) -> None:
-    jk.run(
-        "import torch\n_saved_is_init = torch.cuda.is_initialized\ntorch.cuda.is_initialized = lambda: True"
-    )
-    try:
-        refused = jk.prepare()
-        dry = jk.call("dry_run", {"source": "x = 1"})
-    finally:
-        jk.run("torch.cuda.is_initialized = _saved_is_init\ndel _saved_is_init")
-    assert refused["outcome"] == dry["outcome"] == "unavailable"
-    assert refused["message"] == dry["message"] and "CUDA" in refused["message"]
     probe = "__import__('sys').modules['_crane_probe']"
     child = jk.prepare()["child_pid"]  # prepared before the refusal: discarded by it
     jk.run(f"_saved_refusal = {probe}._frm_refusal\n{probe}._frm_refusal = lambda source='': 'refused here'")

@@ -119,13 +119,15 @@ def test_large_array_is_shared_not_copied(sandboxed: TestKernel) -> None:
         sandboxed.run("del big")
 
 
-def test_cuda_initialised_refuses(sandboxed: TestKernel) -> None:
-    sandboxed.run(
-        "import torch\n_saved_is_init = torch.cuda.is_initialized\ntorch.cuda.is_initialized = lambda: True"
-    )
+def test_cuda_initialised_gets_a_shape_level_dry_run(sandboxed: TestKernel) -> None:
+    """torch's CUDA no longer refuses the dry run: its tensors are stood in by their shapes (standin.py;
+    the flag the child reads, ``torch.cuda._initialized``, set here as CUDA would set it)."""
+    sandboxed.run("import torch\nsb_x = torch.ones(2, 3)\n_saved_init = torch.cuda._initialized")
+    sandboxed.run("torch.cuda._initialized = True")
     try:
-        result, _ = _dry_run(sandboxed, "x = 1")
-        assert result["outcome"] == "unavailable"
-        assert "CUDA" in result["message"]
+        result, _ = _dry_run(sandboxed, "y = sb_x @ sb_x")
     finally:
-        sandboxed.run("torch.cuda.is_initialized = _saved_is_init\ndel _saved_is_init")
+        sandboxed.run("torch.cuda._initialized = _saved_init\ndel _saved_init, sb_x")
+    assert result["outcome"] == "raised" and result["exception"] == "RuntimeError", result
+    assert result["standin"]["why"] == "cuda" and result["standin"]["names"] == ["sb_x"]
+    assert any("CUDA is initialised in the kernel" in n for n in result["notes"])

@@ -105,6 +105,9 @@ def test_a_cell_needing_values_gets_no_verdict(jk: JailKernel) -> None:
     assert seen["message"].startswith("needs the values of `loss`") and seen["line"] == 2
     words = outcome_to_prediction(DryRunOutcome.model_validate(seen), cell)
     assert not words.crash and words.message.startswith("no verdict: needs the values of `loss`")
+    truth = _run(jk, "loss = F.cross_entropy(model(xo), y)\nif loss > 0:\n    loss = loss * 2")
+    assert truth["outcome"] == "no_verdict" and truth["message"].startswith("needs the values of `loss`")
+    assert "truth value" in truth["message"] and truth["line"] == 2
     swallowed = _run(jk, "try:\n    print(xo)\nexcept BaseException:\n    pass\nmodel(x_wide)")
     assert swallowed["outcome"] == "no_verdict", verdict(swallowed)  # not the crash after a value it faked
 

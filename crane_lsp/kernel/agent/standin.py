@@ -42,6 +42,16 @@ _STI_DATA_SHAPES = frozenset(
 _STI_MIXED_OK = frozenset(
     {"copy_", "__getitem__", "__setitem__", "index_put_", "index_put", "to", "cuda", "cpu", "set_"}
 )
+#: what a value-needing operation is, in the verdict's words
+_STI_WHY = {
+    "__bool__": "a Python truth value (`if`, `and`, `bool()`)",
+    "__repr__": "printing it",
+    "__str__": "printing it",
+    "__format__": "printing it",
+    "__int__": "a Python number",
+    "__float__": "a Python number",
+    "__index__": "a Python number",
+}
 _sti_state: dict[str, Any] = {}  # in the child only: "needs" (why there is no verdict), "keep"
 
 
@@ -196,6 +206,7 @@ def _sti_begin(namespace, code, payload):
     if why is None:
         return None
     names, devices = _sti_stand_in(namespace, code)
+    _sti_state["lines"] = str(payload.get("source") or "").splitlines()  # to name a temporary's inputs
     _sti_patch_modules()
     return {"why": why, "names": names, "devices": devices, "mode": _sti_make_mode()}
 
@@ -294,10 +305,10 @@ def _sti_stop(why, tensor=None, vdev=None):
                 name = n
                 break
         if name is None:  # a temporary (``if loss > 0.5:``): the stood-in names on its line
-            import linecache
             import re
 
-            text = linecache.getline(code.co_filename, frame.f_lineno) if code.co_filename else ""
+            lines = _sti_state.get("lines") or []
+            text = lines[frame.f_lineno - 1] if 0 < frame.f_lineno <= len(lines) else ""
             for n in re.findall(r"[A-Za-z_]\w*", text):
                 value = scope.get(n)
                 if hasattr(value, _STI_ATTR) or getattr(value, "is_meta", False) is True:
@@ -375,7 +386,7 @@ def _sti_handle(func, args, kwargs):
     if stood:
         vdev = _sti_vdev(stood[0])
         if name in _STI_VALUES:
-            _sti_stop(f"`{name}`", args[0] if args else None, vdev)
+            _sti_stop(_STI_WHY.get(name, f"`.{name}()`"), args[0] if args else None, vdev)
         if name in _STI_DATA_SHAPES or (name == "where" and len(args) == 1 and not kwargs):
             _sti_stop(f"the shape of `{name}` depends on them", args[0] if args else None, vdev)
         if name == "__getitem__" and any(t.dtype == torch.bool for t in _sti_tensors(args[1:])):
