@@ -68,6 +68,7 @@ class ShortenedRuns(BaseModel):
     error: str | None = None
     skipped: str | None = None  # why no shortened run was started
     skipped_full: str | None = None  # why the full run was stopped at once (``SlowCells``)
+    tf_started: bool = False  # the kernel started TensorFlow's runtime (its thread pools stay there)
 
 
 def describe(run: ShortenedRun) -> str:
@@ -113,6 +114,11 @@ def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
         seen = run.outcome + (f" {run.exception} at line {run.line}" if run.outcome == "raised" else "")
         seen += f" in {run.elapsed_s:.2f} s" if run.elapsed_s is not None and run.outcome != "timeout" else ""
         notes.append(f"shortened run {number} ({describe(run)}): {seen}")
+    if runs.tf_started:
+        notes.append(
+            "TensorFlow's runtime runs in this kernel: in a copy, a compiled function fed by tf.data may "
+            "wait for thread pools that stayed in the kernel (the shortened runs run eagerly)"
+        )
     whole = sorted({w for run in runs.runs for w in (run.shortened.whole if run.shortened else ())})
     if whole:
         notes.append(f"left whole (the slow part does not read them): {', '.join(whole)}")

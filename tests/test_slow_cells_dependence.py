@@ -200,8 +200,8 @@ TF_BUDGET_S = 20.0  # eager Keras in the copies: slower than the typing budget (
 def test_a_kernel_that_started_tensorflow_still_gets_a_shortened_verdict(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """Its thread pools stayed in the kernel: the full run runs functions eagerly (else a compiled
-    ``fit`` waits forever in the fork), and the shortened runs sample the data and lower ``epochs``."""
+    """Its thread pools stayed in the kernel: the full run's compiled ``fit`` on arrays waits in the copy
+    (the notes say why at once), and the shortened runs, eager, sample the data and lower ``epochs``."""
     kernel = start_test_kernel(tmp_path_factory.mktemp("slow-tf"))
     try:
         kernel.run(TF_SETUP, timeout=600)
@@ -225,3 +225,4 @@ def test_a_kernel_that_started_tensorflow_still_gets_a_shortened_verdict(
     assert crash.crash and crash.exception == "ValueError" and crash.line == 1, (crash.message, crash.notes)
     assert "epochs on line 1: 1 instead of 25" in crash.message and "of 60,000 rows" in crash.message
     assert not clean.crash, (clean.message, clean.notes)
+    assert any("TensorFlow's runtime runs in this kernel" in n for n in crash.notes), crash.notes

@@ -48,12 +48,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _shp_report_where,
         _shp_stop_reports,
     )
-    from crane_lsp.kernel.agent.shorten_sample import (
-        _shs_code_names,
-        _shs_failure_facts,
-        _shs_sample,
-        _shs_tf_eager,
-    )
+    from crane_lsp.kernel.agent.shorten_sample import _shs_failure_facts, _shs_sample
     from crane_lsp.kernel.agent.standin import _sti_begin, _sti_needed, _sti_note, _StiNoVerdict
 
 _SB_FILENAME = "<crane-dryrun>"
@@ -376,8 +371,11 @@ def _sb_execute(code, namespace, async_mode):
 
 
 def _sb_tf_started():
-    """Whether the kernel started TensorFlow's runtime: a compiled function (a Keras ``fit``) would
-    then wait forever in a fork for thread pools that stayed in the kernel (shorten_sample.py)."""
+    """Whether the kernel started TensorFlow's runtime: a compiled function fed by ``tf.data`` (a Keras
+    ``fit`` on arrays) may then wait forever in a fork for thread pools that stayed in the kernel. The
+    full run keeps TensorFlow as the kernel has it (eager Keras is slower, and most compiled calls do
+    run); the shortened runs run eagerly (shorten_sample.py), and a full run that does not finish says
+    why it may not have (shorten.py)."""
     context = _sb_sys.modules.get("tensorflow.python.eager.context")
     try:
         return bool(context is not None and context.context()._initialized)
@@ -442,8 +440,6 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
         if payload.get("_shorten"):  # a shortened run: the fork's copy of the data sampled (shorten.py)
             result["shortened"] = _shs_sample(namespace, code, payload["_shorten"], state)
             _shp_report_shortened(write_fd, result["shortened"])  # said now, in case the run hangs
-        elif _sb_tf_started():  # its thread pools stayed in the kernel: functions run eagerly here
-            _shs_tf_eager(namespace, _shs_code_names(code))
         if payload.get("_report_where") is not None and not payload.get("_shorten"):  # where the full run is
             _shp_report_where(write_fd, float(payload["_report_where"]))
         standin = _sb_standin(namespace, code, payload, result, write_fd, started)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_cold,
         _sb_contextlib,
         _sb_sys,
+        _sb_tf_started,
         _sb_time,
         _sb_transform,
     )
@@ -191,12 +192,14 @@ class _ShHelper:
         elif outcome == "superseded":
             data.update(outcome="timeout", message="stopped early: two shortened runs raised alike")
         if data.get("outcome") == "timeout":
+            tf_started = _sb_tf_started()  # said at once: a compiled function may wait forever in a copy
             shortened = {
                 "runs": self.runs,
                 "after_s": self.after_s,
                 "error": self.error,
                 "skipped": self.skipped,
                 "skipped_full": self.skip_full if outcome == "superseded" else None,
+                "tf_started": tf_started,
             }
             data["shortened"] = shortened
         return result
