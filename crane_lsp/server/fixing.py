@@ -10,13 +10,23 @@ most ``LIMIT_TYPING`` candidates while typing and ``LIMIT_EXPLICIT`` on Re-check
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from crane_lsp.pipeline import Pipeline
-    from crane_lsp.server.app import CraneServer, NotebookState
     from crane_lsp.server.scheduler import Stamp
+
+
+class Publisher(Protocol):
+    """What the verifier needs of the server (``server/app.py``'s ``CraneServer``; not imported here:
+    the server owns the verifier)."""
+
+    def _current(self, nb: Any, key: str, stamp: Stamp) -> bool: ...
+
+    def publish(self, nb: Any, uri: str) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +52,8 @@ class FixVerifier:
 
     def start(
         self,
-        server: CraneServer,
-        nb: NotebookState,
+        server: Publisher,
+        nb: Any,
         key: str,
         stamp: Stamp,
         pipeline: Pipeline,
@@ -71,8 +81,8 @@ class FixVerifier:
 
     async def _run(
         self,
-        server: CraneServer,
-        nb: NotebookState,
+        server: Publisher,
+        nb: Any,
         key: str,
         stamp: Stamp,
         runner: Any,
@@ -80,7 +90,6 @@ class FixVerifier:
         explicit: bool,
     ) -> None:
         from crane_lsp.fixes import offer_fixes
-        from crane_lsp.server.app import CellResult
 
         try:
             async with self._one:
@@ -92,7 +101,7 @@ class FixVerifier:
                 return
             if not server._current(nb, key, stamp):
                 return
-            nb.results[key] = CellResult(fixed, stamp, result.executed)
+            nb.results[key] = dataclasses.replace(result, prediction=fixed, stamp=stamp)
             cell = nb.view.cell(key)
             if cell is not None:
                 server.publish(nb, cell.uri)
