@@ -121,13 +121,14 @@ def test_large_array_is_shared_not_copied(sandboxed: TestKernel) -> None:
 
 def test_cuda_initialised_gets_a_shape_level_dry_run(sandboxed: TestKernel) -> None:
     """torch's CUDA no longer refuses the dry run: its tensors are stood in by their shapes (standin.py;
-    the flag the child reads, ``torch.cuda._initialized``, set here as CUDA would set it)."""
+    the flag the child reads, ``torch.cuda._initialized``, set here as CUDA would set it). A tensor on the
+    CPU stays real there: its values are in the child's memory."""
     sandboxed.run("import torch\nsb_x = torch.ones(2, 3)\n_saved_init = torch.cuda._initialized")
     sandboxed.run("torch.cuda._initialized = True")
     try:
-        result, _ = _dry_run(sandboxed, "y = sb_x @ sb_x")
+        result, _ = _dry_run(sandboxed, "v = sb_x.sum().item()\ny = sb_x @ sb_x")
     finally:
         sandboxed.run("torch.cuda._initialized = _saved_init\ndel _saved_init, sb_x")
     assert result["outcome"] == "raised" and result["exception"] == "RuntimeError", result
-    assert result["standin"]["why"] == "cuda" and result["standin"]["names"] == ["sb_x"]
+    assert result["line"] == 2 and result["standin"]["why"] == "cuda" and result["standin"]["names"] == []
     assert any("CUDA is initialised in the kernel" in n for n in result["notes"])

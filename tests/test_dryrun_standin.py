@@ -64,7 +64,7 @@ def _real(jk: JailKernel, cell: str) -> tuple[str, str | None]:
 
 
 CASES = [  # (crash, near miss, exception, line): a Linear fed the wrong width, a batch missing its
-    # batch dimension fed to a Conv2d model, a loss given logits of the wrong rank
+    # batch dimension fed to a Conv2d model, a loss given logits of the wrong rank, a dtype clash
     ("h = model(xo)\nout = model(x_wide)", "h = model(xo)\nout = model(xo)", "RuntimeError", 2),
     ("z = 1\nout = net(img)", "z = 1\nout = net(img.unsqueeze(0))", "RuntimeError", 2),
     (
@@ -73,10 +73,14 @@ CASES = [  # (crash, near miss, exception, line): a Linear fed the wrong width, 
         "ValueError",
         2,
     ),
+    ("z = model(xo.long())", "z = model(xo)", "RuntimeError", 1),  # a dtype clash (meta does not check it)
 ]
 
 
-@pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=["linear", "conv", "loss"])
+IDS = ["linear", "conv", "loss", "dtype"]
+
+
+@pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=IDS)
 def test_crash_and_near_miss_as_on_the_cpu(
     jk: JailKernel, crash: str, near: str, exception: str, line: int
 ) -> None:

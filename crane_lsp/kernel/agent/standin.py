@@ -52,6 +52,15 @@ _STI_WHY = {
     "__float__": "a Python number",
     "__index__": "a Python number",
 }
+#: operations whose operands must share one dtype (meta kernels do not check it, CPU and CUDA do)
+_STI_SAME_DTYPE = frozenset(
+    {"linear", "matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "addmm", "baddbmm", "mv", "dot"}
+    | {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "bilinear"}
+)
+_STI_DTYPE_NAMES = {
+    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+    "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+}  # fmt: skip
 _sti_state: dict[str, Any] = {}  # in the child only: "needs" (why there is no verdict), "keep"
 
 
@@ -153,9 +162,10 @@ def _sti_code_names(code, depth=0):
     return names
 
 
-def _sti_stand_in(namespace, code):
+def _sti_stand_in(namespace, code, only_gpu=False):
     """Stand in the tensors and modules the cell names (in the child's copy of the namespace);
-    returns the names stood in and the devices they were on."""
+    returns the names stood in and the devices they were on. ``only_gpu`` (a CUDA kernel): a tensor
+    or module wholly on the CPU stays real, its values are in the child's memory (forced: all)."""
     torch = _sti_torch()
     memo: dict[int, Any] = {}
     names, devices = [], set()
@@ -164,12 +174,16 @@ def _sti_stand_in(namespace, code):
         if id(value) in memo:
             return memo[id(value)]
         if _sti_standable(value):
+            if only_gpu and not _sti_stood(value):
+                return None
             devices.add(_sti_vdev(value))
             memo[id(value)] = _sti_meta(value)
             return memo[id(value)]
         if isinstance(value, torch.nn.Module):
-            for p in [*value.parameters(), *value.buffers()]:
-                devices.add(_sti_vdev(p))
+            tensors = [*value.parameters(), *value.buffers()]
+            if only_gpu and not any(_sti_stood(t) for t in tensors):
+                return None
+            devices.update(_sti_vdev(t) for t in tensors)
             memo[id(value)] = _sti_module(value, memo=memo)
             return value
         return None
@@ -205,7 +219,7 @@ def _sti_begin(namespace, code, payload):
     why = _sti_wanted(payload)
     if why is None:
         return None
-    names, devices = _sti_stand_in(namespace, code)
+    names, devices = _sti_stand_in(namespace, code, only_gpu=why == "cuda")
     _sti_state["lines"] = str(payload.get("source") or "").splitlines()  # to name a temporary's inputs
     _sti_patch_modules()
     return {"why": why, "names": names, "devices": devices, "mode": _sti_make_mode()}
@@ -392,6 +406,8 @@ def _sti_handle(func, args, kwargs):
         if name == "__getitem__" and any(t.dtype == torch.bool for t in _sti_tensors(args[1:])):
             _sti_stop("a boolean mask's result has a shape set by the values", args[0], vdev)
     common = _sti_common(tensors, name)
+    if name in _STI_SAME_DTYPE and not _sti_autocast():
+        _sti_same_dtype(tensors)
     swap = torch.utils._pytree.tree_map
     args, kwargs = swap(
         lambda v: _sti_meta(v) if isinstance(v, torch.Tensor) and not v.is_meta else v, (args, kwargs)
@@ -404,6 +420,29 @@ def _sti_handle(func, args, kwargs):
             _sti_stop(f"the meta device cannot follow `{name}`", None, common)
         raise
     return _sti_tag(out, target or common)
+
+
+def _sti_autocast():
+    """Whether an autocast region is on (it casts a product's operands: mixed dtypes are fine)."""
+    torch = _sti_torch()
+    for args in (("cuda",), ("cpu",), ()):
+        try:
+            if torch.is_autocast_enabled(*args):
+                return True
+        except (TypeError, RuntimeError):
+            continue
+    return False
+
+
+def _sti_same_dtype(tensors):
+    """torch's error for a matrix product or a convolution of two dtypes (a meta kernel runs it)."""
+    kinds = []
+    for t in tensors:
+        if t.dtype not in kinds:
+            kinds.append(t.dtype)
+    if len(kinds) > 1:
+        a, b = (_STI_DTYPE_NAMES.get(str(k).replace("torch.", ""), str(k)) for k in kinds[:2])
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a} != {b}")
 
 
 def _sti_to_cuda(args, kwargs):
