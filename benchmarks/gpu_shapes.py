@@ -15,7 +15,12 @@ by ``meta`` tensors, exactly as in a kernel that initialised CUDA). Two corpora,
 Prints one row per cell and the totals: crashes observed with the right exception and line, false
 alarms (a clean cell reported raised), no verdicts.
 
-    python benchmarks/gpu_shapes.py [--budget S]
+``--real-gpu`` (``benchmarks/gpu_real.sh``, on a machine with CUDA): nothing forced; the setup moves the
+model and data to CUDA and trains one step, so the dry run takes the stand-in path because CUDA is
+initialised, and every truth (the device cases too) is the real run on the GPU. The notebook corpus is
+left out there (it never touches CUDA).
+
+    python benchmarks/gpu_shapes.py [--budget S] [--real-gpu]
 """
 
 from __future__ import annotations
@@ -50,6 +55,17 @@ imgs = torch.randn(2, 3, 16, 16)
 nhwc = imgs.permute(0, 2, 3, 1).contiguous()
 emb = nn.Embedding(50, 8)
 tok = torch.randint(0, 50, (2, 6))
+"""
+#: on a real GPU: everything on CUDA, one training step (CUDA initialised, the optimizer has state)
+GPU_SETUP = """
+for m in (model, cnn, emb):
+    m.cuda()
+xo, y, imgs, nhwc, tok = xo.cuda(), y.cuda(), imgs.cuda(), nhwc.cuda(), tok.cuda()
+opt = torch.optim.Adam(model.parameters())
+loss = F.cross_entropy(model(xo), y)
+loss.backward()
+opt.step()
+torch.cuda.synchronize()
 """
 #: (class, buggy cell, fixed cell, truth of the buggy cell when the CPU cannot give it)
 PAIRS: list[tuple[str, str, str, str | None]] = [
@@ -101,6 +117,23 @@ PAIRS: list[tuple[str, str, str, str | None]] = [
     ),
 ]
 
+#: the device cases on a real GPU, where the data already is on CUDA (truth: the real run)
+GPU_PAIRS: list[tuple[str, str, str, str | None]] = [
+    ("device: CPU meets CUDA", "out = model(xo.cpu())", "out = model(xo)", None),
+    (
+        "device: batch left on the CPU",
+        "h = xo + torch.ones(4, 10)",
+        "h = xo + torch.ones(4, 10, device=xo.device)",
+        None,
+    ),
+    (
+        "values: loss.item()",
+        "l = F.cross_entropy(model(xo), y)\nv = l.item()\nmodel(xo[:, :8])",
+        "l = 1",
+        None,
+    ),
+]
+
 
 @dataclass
 class Row:
@@ -140,8 +173,11 @@ async def _cell(
     return verdict, truth, "real"
 
 
-async def run(budget: float) -> list[Row]:
-    os.environ["CRANE_DRYRUN_STANDIN"] = "force"  # sent in the dry-run payloads (crane_lsp/dryrun.py)
+async def run(budget: float, real_gpu: bool = False) -> list[Row]:
+    if not real_gpu:
+        os.environ["CRANE_DRYRUN_STANDIN"] = "force"  # sent in the dry-run payloads (crane_lsp/dryrun.py)
+    setup_code = SETUP + (GPU_SETUP if real_gpu else "")
+    pairs = [p for p in PAIRS if not p[0].startswith("device")] + GPU_PAIRS if real_gpu else PAIRS
     settings = Settings(
         dry_run="on", dry_run_budget_s=budget, dry_run_recheck_budget_s=budget, dry_run_shorten=False
     )
@@ -149,18 +185,20 @@ async def run(budget: float) -> list[Row]:
     link = await KernelLink.start(REPO, quiet=True)
     try:
         runner = DryRunner(link, settings)
-        setup = await link.execute(SETUP, timeout=300)
+        setup = await link.execute(setup_code, timeout=300)
         assert setup.ok, setup.evalue
-        for name, buggy, fixed, expected in PAIRS:
+        for name, buggy, fixed, expected in pairs:
             for version, source, truth in (
                 ("buggy", buggy, expected),
                 ("fixed", fixed, "ok" if expected else None),
             ):
-                await link.execute(SETUP, timeout=120)  # the same state for each (the real runs change it)
+                await link.execute(setup_code, timeout=120)  # the same state for each (real runs change it)
                 verdict, real, origin = await _cell(link, runner, source, truth)
                 rows.append(Row("pairs", f"{name} [{version}]", verdict, real, origin))
     finally:
         await link.close()
+    if real_gpu:
+        return rows
     link = await KernelLink.start(NOTEBOOK.parent, quiet=True)
     try:
         runner = DryRunner(link, settings)
@@ -197,8 +235,9 @@ def report(rows: list[Row], console: Console) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--budget", type=float, default=20.0, help="seconds per dry run")
+    parser.add_argument("--real-gpu", action="store_true", help="CUDA for real, nothing forced")
     args = parser.parse_args(argv)
-    rows = asyncio.run(run(args.budget))
+    rows = asyncio.run(run(args.budget, args.real_gpu))
     report(rows, Console(width=200))
     return 0 if not any(r.false_alarm for r in rows) else 1
 
