@@ -163,7 +163,12 @@ def test_where_the_time_goes_decides_what_is_shortened() -> None:
     from crane_lsp.kernel.agent.shorten_flow import _shf_slow_part as _sh_slow_part
 
     cell = "x = df.apply(f, axis=1)\nfor i in tqdm(range(n)):\n    for j in range(m):\n        s += j\n"
-    assert _sh_slow_part(cell, 4)["where"] == {"line": 4, "mode": "loops", "span": [2, 4]}
+    assert _sh_slow_part(cell, 4)["where"] == {
+        "line": 4,
+        "mode": "loops",
+        "span": [2, 4],
+        "reads": ["j", "m", "n", "range", "s", "tqdm"],
+    }
     assert _sh_slow_part(cell, 1)["where"] == {"line": 1, "mode": "sample", "reads": ["df", "f"]}
     derived = "X = df.to_numpy()\ny = other.sum()\nZ = np.apply_along_axis(g, 1, X)\n"
     assert _sh_slow_part(derived, 3)["where"]["reads"] == ["X", "df", "g", "np"]  # not ``other``

@@ -288,9 +288,10 @@ def _shf_merged(first, second):
 
 def _shf_slow_part(text, line):
     """What to shorten, from where the full run is (``text``: the cell as IPython transformed it):
-    inside a loop the rewrite can cut (``for`` over ``range``, a counted ``while``), only that loop
-    (and the loops in it) is cut and the data stays whole; elsewhere, or when unknown, the data the
-    cell names is sampled too."""
+    inside a loop the rewrite can cut (``for`` over ``range``, a counted ``while``), that loop (and the
+    loops in it) is cut, and only the data the loop reads is sampled (a training loop's loader; none for
+    a loop over something else); elsewhere the data the slow statement reads is sampled; when unknown,
+    every large object the cell names."""
     ast = _shf_ast()
     if ast is None or not line:
         return {"where": {"line": line, "mode": "sample"}}
@@ -306,11 +307,11 @@ def _shf_slow_part(text, line):
             continue
         if _shf_cuttable(node, ast) and (span is None or node.lineno < span[0]):
             span = (node.lineno, node.end_lineno or node.lineno)
+    slow = next((n for n in tree.body if n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+    reads = sorted(_shf_feeds(tree, slow, ast)) if slow is not None else []
     if span is None:
-        slow = next((n for n in tree.body if n.lineno <= line <= (n.end_lineno or n.lineno)), None)
-        reads = sorted(_shf_feeds(tree, slow, ast)) if slow is not None else []
         return {"where": {"line": line, "mode": "sample", "reads": reads}}
-    return {"where": {"line": line, "mode": "loops", "span": list(span)}}
+    return {"where": {"line": line, "mode": "loops", "span": list(span), "reads": reads}}
 
 
 def _shf_feeds(tree, slow, ast):

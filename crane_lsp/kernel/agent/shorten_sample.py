@@ -458,9 +458,13 @@ def _shs_sample_names(namespace, code, plan):
     _shs_state["span"] = where.get("span") if loops_only else None
     if where:
         shortened["where"] = where
+    slow_names = _shs_slow_names(namespace, where)  # None: every large object may be sampled
     loaders = {id(v.dataset) for _w, kind, v, _p in _shs_candidates(namespace, names) if kind == "loader"}
-    for what, kind, value, place in [] if loops_only else _shs_candidates(namespace, names):
+    for what, kind, value, place in _shs_candidates(namespace, names):
         if kind in ("tfdata", "batches"):
+            if slow_names is not None and what.split("[", 1)[0] not in slow_names:
+                shortened.setdefault("whole", []).append(what)
+                continue
             try:
                 of = _shs_rows(kind, value)
                 taken = _shs_take_first(kind, value, cap, wanted)
@@ -479,7 +483,7 @@ def _shs_sample_names(namespace, code, plan):
             continue
         found.append((what, kind, value, rows, place))
     by_rows: dict[int, list[Any]] = {}
-    slow_rows = _shs_slow_rows(namespace, found, where)
+    slow_rows = _shs_slow_rows(found, slow_names, loops_only)
     for what, kind, value, rows, place in found:
         if rows >= max(_SHS_ROWS_MIN, 2 * wanted) and rows not in feature_dims:
             if slow_rows is None or rows in slow_rows:
@@ -515,13 +519,12 @@ def _shs_sample_names(namespace, code, plan):
     return shortened
 
 
-def _shs_slow_rows(namespace, found, where):
-    """Row counts of the data the slow statement reads (``where["reads"]``, the cell's names it is
-    computed from, and the globals of the functions it calls): only objects with those row counts are
-    sampled (all of them, so that ``X`` and ``y`` stay aligned). None: sample every large object (the
-    slow statement is unknown, or reads no data found here)."""
-    reads = where.get("reads") if where.get("mode") == "sample" else None
-    if not reads:
+def _shs_slow_names(namespace, where):
+    """The names the slow part of the cell reads (``where["reads"]``: what the slow statement or loop
+    reads, the cell's names it is computed from), with the globals of the functions it calls; None
+    when the slow part is unknown (every large object may be sampled)."""
+    reads = where.get("reads")
+    if reads is None or where.get("mode") not in ("sample", "loops"):
         return None
     names = set(reads)
     for name in reads:
@@ -529,8 +532,18 @@ def _shs_slow_rows(namespace, found, where):
         with _shs_contextlib.suppress(Exception):
             if type(value).__name__ == "function" and value.__globals__ is namespace:
                 names |= _shs_code_names(value.__code__)
-    rows = {r for what, _kind, _value, r, _place in found if what.split("[", 1)[0] in names}
-    return rows or None
+    return names
+
+
+def _shs_slow_rows(found, slow_names, loops_only):
+    """Row counts of the data the slow part reads: only objects with those row counts are sampled
+    (all of them, so that ``X`` and ``y`` stay aligned). None: sample every large object (the slow
+    statement is unknown, or, outside a loop, reads no data found here); inside a loop that reads no
+    data, nothing is sampled (the loop alone is cut)."""
+    if slow_names is None:
+        return None
+    rows = {r for what, _kind, _value, r, _place in found if what.split("[", 1)[0] in slow_names}
+    return rows if rows or loops_only else None
 
 
 def _shs_calls(namespace, names):
