@@ -157,3 +157,20 @@ def test_kernel_state_unchanged(jk: JailKernel) -> None:
         _run(jk, cell)
     assert jk.eval(STATE) == before
     assert "brand_new" not in before
+
+
+def test_a_cuda_kernel_makes_no_cuda_call(jk: JailKernel) -> None:
+    """Nothing forced: CUDA initialised (the flag the child reads, set as CUDA sets it) takes the path.
+    ``torch.cuda`` calls that only wait do nothing, those that ask the GPU stop the run; CPU tensors
+    stay real (the truth: the same crash for real)."""
+    jk.run("_saved_init = torch.cuda._initialized\ntorch.cuda._initialized = True")
+    try:
+        asks = jk.dry_run("torch.cuda.synchronize()\nfree, total = torch.cuda.mem_get_info()", budget_s=20.0)
+        cell = "torch.cuda.synchronize()\nv = xo.sum().item()\nout = model(x_wide)"
+        waits = jk.dry_run(cell, budget_s=20.0)
+    finally:
+        jk.run("torch.cuda._initialized = _saved_init\ndel _saved_init")
+    assert asks["outcome"] == "no_verdict" and "asks the GPU" in asks["message"], verdict(asks)
+    assert asks["line"] == 2 and asks["standin"]["why"] == "cuda"
+    assert verdict(waits)[:3] == ("raised", "RuntimeError", 3), verdict(waits)
+    assert waits["standin"] == {"why": "cuda", "names": [], "devices": []}

@@ -222,6 +222,8 @@ def _sti_begin(namespace, code, payload):
     names, devices = _sti_stand_in(namespace, code, only_gpu=why == "cuda")
     _sti_state["lines"] = str(payload.get("source") or "").splitlines()  # to name a temporary's inputs
     _sti_patch_modules()
+    if why == "cuda":
+        _sti_patch_cuda()
     return {"why": why, "names": names, "devices": devices, "mode": _sti_make_mode()}
 
 
@@ -235,6 +237,60 @@ def _sti_note(info):
     devices = ", ".join(info["devices"]) or "no device"
     names = ", ".join(info["names"][:8]) or "none named"
     return f"a shape-level dry run ({why}): tensors on {devices} stood in by their shapes ({names})"
+
+
+#: properties of a real CUDA tensor read as they are: stored references and metadata (no kernel runs)
+_STI_STORED = frozenset(
+    {"grad", "data", "grad_fn", "shape", "dtype", "requires_grad", "is_leaf", "ndim", "layout", "names"}
+)
+#: ``torch.cuda`` calls that change nothing a shape-level run can see: no-ops in the child
+_STI_CUDA_NOOPS = (
+    "synchronize empty_cache reset_peak_memory_stats reset_max_memory_allocated manual_seed manual_seed_all"
+    " set_device ipc_collect"
+)
+#: ``torch.cuda`` calls that ask the GPU: the run stops there (no verdict)
+_STI_CUDA_ASKS = (
+    "memory_allocated max_memory_allocated memory_reserved max_memory_reserved memory_summary memory_stats"
+    " mem_get_info get_device_name get_device_properties get_device_capability device_count utilization"
+    " get_rng_state get_rng_state_all set_rng_state current_stream default_stream Stream Event"
+)
+
+
+def _sti_get_cuda(func, prop, t, args, kwargs):
+    """A property of a real CUDA tensor an operation reached: a stored reference (its meta stand-in)
+    or the property of its stand-in; nothing runs on the GPU."""
+    torch = _sti_torch()
+    stored = prop in _STI_STORED
+    out = func(*args, **kwargs) if stored else func(_sti_meta(t), *args[1:], **kwargs)
+
+    def swap(v):
+        if isinstance(v, torch.Tensor) and not v.is_meta and v.device.type == "cuda":
+            return _sti_meta(v)
+        return v
+
+    return _sti_tag(torch.utils._pytree.tree_map(swap, out), _sti_vdev(t))
+
+
+def _sti_patch_cuda():
+    """``torch.cuda`` in the child's copy of torch (a kernel that initialised CUDA): the calls that only
+    wait or tidy do nothing, the ones that ask the GPU stop the run, ``is_available()`` is True and
+    ``current_device()`` the first device. A forked child must make no CUDA call."""
+    cuda = _sti_torch().cuda
+
+    def asks(name):
+        def stop(*args, **kwargs):
+            _sti_stop(f"`torch.cuda.{name}()` asks the GPU", None, "cuda:0")
+
+        return stop
+
+    for name in _STI_CUDA_NOOPS.split():
+        if hasattr(cuda, name):
+            setattr(cuda, name, lambda *args, **kwargs: None)
+    for name in _STI_CUDA_ASKS.split():
+        if hasattr(cuda, name):
+            setattr(cuda, name, asks(name))
+    cuda.is_available = lambda: True
+    cuda.current_device = lambda: 0
 
 
 def _sti_patch_modules():
@@ -375,6 +431,8 @@ def _sti_handle(func, args, kwargs):
         if isinstance(t, torch.Tensor) and _sti_stood(t) and prop in ("device", "is_cuda"):
             vdev = _sti_vdev(t)
             return torch.device(vdev) if prop == "device" else vdev.startswith("cuda")
+        if isinstance(t, torch.Tensor) and not t.is_meta and t.device.type == "cuda":
+            return _sti_get_cuda(func, prop, t, args, kwargs)
         return _sti_tag(func(*args, **kwargs), _sti_vdev(t) if isinstance(t, torch.Tensor) else None)
     tensors = _sti_tensors((args, kwargs))
     stood = [t for t in tensors if _sti_stood(t)]
