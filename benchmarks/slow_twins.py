@@ -32,6 +32,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import crane_lsp
 from crane_lsp.dryrun import DryRunner
@@ -288,6 +289,11 @@ async def run(args: argparse.Namespace) -> list[Site]:
     return sites
 
 
+def _site(saved: dict[str, Any]) -> Site:
+    twins = [Twin(**t) for t in saved.pop("twins")]
+    return Site(**saved, twins=twins)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", default=",".join(KINDS), help="of loop, scaled, training")
@@ -297,7 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", default="replay,audit,examples")
     parser.add_argument("--replay", default=str(Path(crane_lsp.__file__).parent / "data" / "junoreplay"))
     parser.add_argument("--json", default="", help="write every twin and site here")
+    parser.add_argument("--from-json", default="", help="print the tables of an earlier --json run")
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        report([_site(s) for s in saved["sites"]], saved["budget"], saved["seconds"])
+        return 0
     agent = Path(probe_install.__file__).parent / "agent"
     print(f"crane from {Path(crane_lsp.__file__).parent}; kernel agent from {agent}", flush=True)
     started = time.perf_counter()

@@ -65,7 +65,8 @@ def dropped_twin(site: Site, kind: str, why: str) -> Twin:
 
 def reason(message: str) -> str:
     """A withheld verdict's headline, numbers masked, for grouping."""
-    text = re.sub(r"\d[\d,._]*", "N", message.split(". ")[0])
+    text = re.sub(r" \(.*", "", message.split(". ")[0])  # what was shortened: detail, not the reason
+    text = re.sub(r"\d[\d,._]*", "N", text)
     text = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "'…'", text)
     return text[:110]
 
@@ -111,7 +112,7 @@ def report(sites: list[Site], budget: float, total_s: float) -> None:
             truth = f"{t.truth_exception} at line {(t.truth_line or 0) + 1}" if t.truth_exception else "clean"
             console.print(f"[red]{t.outcome}[/red] {t.site} ({t.kind}, really {truth}): {t.headline}")
     withheld = Table(title="why verdicts were withheld (crash and clean twins)")
-    for column in ("kind", "role", "n", "headline (numbers and quoted names masked)"):
+    for column in ("kind", "role", "n", "headline (numbers, quoted names and details masked)"):
         withheld.add_column(column)
     grouped = Counter((t.kind, t.role, reason(t.message)) for t in kept if t.outcome == "withheld")
     for (kind, role, why), n in sorted(grouped.items(), key=lambda x: (x[0][0], -x[1])):
