@@ -96,10 +96,13 @@ class Seen:
     real: dict[str, str | None] = field(default_factory=dict)
 
 
-async def _verdicts(kernel: TestKernel, cells: dict[str, str]) -> dict[str, Prediction]:
+async def _verdicts(
+    kernel: TestKernel, cells: dict[str, str], budget_s: float = BUDGET_S
+) -> dict[str, Prediction]:
+    """Each cell through the real link and pipeline (the dry-run layer alone), in order."""
     said = {}
     async with await KernelLink.connect(kernel.connection_file) as link:
-        settings = Settings(dry_run="on", dry_run_budget_s=BUDGET_S)
+        settings = Settings(dry_run="on", dry_run_budget_s=budget_s)
         runner = DryRunner(link, settings)
         for name, cell in cells.items():
             pipeline = Pipeline(settings, link=link, dryrun=runner)
@@ -210,18 +213,7 @@ def test_a_kernel_that_started_tensorflow_still_gets_a_shortened_verdict(
     kernel = start_test_kernel(tmp_path_factory.mktemp("slow-tf"))
     try:
         kernel.run(TF_SETUP, timeout=600)
-
-        async def verdicts() -> dict[str, Prediction]:
-            said = {}
-            async with await KernelLink.connect(kernel.connection_file) as link:
-                settings = Settings(dry_run="on", dry_run_budget_s=TF_BUDGET_S)
-                runner = DryRunner(link, settings)
-                for name, tail in TF_TAILS.items():
-                    pipeline = Pipeline(settings, link=link, dryrun=runner)
-                    said[name] = (await pipeline.predict(TF_FIT + tail, layers={"dryrun"})).prediction
-            return said
-
-        said = asyncio.run(verdicts())
+        said = asyncio.run(_verdicts(kernel, {n: TF_FIT + tail for n, tail in TF_TAILS.items()}, TF_BUDGET_S))
         real = {name: run_cell(kernel, tail)[0] for name, tail in TF_TAILS.items()}
     finally:
         stop_test_kernel(kernel)

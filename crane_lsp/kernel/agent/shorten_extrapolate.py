@@ -148,6 +148,8 @@ def _shx_try(exc, text, shortened):
     for value, kind, operand in zip(values, kinds, operands, strict=False):
         if kind in ("numpy", "torch"):
             continue
+        if type(value).__name__ == "module":  # ``np.linalg.inv(a)``: the function's module
+            continue
         if not _shx_plain(value):  # a frame, an indexer, an estimator: what it holds is not its shape
             return _shx_undecided(f"an operand ({type(value).__name__}) has no shape to stand in for")
         if type(value) is int and not isinstance(operand, ast.Constant):
