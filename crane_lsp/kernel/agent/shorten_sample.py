@@ -637,7 +637,8 @@ def _shs_failure_facts(exc):
     data's row labels or values); read within a short deadline, else ``unknown``."""
     if not isinstance(exc, KeyError) or not exc.args:
         return {}
-    key = exc.args[0]
+    keys = _shs_missing_labels(exc.args[0])
+    key = keys[0] if len(keys) == 1 else exc.args[0]
     facts: dict[str, Any] = {"key_type": type(key).__name__, "key": repr(key)[:200], "key_in_full": False}
     deadline = _shs_time.perf_counter() + 0.5
     for kind, value in _shs_state.get("originals", ()):
@@ -645,12 +646,25 @@ def _shs_failure_facts(exc):
             facts["key_in_full"] = None  # unknown: read out of time
             break
         try:
-            if _shs_holds(kind, value, key):
+            if any(_shs_holds(kind, value, k) for k in keys):
                 facts["key_in_full"] = True
                 break
         except Exception:
             facts["key_in_full"] = None
     return facts
+
+
+def _shs_missing_labels(key):
+    """The labels a KeyError is about: its key, or those pandas names in its message when it reports
+    several at once (``drop([10472])``: ``"[10472] not found in axis"``), which are the real keys."""
+    if type(key) is str and key.endswith("] not found in axis") and key.startswith("["):
+        import ast  # IPython imported it: a lookup in sys.modules
+
+        with _shs_contextlib.suppress(Exception):
+            labels = ast.literal_eval(key[: -len(" not found in axis")])
+            if isinstance(labels, list) and labels:
+                return labels
+    return [key]
 
 
 def _shs_holds(kind, value, key):
