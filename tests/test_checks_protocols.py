@@ -9,14 +9,10 @@ every near miss really runs clean.
 
 from __future__ import annotations
 
-import ast
 import asyncio
-from pathlib import Path
-from typing import Any
 
 from check_util import assert_predicts, assert_silent_and_runs, facts_and_snapshot, predict, prepare, run_cell
 
-from crane_lsp.analysis import sklearn_fitted
 from crane_lsp.pipeline import Pipeline
 from crane_lsp.prediction import Prediction
 from crane_lsp.settings import Settings
@@ -101,31 +97,6 @@ def test_meta_estimator_with_another_rule_gets_no_not_fitted_claim(kernel) -> No
     assert [f for f in predict(kernel, cell) if f.exception == "NotFittedError"] == []
     assert run_cell(kernel, cell)[0] == "ValueError"
     assert_silent_and_runs(kernel, SK, "Z = SelectFromModel(clf).transform(X)\n")
-
-
-def _agent_constants() -> dict[str, Any]:
-    """The probe's ``_SK_*`` constants, read from its source (the agent is joined into one module in the
-    kernel, so its files do not import on their own)."""
-    path = Path(sklearn_fitted.__file__).parents[1] / "kernel" / "agent" / "sum_ml.py"
-    found: dict[str, Any] = {}
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            if name.startswith("_SK_"):
-                value = node.value
-                if isinstance(value, ast.Call):  # frozenset([...]) / frozenset((...))
-                    value = value.args[0]
-                found[name] = set(ast.literal_eval(value))
-    return found
-
-
-def test_the_kernel_and_cell_rules_share_their_class_lists() -> None:
-    # the probe's copy (in the kernel, where crane_lsp cannot be imported) must not drift
-    agent = _agent_constants()
-    assert agent["_SK_STATELESS"] == sklearn_fitted.STATELESS
-    assert agent["_SK_OWN_FIT"] == sklearn_fitted.OWN_FIT
-    assert agent["_SK_DELEGATE"] <= sklearn_fitted.DELEGATE
-    assert agent["_SK_INNER_PARAMS"] == sklearn_fitted.INNER_PARAMS
 
 
 # ------------------------------------------------------------------------------------------------

@@ -6,79 +6,25 @@ it freezes), and meta-estimators may delegate to what they wrap (``FixedThreshol
 prefit classifier predicts without ``fit``). A freshly built estimator is therefore certainly unfitted
 only when its rule does not depend on what it wraps, or when everything it wraps is itself unfitted.
 
-The kernel's twin, for estimators already in the kernel, is ``kernel/agent/sum_ml._sk_fitted``; its
-class lists are these (``tests/test_checks_protocols.py`` keeps them equal). Each list was tried for real
-on scikit-learn 1.9 (every prediction method of each class, unfitted, around a fitted and an unfitted
-estimator).
+The kernel's twin, for estimators already in the kernel, is ``kernel/agent/sum_ml._sk_fitted``; both
+read the class lists of ``kernel/agent/sk_protocol.py`` (stdlib, imported alone here).
 """
 
 from __future__ import annotations
 
-#: ``requires_fit`` False in scikit-learn: methods work without ``fit``.
-STATELESS = frozenset(
-    {
-        "AdditiveChi2Sampler",
-        "Binarizer",
-        "FeatureHasher",
-        "FunctionTransformer",
-        "GaussianProcessRegressor",
-        "HashingVectorizer",
-        "Normalizer",
-        "PatchExtractor",
-    }
-)
+from crane_lsp.kernel.agent.sk_protocol import _SK_DELEGATE, _SK_INNER_PARAMS, _SK_OWN_FIT, _SK_STATELESS
 
+#: ``requires_fit`` False in scikit-learn: methods work without ``fit``.
+STATELESS = _SK_STATELESS
 #: Meta-estimators whose every method checks the meta-estimator itself first: unfitted, they raise
 #: NotFittedError whatever they wrap.
-OWN_FIT = frozenset(
-    {
-        "GridSearchCV",
-        "RandomizedSearchCV",
-        "HalvingGridSearchCV",
-        "HalvingRandomSearchCV",
-        "VotingClassifier",
-        "VotingRegressor",
-        "BaggingClassifier",
-        "BaggingRegressor",
-        "AdaBoostClassifier",
-        "AdaBoostRegressor",
-        "OneVsRestClassifier",
-        "OneVsOneClassifier",
-        "OutputCodeClassifier",
-        "MultiOutputClassifier",
-        "MultiOutputRegressor",
-        "ClassifierChain",
-        "RegressorChain",
-        "CalibratedClassifierCV",
-        "RFE",
-        "SequentialFeatureSelector",
-        "TransformedTargetRegressor",
-        "ColumnTransformer",
-    }
-)
-
+OWN_FIT = _SK_OWN_FIT
 #: Estimators whose fittedness is their inner estimators': ``__sklearn_is_fitted__`` delegating
-#: (Pipeline, FeatureUnion, FrozenEstimator) or a ``_check_is_fitted`` that tries the inner estimator
-#: first (the threshold classifiers). Unfitted inside, they raise NotFittedError; fitted, they may run.
-DELEGATE = frozenset(
-    {"Pipeline", "FeatureUnion", "FrozenEstimator", "FixedThresholdClassifier", "TunedThresholdClassifierCV"}
-)
-
+#: (Pipeline, FeatureUnion, FrozenEstimator: the probe replays these hooks statically) or a
+#: ``_check_is_fitted`` that tries the inner estimator first (the threshold classifiers).
+DELEGATE = frozenset({"Pipeline", "FeatureUnion", "FrozenEstimator"}) | _SK_DELEGATE
 #: Constructor parameters that hold the estimators a meta-estimator wraps.
-INNER_PARAMS = frozenset(
-    {
-        "estimator",
-        "base_estimator",
-        "estimators",
-        "steps",
-        "transformers",
-        "transformer_list",
-        "final_estimator",
-        "regressor",
-        "classifier",
-        "transformer",
-    }
-)
+INNER_PARAMS = frozenset(_SK_INNER_PARAMS)
 
 
 def built_fitted(cls: str, inner: list[bool | None]) -> bool | None:

@@ -23,6 +23,7 @@ SOURCES = (
     "agent/stats.py",
     "agent/frames.py",
     "agent/sum_data.py",
+    "agent/sk_protocol.py",
     "agent/sum_ml.py",
     "agent/sum_python.py",
     "agent/summaries.py",

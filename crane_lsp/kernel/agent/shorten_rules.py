@@ -177,12 +177,6 @@ def _shr_fallback(first, second, source):
     exception = first.get("exception") or ""
     raw = first.get("message") or ""
     message = _shr_normal(first)
-    if exception in ("NameError", "UnboundLocalError"):
-        found = _SHR_NAME.search(raw)
-        name = next((g for g in found.groups() if g), None) if found else None
-        if name is None or name in _shr_bound_names(source):
-            return "the cell binds that name itself: a loop cut short may have left it unset"
-        return None
     if exception in _SHR_DATA_FREE:
         return "a value is None: a loop cut short may have left it unset" if "NoneType" in raw else None
     if exception in _SHR_IMPORTS:

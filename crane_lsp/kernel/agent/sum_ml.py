@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _trunc,
         _trusted,
     )
+    from crane_lsp.kernel.agent.sk_protocol import _SK_DELEGATE, _SK_INNER_PARAMS, _SK_OWN_FIT, _SK_STATELESS
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,
         EstimatorWire,
@@ -299,65 +300,7 @@ def _short_list(v, privacy):
 # ``__sklearn_is_fitted__`` decides when it defines one; else an instance attribute ending in "_" (not
 # "__"). Meta-estimators may delegate to what they wrap. No estimator code runs: a hook of a class whose
 # rule is not replayed below (a user class's) leaves the answer open (None: no certain finding).
-# The class-name lists are analysis/sklearn_fitted.py's, which a test keeps equal.
-
-#: ``requires_fit`` False: ``check_is_fitted`` passes without fit.
-_SK_STATELESS = frozenset(
-    [
-        "AdditiveChi2Sampler",
-        "Binarizer",
-        "FeatureHasher",
-        "FunctionTransformer",
-        "GaussianProcessRegressor",
-        "HashingVectorizer",
-        "Normalizer",
-        "PatchExtractor",
-    ]
-)
-#: Meta-estimators whose every method checks the meta-estimator itself first: inner estimators fitted or
-#: not, an unfitted one raises NotFittedError (each tried for real, scikit-learn 1.9).
-_SK_OWN_FIT = frozenset(
-    [
-        "GridSearchCV",
-        "RandomizedSearchCV",
-        "HalvingGridSearchCV",
-        "HalvingRandomSearchCV",
-        "VotingClassifier",
-        "VotingRegressor",
-        "BaggingClassifier",
-        "BaggingRegressor",
-        "AdaBoostClassifier",
-        "AdaBoostRegressor",
-        "OneVsRestClassifier",
-        "OneVsOneClassifier",
-        "OutputCodeClassifier",
-        "MultiOutputClassifier",
-        "MultiOutputRegressor",
-        "ClassifierChain",
-        "RegressorChain",
-        "CalibratedClassifierCV",
-        "RFE",
-        "SequentialFeatureSelector",
-        "TransformedTargetRegressor",
-        "ColumnTransformer",
-    ]
-)
-#: Meta-estimators usable unfitted when what they wrap is fitted (``_check_is_fitted`` of
-#: ``BaseThresholdClassifier`` tries the inner estimator first), NotFittedError when it is not.
-_SK_DELEGATE = frozenset(("FixedThresholdClassifier", "TunedThresholdClassifierCV"))
-#: Constructor parameters that hold the estimators a meta-estimator wraps.
-_SK_INNER_PARAMS = (
-    "estimator",
-    "base_estimator",
-    "estimators",
-    "steps",
-    "transformers",
-    "transformer_list",
-    "final_estimator",
-    "regressor",
-    "classifier",
-    "transformer",
-)
+# The class-name lists live in sk_protocol.py (joined before this module; the client imports them too).
 
 
 def _sk_own_fitted(obj):
