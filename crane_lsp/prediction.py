@@ -72,6 +72,22 @@ class Fix(BaseModel):
         """Dry-run from the kernel's state and ran clean: the only kind offered as verified."""
         return self.verification is not None and self.verification.outcome == "runs-clean"
 
+    def status(self) -> str:
+        """How its verification reads after a title: "runs clean in a dry run"."""
+        return status_words(self.verification.outcome if self.verification else None)
+
+
+def status_words(outcome: FixOutcome | None) -> str:
+    """The words every surface (Quick Fix title, hover, ``check --fix``) uses for an outcome."""
+    return _STATUS_WORDS.get(outcome, outcome or "not verified")
+
+
+_STATUS_WORDS: dict[FixOutcome | None, str] = {
+    "runs-clean": "runs clean in a dry run",
+    "gets-further": "gets further in a dry run",
+    None: "not verified",
+}
+
 
 class Source(BaseModel):
     """Which layer produced the verdict and what it cost."""

@@ -58,3 +58,15 @@ def editor_env(kernel: TestKernel, prefix: str, case: EditorCase, out: Path) -> 
         f"CRANE_{prefix}_CMD": SERVE,
         "CRANE_KERNEL": kernel.connection_file,
     }
+
+
+def offers_column_fix(titles: list[str]) -> bool:
+    """The Quick Fix for the misspelt column, before or after its background dry-run verification.
+
+    The server offers "crane: Apply suggested fix (...)" at once and replaces it with "Use 'amount'
+    (runs clean in a dry run)" when the jailed run of the edited cell comes back; which one an
+    editor lists depends on when it asks."""
+    return any(
+        t.startswith("crane: Apply suggested fix") or t == "Use 'amount' (runs clean in a dry run)"
+        for t in titles
+    )

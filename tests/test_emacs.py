@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TestKernel
-from tests.editor_case import editor_case, editor_env, editor_marks
+from tests.editor_case import editor_case, editor_env, editor_marks, offers_column_fix
 
 pytestmark = editor_marks("emacs", "packages emacs-nox elpa-eglot")
 
@@ -49,7 +49,7 @@ def test_emacs_eglot_diagnostic_hover_action_fix(kernel: TestKernel, tmp_path: P
     assert seen["line"] == line, (seen, line)  # the file's line, as Emacs counts it (form feed or not)
     assert seen["column"] == target.index("'amout'"), seen  # a character column: emoji counted once
     assert "KeyError" in seen["hover"] and f"line {line + 1}" in seen["hover"], seen["hover"]
-    assert any(t.startswith("crane: Apply suggested fix") for t in seen["actions"]), seen["actions"]
+    assert offers_column_fix(seen["actions"]), seen["actions"]
     assert seen["after"] == 0 and "em_sales['amount']" in seen["fixed_line"], seen
     # the run guard: asked about the crash three times (cancel: nothing sent; run anyway: the cell
     # sent; show: point on the crash's line), the first cell (run already, no verdict) sent unasked

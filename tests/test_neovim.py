@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TestKernel
-from tests.editor_case import editor_case, editor_env, editor_marks
+from tests.editor_case import editor_case, editor_env, editor_marks, offers_column_fix
 
 pytestmark = editor_marks("nvim", "package neovim")
 
@@ -50,7 +50,7 @@ def test_neovim_squiggle_hover_action_fix(kernel: TestKernel, tmp_path: Path, od
     assert diag["lnum"] == line, (diag, line)  # the file's line, as Neovim counts it
     assert diag["col"] == len(target[: target.index("'amout'")].encode("utf-8")), diag  # a byte column
     assert "KeyError" in seen["hover"] and f"line {line + 1}" in seen["hover"], seen["hover"]
-    assert any(t.startswith("crane: Apply suggested fix") for t in seen["actions"]), seen["actions"]
+    assert offers_column_fix(seen["actions"]), seen["actions"]
     assert seen["after"] == 0 and "nv_sales['amount']" in seen["line"], seen
     # the run guard: asked three times about the crash (cancel: nothing sent; run anyway: the cell
     # sent; show: the cursor on the crash, nothing sent), the first cell (run already, no verdict)

@@ -18,21 +18,13 @@ from typing import TYPE_CHECKING
 
 from crane_lsp.fixes.candidates import candidates
 from crane_lsp.fixes.verify import LIMIT_EXPLICIT, LIMIT_TYPING, verify_all
+from crane_lsp.prediction import status_words
 
 if TYPE_CHECKING:
     from crane_lsp.dryrun import DryRunner
     from crane_lsp.prediction import Prediction
 
 __all__ = ["LIMIT_EXPLICIT", "LIMIT_TYPING", "candidates", "offer_fixes", "status_words"]
-
-
-def status_words(outcome: str | None) -> str:
-    """How a fix's verification reads in a title: "runs clean in a dry run"."""
-    return {
-        "runs-clean": "runs clean in a dry run",
-        "gets-further": "gets further in a dry run",
-        None: "not verified",
-    }.get(outcome, outcome or "not verified")
 
 
 async def offer_fixes(

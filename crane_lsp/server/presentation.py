@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from crane_lsp.prediction import status_words
 from crane_lsp.server.documents import CellView, span_of, to_range
 
 if TYPE_CHECKING:  # both are slow to import (pydantic): not before ``initialize`` is answered
@@ -183,7 +184,7 @@ def hover_markdown(
         top = verified[0]
         v = top.verification
         assert v is not None
-        status = FIX_STATUS.get(v.outcome, v.outcome)
+        status = status_words(v.outcome)
         head = "Verified fix" if v.outcome == "runs-clean" else "Fix (not verified to run clean)"
         parts += [f"**{head}:** {top.title or top.description} ({status})", ""]
         parts += [f"*{in_editor(n, cell)}*" for n in v.notes] + [""]
@@ -201,10 +202,6 @@ def hover_markdown(
     for note in prediction.notes:
         parts.append(f"\n*{in_editor(note, cell)}*")
     return "\n".join(parts).strip()
-
-
-#: how a fix's verification reads in its Quick Fix title (crane_lsp.fixes.verify)
-FIX_STATUS = {"runs-clean": "runs clean in a dry run", "gets-further": "gets further in a dry run"}
 
 
 def fix_edit(
@@ -248,7 +245,7 @@ def code_actions(
     for fix in reversed(offered):  # verified in the jail: "Use 'region' (runs clean in a dry run)"
         edit = fix_edit(prediction, cell, encoding, fix)
         assert fix.verification is not None
-        status = FIX_STATUS.get(fix.verification.outcome, fix.verification.outcome)
+        status = status_words(fix.verification.outcome)
         if edit is not None:
             title = one_line(fix.title or fix.description, 80)
             actions.insert(
