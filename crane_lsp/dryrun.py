@@ -29,7 +29,7 @@ from crane_lsp.dryrun_causes import with_failure_facts
 from crane_lsp.failure_facts import FailFacts
 from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName, Screened
-from crane_lsp.prediction import Prediction, Source, line_position
+from crane_lsp.prediction import NoVerdictReason, Prediction, Source, line_position
 from crane_lsp.settings import Settings
 from crane_lsp.shortened import ShortenedRuns, SlowCells, judge
 
@@ -400,8 +400,8 @@ class DryRunner:
         except Exception as exc:  # busy or dead kernels and probe errors: fall through, say why
             log.info("dry run unavailable: %s", exc)
             if not await self._kernel_alive():
-                text = "the kernel died during the dry run"
-                return _note(f"dry run unavailable: {text} ({exc})", headline=text)
+                text = "no verdict: the kernel died during the dry run"
+                return _unanswered("unavailable", text, f"dry run unavailable: {exc}")
             return _note(f"dry run unavailable: {exc}")
         return outcome_to_prediction(outcome, target, executed)
 
@@ -432,8 +432,16 @@ def _one_line(exception: str | None, message: str | None) -> str:
     return f"{exception}: {first}" if first else str(exception)
 
 
-def _note(text: str, headline: str | None = None) -> Prediction:
-    p = Prediction.nothing_found(headline) if headline else Prediction.nothing_found()
+def _note(text: str) -> Prediction:
+    """Nothing decided here, said in a note: the next layer (or "nothing found") answers."""
+    p = Prediction.nothing_found()
+    p.notes.append(text)
+    return p
+
+
+def _unanswered(reason: NoVerdictReason, headline: str, text: str) -> Prediction:
+    """No verdict, and why: the headline the hover, the terminal and the JSON show up front."""
+    p = Prediction.unanswered(reason, headline)
     p.notes.append(text)
     return p
 
@@ -452,6 +460,7 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
             exception=outcome.exception,
             **line_position(target, outcome.line),
             message=_one_line(outcome.exception, outcome.message),
+            raw_message=outcome.message or "",
             diagnosis=f"The cell {seen}" + (f": {outcome.message}" if outcome.message else "") + ".",
             source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
             notes=[f"{seen} in {took}", *(outcome.notes or [])],
@@ -465,8 +474,8 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
         return p
     if outcome.outcome == "no_verdict":  # a shape-level run that needed values (agent/standin.py)
         at = f" (line {outcome.line})" if outcome.line else ""
-        stopped = _note(
-            f"dry run no verdict: {outcome.message}", headline=f"no verdict: {outcome.message}{at}"
+        stopped = _unanswered(
+            "needs-values", f"no verdict: {outcome.message}{at}", f"dry run no verdict: {outcome.message}"
         )
         stopped.notes.extend(outcome.notes or [])
         return stopped
@@ -477,6 +486,7 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
             exception=outcome.exception,
             **line_position(target, outcome.line),
             message=_one_line(outcome.exception, outcome.message),
+            raw_message=outcome.message or "",
             diagnosis=(
                 f"Observed in a sandboxed copy of the kernel: the cell raised {outcome.exception}"
                 + (f" on line {outcome.line}" if outcome.line else "")
@@ -489,7 +499,7 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
         return with_failure_facts(observed, outcome.facts, executed)  # cause, evidence, origins
     if outcome.outcome == "completed":
         # Observed to run clean: final, the LLM has nothing to add. Other outcomes fall through.
-        p = Prediction.nothing_found("ran clean in a sandboxed copy of the kernel")
+        p = Prediction.ran_clean("ran clean in a sandboxed copy of the kernel")
         p.source = Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000)
         p.notes.append(f"ran clean in a sandboxed copy in {took}")
         p.notes.extend(outcome.notes or [])
@@ -501,11 +511,11 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
             judged = judge(outcome.shortened, budget, target)
             judged.source.latency_ms = (outcome.round_trip_s or 0) * 1000 if judged.crash else None
             return judged
-        return _note(text, headline=f"no verdict: the dry run did not finish in {budget}")
+        return _unanswered("timeout", f"no verdict: the dry run did not finish in {budget}", text)
     if outcome.outcome == "exits":
-        return _note(text, headline=f"the dry run saw the cell end the kernel: {outcome.message}")
+        return _unanswered("ends-kernel", f"the dry run saw the cell end the kernel: {outcome.message}", text)
     if outcome.outcome == "blocked":  # with the calls the jail answered on the way (its notes)
-        blocked = _note(text, headline=f"no verdict: the dry run was stopped ({outcome.message})")
+        blocked = _unanswered("blocked", f"no verdict: the dry run was stopped ({outcome.message})", text)
         blocked.notes.extend(outcome.notes or [])
         return blocked
     return _note(text)

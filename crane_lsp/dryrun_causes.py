@@ -493,20 +493,17 @@ def with_failure_facts(
     if facts is None or not prediction.crash:
         return prediction
     privacy = privacy or facts.privacy
-    sentence = cause(prediction.exception or "", _raw_message(prediction), facts, privacy)
+    sentence = cause(prediction.exception or "", prediction.raw_message, facts, privacy)
     if sentence:  # the raw message stays in the diagnosis, shown beneath
+        prediction.cause = sentence
         prediction.message = f"{prediction.exception}: {sentence}"
+        prediction.operands = _named(sentence, facts)
     prediction.evidence = evidence(facts, privacy) + prediction.evidence
     if not prediction.origin:
-        prediction.origin = operand_origins(facts, executed, _named(sentence or "", facts))
+        prediction.origin = operand_origins(facts, executed, prediction.operands)
     if facts.error:
         prediction.notes.append(f"facts at the failing line unavailable: {facts.error}")
     return prediction
-
-
-def _raw_message(prediction: Prediction) -> str:
-    prefix = f"{prediction.exception}: "
-    return prediction.message[len(prefix) :] if prediction.message.startswith(prefix) else prediction.message
 
 
 def _named(sentence: str, facts: FailFacts) -> list[str]:

@@ -21,7 +21,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from crane_lsp.prediction import SCHEMA_VERSION, Certainty, Evidence, Fix, FixLayer, FixOutcome, Prediction
+from crane_lsp.prediction import (
+    SCHEMA_VERSION,
+    Certainty,
+    Evidence,
+    Fix,
+    FixLayer,
+    FixOutcome,
+    NoVerdictReason,
+    Prediction,
+    VerdictKind,
+)
 
 
 class _Open(BaseModel):
@@ -69,7 +79,16 @@ class CellJson(_Open):
     id: str = Field(description="the prediction's id (crane.ignoreFinding takes it)")
     crash: bool
     certainty: Certainty
+    verdict: VerdictKind = Field(
+        description="crash; clean (a dry run ran the whole cell); nothing-found (no promise); no-verdict"
+    )
+    no_verdict: NoVerdictReason | None = Field(
+        None, description="why there is no verdict (verdict no-verdict only); docs/json.md lists them"
+    )
     exception: str | None = None
+    raw_message: str = Field("", description="an observed crash: the exception's own message")
+    cause: str = Field("", description="an observed crash: its cause from the facts at the line, or empty")
+    operands: list[str] = Field(default_factory=list, description="the variables that cause names")
     line: int | None = Field(None, description="1-based line of the target cell where it raises")
     end_line: int | None = Field(None, description="1-based last line of the flagged range")
     message: str = ""

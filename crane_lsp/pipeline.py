@@ -333,7 +333,7 @@ class Pipeline:
         self, ask: Ask, wanted: set[LayerName], notes: list[str], started: float, fallback: Prediction | None
     ) -> Prediction:
         """The dry run (observed), else the checks' Warning, else the LLM (predicted)."""
-        headline: str | None = None  # a dry run that did not finish or was stopped says so up front
+        carried: Prediction | None = None  # a dry run with no verdict (or a headline) says so up front
         if "dryrun" in wanted and self.dryrun is not None and self.settings.dry_run != "off":
             observed = await self.dryrun.predict(ask)  # an explicit Re-check waits longer
             if observed is not None and observed.source.layer == "dryrun":  # raised, or ran clean
@@ -345,8 +345,9 @@ class Pipeline:
                 return observed
             if observed is not None:
                 notes.extend(observed.notes)
-                if observed.message != Prediction.nothing_found().message:
-                    headline = observed.message
+                plain = Prediction.nothing_found()
+                if observed.verdict != plain.verdict or observed.message != plain.message:
+                    carried = observed
         if fallback is not None:  # neither certain nor observed: a Warning "raises at line k if reached"
             fallback.source.latency_ms = _ms(started)
             fallback.notes.extend(notes)
@@ -361,7 +362,9 @@ class Pipeline:
             if prediction.crash and not prediction.origin and ask.facts is not None:
                 prediction.origin = origins(_variables_on_line(ask.facts, prediction.line), ask.executed)
             return prediction
-        result = Prediction.nothing_found(headline) if headline else Prediction.nothing_found()
+        result = Prediction.nothing_found()
+        if carried is not None:  # its verdict kind and headline; its notes are in ``notes`` already
+            result = carried.model_copy(update={"notes": [], "source": Source(layer="none")}, deep=True)
         result.source.latency_ms = _ms(started)
         result.notes.extend(notes)
         return result

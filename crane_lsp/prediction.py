@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Literal, TypedDict
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 #: The version of the JSON that ``check --json`` and ``bench --json`` print from these models
 #: (``crane_lsp.output_json``): 1: every line and cell number 1-based, origins named by code-cell
@@ -15,6 +15,25 @@ SCHEMA_VERSION = 1
 #: certain: a built-in check proved it from the kernel state; observed: a sandboxed dry run saw it
 #: happen; predicted: an LLM expects it; none: nothing found (never a promise that the cell is safe).
 Certainty = Literal["certain", "observed", "predicted", "none"]
+
+#: What kind of answer a Prediction is; every door (hover, terminal, JSON, run guard) decides from
+#: this field, never from the message's words. crash: ``certainty`` says how it is known; clean: a
+#: dry run ran the whole cell from the kernel's state; nothing-found: the layers that ran found
+#: nothing (never a promise); no-verdict: a layer that would have decided could not (``no_verdict``).
+VerdictKind = Literal["crash", "clean", "nothing-found", "no-verdict"]
+
+#: Why a layer that would have decided gave no verdict (docs/json.md lists them for readers).
+NoVerdictReason = Literal[
+    "timeout",  # the dry run did not finish in its budget, and no shortened run decided
+    "not-run",  # the full dry run was predicted to overrun and was not started
+    "blocked",  # the jail stopped an operation the cell needs (a write, a socket, a process)
+    "ends-kernel",  # the cell ends the kernel (exit, os._exit): the dry run saw it, the real run dies
+    "needs-values",  # a shape-level dry run reached an operation that needs real values
+    "shortened-doubt",  # a shortened run's crash may come from the shortening, or was not confirmed
+    "unavailable",  # the dry run could not start (the kernel cannot fork, is busy or gone)
+    "llm-failed",  # the LLM gave no answer that could be trusted (unreachable, garbled)
+    "too-long",  # the cell and its context do not fit the LLM's context window
+]
 
 
 class Evidence(BaseModel):
@@ -128,10 +147,49 @@ class Prediction(BaseModel):
     fixes: list[Fix] = Field(default_factory=list)
     source: Source = Field(default_factory=lambda: Source(layer="none"))
     notes: list[str] = Field(default_factory=list)  # e.g. "ran clean in a sandboxed copy in 0.4 s"
+    #: set from ``crash`` when not given: "crash" exactly when ``crash`` is true
+    verdict: VerdictKind = "nothing-found"
+    no_verdict: NoVerdictReason | None = None  # exactly when ``verdict`` is "no-verdict"
+    #: an observed crash: the exception's own message, as the library wrote it (the diagnosis quotes it)
+    raw_message: str = ""
+    #: an observed crash: the one-line cause the facts at the failing line make plain, else ""
+    cause: str = ""
+    #: the variables that cause names (``crane_lsp.dryrun_causes``): their origins come first
+    operands: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _verdict_agrees(self) -> Prediction:
+        """``crash`` and ``verdict`` never disagree, and a no-verdict always says why."""
+        if self.crash:
+            self.verdict = "crash"
+        elif self.verdict == "crash":
+            raise ValueError("a prediction without a crash cannot have the verdict 'crash'")
+        if (self.verdict == "no-verdict") != (self.no_verdict is not None):
+            raise ValueError("no_verdict is set exactly when the verdict is 'no-verdict'")
+        return self
 
     @classmethod
     def nothing_found(cls, reason: str = "no certain crash found") -> Prediction:
+        """The layers that ran found nothing: said plainly, never as "safe"."""
         return cls(crash=False, certainty="none", message=reason)
+
+    @classmethod
+    def ran_clean(cls, message: str) -> Prediction:
+        """A dry run ran the whole cell from the kernel's state without an exception."""
+        return cls(crash=False, certainty="none", verdict="clean", message=message)
+
+    @classmethod
+    def unanswered(cls, reason: NoVerdictReason, message: str) -> Prediction:
+        """A layer that would have decided could not: ``message`` is the headline the user reads."""
+        return cls(crash=False, certainty="none", verdict="no-verdict", no_verdict=reason, message=message)
+
+    def says_why_not(self) -> bool:
+        """No crash, and a headline the user must see (no verdict, and why), e.g. in a hover."""
+        return self.verdict == "no-verdict"
+
+    def llm_unanswered(self) -> bool:
+        """The LLM layer was asked and gave no usable answer (``check`` exits 2 for it)."""
+        return self.no_verdict in ("llm-failed", "too-long")
 
 
 class LinePosition(TypedDict):

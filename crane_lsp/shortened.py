@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_decide
-from crane_lsp.prediction import Evidence, Prediction, Source, line_position
+from crane_lsp.prediction import Evidence, NoVerdictReason, Prediction, Source, line_position
 
 
 class ShortenedWhat(BaseModel):
@@ -106,8 +106,10 @@ def decide(first: ShortenedRun, second: ShortenedRun, source: str) -> tuple[str 
 def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
     """The Prediction from the shortened runs beside a full dry run that did not finish."""
     timed_out = f"no verdict: the dry run did not finish in {full_budget}"
+    plain: NoVerdictReason = "timeout"  # the headline when the shortened runs decide nothing
     notes = [f"full dry run: did not finish in {full_budget}"]
     if runs.skipped_full:  # predicted to overrun: the shortened runs had the CPU to themselves
+        plain = "not-run"
         timed_out = f"no verdict: the full dry run was not run ({runs.skipped_full})"
         notes = [f"full dry run: not run: {runs.skipped_full}"]
     for number, run in enumerate(runs.runs, 1):
@@ -125,33 +127,35 @@ def judge(runs: ShortenedRuns, full_budget: str, source: str) -> Prediction:
     if not runs.runs:
         why = runs.skipped or (f"the shortened run failed: {runs.error}" if runs.error else "")
         why = f"no shortened run: {why or 'no time was left for one'}"
-        return _no_verdict(timed_out, [*notes, why])
+        return _no_verdict(plain, timed_out, [*notes, why])
     first = runs.runs[0]
     if first.outcome == "completed":
         p = Prediction.nothing_found(f"no crash seen in a shortened run ({describe(first)})")
         p.notes.extend([*notes, "a shortened run is no promise that the full run is clean"])
         return p
     if first.outcome != "raised":  # the headline of a plain timeout; the notes say what was tried
-        return _no_verdict(timed_out, [*notes, f"a shortened run did not help: {first.outcome}"])
+        return _no_verdict(plain, timed_out, [*notes, f"a shortened run did not help: {first.outcome}"])
     what = f"a shortened run raised {first.exception} at line {first.line}"
+    doubt: NoVerdictReason = "shortened-doubt"
     if len(runs.runs) < 2:
-        return _no_verdict(f"no verdict: {what}, with no time to confirm it on a second sample", notes)
+        return _no_verdict(doubt, f"no verdict: {what}, with no time to confirm it on a second sample", notes)
     second = runs.runs[1]
     if second.outcome != "raised":
-        return _no_verdict(f"no verdict: {what}, but not on a second sample: it hinges on the sample", notes)
+        hinges = f"no verdict: {what}, but not on a second sample: it hinges on the sample"
+        return _no_verdict(doubt, hinges, notes)
     if not _shr_alike(first.model_dump(), second.model_dump()):
-        return _no_verdict(f"no verdict: {what}, a second sample raised differently", notes)
+        return _no_verdict(doubt, f"no verdict: {what}, a second sample raised differently", notes)
     reason, decided = decide(first, second, source)
     if reason is not None:
         notes.append(f"decided by {decided}")
-        return _no_verdict(f"no verdict: {what}, which may come from the shortening ({reason})", notes)
+        return _no_verdict(doubt, f"no verdict: {what}, which may come from the shortening ({reason})", notes)
     full = "was not run" if runs.skipped_full else "did not finish in time"
     notes += [f"observed in a shortened dry run: the full run {full}", f"the full run's crash: {decided}"]
     return _observed(first, second, source, notes, decided)
 
 
-def _no_verdict(headline: str, notes: list[str]) -> Prediction:
-    p = Prediction.nothing_found(headline)
+def _no_verdict(reason: NoVerdictReason, headline: str, notes: list[str]) -> Prediction:
+    p = Prediction.unanswered(reason, headline)
     p.notes.extend(notes)
     return p
 
@@ -168,6 +172,7 @@ def _observed(
         exception=first.exception,
         **line_position(source, first.line),
         message=f"{first.exception}: {first_line} (raised{where} in a shortened run: {shortened})",
+        raw_message=first.message or "",
         diagnosis=(
             f"Observed in a shortened dry run (a sandboxed copy of the kernel, on a sample of the data): "
             f"the cell raised {first.exception}{where}: {first_line}. A second, different sample "

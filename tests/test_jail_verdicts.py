@@ -38,7 +38,7 @@ async def test_timeout_headline_and_longer_recheck(kernel: TestKernel) -> None:
         pipeline = _pipeline(link)
         typing = (await pipeline.predict(SLOW_CRASH, layers={"dryrun"})).prediction
         rechecked = (await pipeline.predict(SLOW_CRASH, layers={"dryrun"}, bypass_cache=True)).prediction
-    assert not typing.crash
+    assert not typing.crash and (typing.verdict, typing.no_verdict) == ("no-verdict", "timeout")
     assert typing.message == "no verdict: the dry run did not finish in 1 s"
     assert "did not finish in 1 s" in str(verdict_text(typing))
     assert hover_markdown(typing).startswith("**crane: no verdict: the dry run did not finish in 1 s**")
@@ -56,9 +56,16 @@ async def test_blocked_and_exits_say_so(kernel: TestKernel, tmp_path: Path) -> N
             )
         ).prediction
         ends = (await pipeline.predict("import os\nos._exit(1)", layers={"dryrun"})).prediction
+        clean = (await pipeline.predict("vk_total = sum(range(10))", layers={"dryrun"})).prediction
+        raised = (await pipeline.predict("vk_d = {'a': 1}\nvk_d['b']", layers={"dryrun"})).prediction
+    # the kind of answer is a field: clean (the whole cell ran), a crash with the library's own message
+    assert (clean.verdict, clean.no_verdict, clean.crash) == ("clean", None, False), clean
+    assert raised.verdict == "crash" and raised.raw_message == "'b'", raised
     assert not blocked.crash and blocked.message.startswith(
         "no verdict: the dry run was stopped (writes a file"
     )
+    assert (blocked.verdict, blocked.no_verdict) == ("no-verdict", "blocked")
+    assert (ends.verdict, ends.no_verdict) == ("no-verdict", "ends-kernel")
     assert not target.exists()
     assert (
         ends.message.startswith("the dry run saw the cell end the kernel") and "os._exit(1)" in ends.message
@@ -87,6 +94,7 @@ def test_check_json_reports_the_timeout(tmp_path: Path, capsys: pytest.CaptureFi
     out = json.loads(capsys.readouterr().out)
     assert code in (0, 1)
     assert "did not finish in 3 s" in out[0]["message"], out
+    assert (out[0]["verdict"], out[0]["no_verdict"]) == ("no-verdict", "timeout"), out
 
 
 async def test_a_kernel_that_dies_during_the_dry_run_is_reported(fresh_kernel: TestKernel) -> None:
@@ -97,5 +105,5 @@ async def test_a_kernel_that_dies_during_the_dry_run_is_reported(fresh_kernel: T
         await asyncio.sleep(2.0)  # the dry run is under way
         os.kill(pid, signal.SIGKILL)
         prediction = (await asyncio.wait_for(task, 60)).prediction
-    assert not prediction.crash
-    assert prediction.message == "the kernel died during the dry run", prediction
+    assert (prediction.verdict, prediction.no_verdict) == ("no-verdict", "unavailable"), prediction
+    assert prediction.message == "no verdict: the kernel died during the dry run", prediction

@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "fix", False):
             _print_fixes(checked)
     if llm_failures:  # after every verdict made: the walk is never lost to one failed answer
-        failed = [c.position for c in checked if c.prediction.message.startswith("no verdict: the LLM")]
+        failed = [c.position for c in checked if c.prediction.llm_unanswered()]
         cells = ", ".join(map(str, failed)) or "?"
         _error(err, f"no verdict for cell {cells} of {len(checked)}: {llm_failures[0]}")
         return 2
@@ -281,7 +281,9 @@ class _StrictLLM:
             why = f"the LLM ({name}) gave no answer: {exc}"
             self.failures.append(why)
             source = Source(layer="llm", provider=name, model=self._inner.provider.model)
-            return Prediction(crash=False, certainty="none", message=f"no verdict: {why}", source=source)
+            unanswered = Prediction.unanswered("llm-failed", f"no verdict: {why}")
+            unanswered.source = source
+            return unanswered
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -45,7 +45,9 @@ def verdict_text(p: Prediction) -> Text:
 def cause_line(p: Prediction) -> str:
     """The one-line cause of an observed crash when it says more than the raw message (which the
     diagnosis holds): ``crane_lsp.failure_facts`` wrote it from the facts at the failing line."""
-    body = p.message.removeprefix(f"{p.exception}: ")
+    if p.source.layer == "dryrun" and p.cause:
+        return p.message
+    body = p.message.removeprefix(f"{p.exception}: ")  # e.g. where a shortened run saw it
     if p.source.layer != "dryrun" or not body or body in p.diagnosis:
         return ""
     return p.message
@@ -108,8 +110,7 @@ def print_checked(
     console: Console, notebook: Notebook, checked: Sequence[CheckedCell], *, walk: bool
 ) -> None:
     for c in checked:
-        unanswered = c.prediction.source.layer == "llm" and c.prediction.message.startswith("no verdict")
-        if walk and not c.prediction.crash and not c.actual and not unanswered:
+        if walk and not c.prediction.crash and not c.actual and not c.prediction.llm_unanswered():
             continue  # walking: show only the cells where something happened, was predicted or failed
         console.print(prediction_panel(c.position, c.source, c.prediction, c.actual if walk else None))
     if walk:

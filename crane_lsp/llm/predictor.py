@@ -233,7 +233,8 @@ class LLMPredictor:
             if raise_errors:
                 raise ProviderError(too_long)
             source = Source(layer="llm", provider=self.provider.name, model=self.provider.model)
-            failed = Prediction(crash=False, certainty="none", message=too_long, source=source)
+            failed = Prediction.unanswered("too-long", f"no verdict: {too_long}")
+            failed.source = source
             return failed, Exchange(
                 messages, [Sample(error=too_long)], self.provider.name, self.provider.model
             )
@@ -377,7 +378,9 @@ class LLMPredictor:
             gone = all("cannot reach" in (s.error or "") for s in samples)  # else the server said something
             self._report(f"{reason} ({why})" if why else reason, reached=not gone)
             message = f"no verdict: {reason}"  # the editor shows it as a no-verdict, never as safe
-            return Prediction(crash=False, certainty="none", message=message, source=source, notes=notes)
+            unanswered = Prediction.unanswered("llm-failed", message)
+            unanswered.source, unanswered.notes = source, notes
+            return unanswered
         self._report(None)
         crashing = [a for a in answers if a.crash]
         n = len(samples)

@@ -198,7 +198,7 @@ def register(ls: CraneServer) -> None:
         result = nb.results.get(cell.key)
         if result is None or result.stamp.text != cell.text:
             return None
-        if not result.prediction.crash and not presentation.dry_run_headline(result.prediction):
+        if not result.prediction.crash and not result.prediction.says_why_not():
             return None
         rng = presentation.prediction_range(result.prediction, cell, server.encoding)
         if not rng.start.line <= params.position.line <= rng.end.line:

@@ -128,12 +128,6 @@ def diagnostic(
     )
 
 
-def dry_run_headline(prediction: Prediction) -> bool:
-    """A prediction without a crash whose headline the user must see: the dry run did not finish,
-    was stopped by the jail, or saw the cell end the kernel (``crane_lsp.dryrun``)."""
-    return not prediction.crash and prediction.message.startswith(("no verdict:", "the dry run saw"))
-
-
 def _cell_md(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
