@@ -14,6 +14,7 @@ import ast
 import difflib
 import re
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 
 from crane_lsp.failure_facts import FailFacts, FailLoop, FailValue, evidence, operand_origins
 from crane_lsp.kernel.agent.wire import Kind
@@ -21,6 +22,18 @@ from crane_lsp.prediction import Prediction
 from crane_lsp.render import format_shape
 
 Rule = Callable[[str, str, FailFacts, bool], "str | None"]
+#: the operands the rule now running named, in order (``_op``): read by ``cause``, never parsed back
+_NAMED: ContextVar[list[str] | None] = ContextVar("_NAMED", default=None)
+
+
+def _op(value: FailValue) -> str:
+    """An operand as a cause names it (`` `X` ``), recorded so that its origin comes first."""
+    named = _NAMED.get()
+    if named is not None and value.name not in named:
+        named.append(value.name)
+    return f"`{value.name}`"
+
+
 _SHAPE = r"\(([\d,\s]*)\)"
 
 
@@ -50,11 +63,9 @@ def _matmul(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
     b = _with_shape(facts, sb, skip=a)
     if a is None or b is None:
         return None
-    text = (
-        f"cannot multiply shapes {_fmt(sa)} (`{a.name}`) and {_fmt(sb)} (`{b.name}`): inner dimensions differ"
-    )
+    text = f"cannot multiply shapes {_fmt(sa)} ({_op(a)}) and {_fmt(sb)} ({_op(b)}): inner dimensions differ"
     if len(sb) == 2 and sa and sa[-1] == sb[1]:
-        text += f"; `{b.name}` is a row where a column was meant (`{b.name}.T` is {_fmt(sb[::-1])})"
+        text += f"; {_op(b)} is a row where a column was meant (`{b.name}.T` is {_fmt(sb[::-1])})"
     return text
 
 
@@ -75,7 +86,7 @@ def _gufunc(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
                 continue
             if sa[-1] == inner_a and sb[-2 if len(sb) > 1 else 0] == inner_b:
                 return (
-                    f"cannot multiply shapes {_fmt(sa)} (`{a.name}`) and {_fmt(sb)} (`{b.name}`): "
+                    f"cannot multiply shapes {_fmt(sa)} ({_op(a)}) and {_fmt(sb)} ({_op(b)}): "
                     "inner dimensions differ"
                 )
     return None
@@ -93,7 +104,7 @@ def _broadcast(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | Non
     if a is None or b is None:
         return None
     first, second = _fmt(shapes[0]), _fmt(shapes[1])
-    return f"shapes {first} (`{a.name}`) and {second} (`{b.name}`) cannot be broadcast together"
+    return f"shapes {first} ({_op(a)}) and {second} ({_op(b)}) cannot be broadcast together"
 
 
 def _label_of(exc: str, msg: str) -> tuple[list[str], bool] | None:
@@ -132,7 +143,7 @@ def _missing_label(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str |
         if loop is not None and v.again is not None and (loop.iteration or 2) > 1:
             when = f"iteration {loop.iteration}" if loop.iteration else "a later iteration"
             return (
-                f"`{v.name}` no longer has {shown} in {when} of the loop on line {loop.line}: "
+                f"{_op(v)} no longer has {shown} in {when} of the loop on line {loop.line}: "
                 f"line {v.again} removed it in an earlier iteration"
             )
     for v in frames:
@@ -142,17 +153,17 @@ def _missing_label(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str |
             _literal(x) in names for x in labels
         ):
             rows = f" (index {s.index_range[0]}…{s.index_range[1]})" if s.index_range and not privacy else ""
-            return f"`{v.name}` has no row label {shown}{rows}"
+            return f"{_op(v)} has no row label {shown}{rows}"
         if s.kind == Kind.DATAFRAME and names and not s.columns_truncated:
             close = difflib.get_close_matches(str(_literal(labels[0])), names, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             listed = ", ".join(names[:8]) + ("…" if len(names) > 8 else "")
-            return f"`{v.name}` has no column {shown}; its columns: {listed}{hint}"
+            return f"{_op(v)} has no column {shown}; its columns: {listed}{hint}"
     if not in_axis:
         for v in dicts:
             keys = ", ".join((v.summary.keys or [])[:8])
             if keys:
-                return f"`{v.name}` has no key {shown}; its keys: {keys}"
+                return f"{_op(v)} has no key {shown}; its keys: {keys}"
     return None
 
 
@@ -182,19 +193,19 @@ def _text_values(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | N
         return None
     example = (m[1] or m[2] or "").strip()
     such = "" if privacy or not example else f" such as {example}"
-    named = {v.summary.value: v.name for v in facts.values if v.summary.kind == Kind.STR and v.summary.value}
+    named = {v.summary.value: v for v in facts.values if v.summary.kind == Kind.STR and v.summary.value}
     for v in sorted(facts.values, key=lambda v: "[" not in v.name):  # ``df['col']`` before ``df``
         cols = _text_columns(v)
         picked = [c for c in cols if c in named]  # ``df[column]`` with the loop's ``column``
         if picked:
             return (
-                f"column {picked[0]!r} of `{v.name}` (`{named[picked[0]]}`) holds text{such}: "
+                f"column {picked[0]!r} of {_op(v)} ({_op(named[picked[0]])}) holds text{such}: "
                 "numbers are needed (encode or convert it first)"
             )
         if cols:
             listed = ", ".join(repr(c) for c in cols[:6]) + ("…" if len(cols) > 6 else "")
             return (
-                f"`{v.name}` holds text{such} in column(s) {listed}: "
+                f"{_op(v)} holds text{such} in column(s) {listed}: "
                 "numbers are needed (encode or convert them first)"
             )
         dtype = v.summary.dtype or ""
@@ -205,7 +216,7 @@ def _text_values(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | N
             nan = (
                 f"; NaN: {stats.nan_count}" if stats is not None and stats.has_nan and stats.nan_count else ""
             )
-            return f"`{v.name}` holds text{such} (dtype {dtype}{nan}): numbers are needed (convert it first)"
+            return f"{_op(v)} holds text{such} (dtype {dtype}{nan}): numbers are needed (convert it first)"
     return None
 
 
@@ -220,10 +231,10 @@ def _dimensions(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | No
     shape = _fmt(v.summary.shape or [])
     if m[1] == "2D" and got == 1:
         return (
-            f"a 2-D X (samples x features) is expected; `{v.name}` is 1-D (shape {shape}): "
+            f"a 2-D X (samples x features) is expected; {_op(v)} is 1-D (shape {shape}): "
             f"`{v.name}.reshape(-1, 1)` makes it one column"
         )
-    return f"a {m[1]} array is expected; `{v.name}` has {got} dimensions (shape {shape})"
+    return f"a {m[1]} array is expected; {_op(v)} has {got} dimensions (shape {shape})"
 
 
 def _samples(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
@@ -237,7 +248,7 @@ def _samples(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
         if v is None:
             return None
         used.add(v.name)
-        parts.append(f"`{v.name}` has {n}")
+        parts.append(f"{_op(v)} has {n}")
     return "inconsistent numbers of samples: " + ", ".join(parts)
 
 
@@ -271,9 +282,9 @@ def _features(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None
     )
     if x is None:
         return None
-    fitted = f"`{est.name}`" if est is not None else m[2]
+    fitted = f"{_op(est)}" if est is not None else m[2]
     shape = _fmt(x.summary.shape or [])
-    return f"`{x.name}` has {have} features (shape {shape}), but {fitted} was fitted on {want}"
+    return f"{_op(x)} has {have} features (shape {shape}), but {fitted} was fitted on {want}"
 
 
 def _ticks(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
@@ -282,7 +293,7 @@ def _ticks(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
         return None
     locations, labels = int(m[1]), int(m[2])
     v = next((v for v in facts.values if _rows(v) == labels and v.summary.kind != Kind.DATAFRAME), None)
-    given = f"`{v.name}` gives {labels} labels" if v is not None else f"{labels} labels are given"
+    given = f"{_op(v)} gives {labels} labels" if v is not None else f"{labels} labels are given"
     return f"{given} for {locations} tick positions: one label per tick is needed (e.g. one per class)"
 
 
@@ -328,7 +339,7 @@ def _array_for_scalar(exc: str, msg: str, facts: FailFacts, privacy: bool) -> st
     if "ambiguous" in msg and arrays:
         v = arrays[0]
         return (
-            f"`{v.name}` is an array of shape {_fmt(v.summary.shape or [])}: `if`, `and`, `or` need one "
+            f"{_op(v)} is an array of shape {_fmt(v.summary.shape or [])}: `if`, `and`, `or` need one "
             "True/False (use .any() or .all())"
         )
     if arrays:
@@ -337,10 +348,10 @@ def _array_for_scalar(exc: str, msg: str, facts: FailFacts, privacy: bool) -> st
         if "[" in v.name:
             each = f" (each item of `{v.name.split('[', 1)[0]}` is an array)"
         shape = _fmt(v.summary.shape or [])
-        return f"`{v.name}` is an array of shape {shape} where a single number is expected{each}"
+        return f"{_op(v)} is an array of shape {shape} where a single number is expected{each}"
     if holders:
         v = holders[0]
-        return f"`{v.name}` holds arrays (ndarray items) where single numbers are expected"
+        return f"{_op(v)} holds arrays (ndarray items) where single numbers are expected"
     return None
 
 
@@ -351,7 +362,7 @@ def _empty(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
     if v is None:
         return None
     shape = f" (shape {_fmt(v.summary.shape)})" if v.summary.shape is not None else ""
-    return f"`{v.name}` is empty{shape}: there are no samples to work on" + _bound(v)
+    return f"{_op(v)} is empty{shape}: there are no samples to work on" + _bound(v)
 
 
 def _bound(v: FailValue) -> str:
@@ -369,10 +380,10 @@ def _feature_names(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str |
         return None
     parts = []
     if missing:
-        parts.append(f"lacks columns `{est.name}` was fitted on ({', '.join(missing)})")
+        parts.append(f"lacks columns {_op(est)} was fitted on ({', '.join(missing)})")
     if unseen:
         parts.append(f"has columns it was not ({', '.join(unseen)})")
-    return f"`{frame.name}` ({describe_shape(frame)}) " + " and ".join(parts)
+    return f"{_op(frame)} ({describe_shape(frame)}) " + " and ".join(parts)
 
 
 def _listed(msg: str, head: str) -> list[str]:
@@ -398,7 +409,7 @@ def _image(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
     v = _with_shape(facts, shape)
     if v is None:
         return None
-    text = f"`{v.name}` has shape {_fmt(shape)}: imshow needs (M, N), (M, N, 3) or (M, N, 4)"
+    text = f"{_op(v)} has shape {_fmt(shape)}: imshow needs (M, N), (M, N, 3) or (M, N, 4)"
     if len(shape) == 3 and shape[0] in (1, 3, 4):
         text += f"; the channels come first (`{v.name}.transpose(1, 2, 0)` puts them last)"
     return text
@@ -413,9 +424,9 @@ def _merge_keys(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | No
     for v in facts.values:
         dtype = next((c.dtype for c in v.summary.columns or [] if str(c.name) == key), None)
         if dtype is not None:
-            typed.append((v.name, f"`{v.name}`[{key!r}]", dtype))
+            typed.append((v.name, f"{_op(v)}[{key!r}]", dtype))
         if v.summary.index_dtype:
-            typed.append((v.name, f"the index of `{v.name}`", v.summary.index_dtype))
+            typed.append((v.name, f"the index of {_op(v)}", v.summary.index_dtype))
     left = next((t for t in typed if t[2] == m[1] and "index" not in t[1]), None)
     right = next((t for t in typed if t[2] == m[2] and left is not None and t[0] != left[0]), None)
     if left is None or right is None:
@@ -431,7 +442,7 @@ def _inhomogeneous(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str |
         return None
     items = "/".join(v.summary.element_types or [])
     return (
-        f"`{v.name}` is a {v.summary.kind} of {v.summary.length} items ({items}) whose shapes differ: "
+        f"{_op(v)} is a {v.summary.kind} of {v.summary.length} items ({items}) whose shapes differ: "
         "NumPy cannot make one array of them"
     )
 
@@ -445,7 +456,7 @@ def _no_attribute(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | 
     if v is None:
         return None
     what = "None" if owner == "NoneType" else f"a {v.summary.type}"
-    return f"`{v.name}` is {what}, which {m[2]}" + _bound(v)
+    return f"{_op(v)} is {what}, which {m[2]}" + _bound(v)
 
 
 #: First match wins; each rule names the operands only when the facts say which they are.
@@ -472,14 +483,25 @@ RULES: tuple[Rule, ...] = (
 
 def cause(exception: str, message: str, facts: FailFacts, privacy: bool = False) -> str | None:
     """The one-line cause of an observed ``exception: message`` from ``facts``, or None."""
+    return cause_and_operands(exception, message, facts, privacy)[0]
+
+
+def cause_and_operands(
+    exception: str, message: str, facts: FailFacts, privacy: bool = False
+) -> tuple[str | None, list[str]]:
+    """The cause (or None) and the variables it names, as the rule that wrote it recorded them."""
     for rule in RULES:
+        named: list[str] = []
+        token = _NAMED.set(named)
         try:
             found = rule(exception, message, facts, privacy)
         except (ValueError, IndexError, TypeError):  # a message that looks alike but is not: no cause
             found = None
+        finally:
+            _NAMED.reset(token)
         if found:
-            return found
-    return None
+            return found, named
+    return None, []
 
 
 def with_failure_facts(
@@ -493,18 +515,14 @@ def with_failure_facts(
     if facts is None or not prediction.crash:
         return prediction
     privacy = privacy or facts.privacy
-    sentence = cause(prediction.exception or "", prediction.raw_message, facts, privacy)
+    sentence, named = cause_and_operands(prediction.exception or "", prediction.raw_message, facts, privacy)
     if sentence:  # the raw message stays in the diagnosis, shown beneath
         prediction.cause = sentence
         prediction.message = f"{prediction.exception}: {sentence}"
-        prediction.operands = _named(sentence, facts)
+        prediction.operands = named
     prediction.evidence = evidence(facts, privacy) + prediction.evidence
     if not prediction.origin:
         prediction.origin = operand_origins(facts, executed, prediction.operands)
     if facts.error:
         prediction.notes.append(f"facts at the failing line unavailable: {facts.error}")
     return prediction
-
-
-def _named(sentence: str, facts: FailFacts) -> list[str]:
-    return [v.name for v in facts.values if f"`{v.name}`" in sentence or f"({v.name})" in sentence]
