@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.values import Val, has_star, kept_columns
 
 #: numpy functions whose first argument is the shape, and the dtype they make without ``dtype=``.
@@ -73,7 +74,7 @@ def built_array(w: Any, node: ast.Call) -> Val | None:
     if shape is None:
         return None
     return Val(
-        kind="ndarray",
+        kind=Kind.NDARRAY,
         text=w.text(node),
         shape=shape,
         dtype=dtype,
@@ -113,14 +114,14 @@ def _drop_keys(w: Any, node: ast.Call) -> list[Any] | None:
 def dropped_columns(w: Any, node: ast.Call, base: Val) -> Val | None:
     """``frame.drop(columns=[...])`` / ``frame.drop('y', axis=1)`` of columns the frame has, each once:
     the same rows without them, with the kernel frame's summaries of the columns kept."""
-    if base.kind != "dataframe" or base.labels is None or base.shape is None or has_star(node):
+    if base.kind != Kind.DATAFRAME or base.labels is None or base.shape is None or has_star(node):
         return None
     keys = _drop_keys(w, node)
     if keys is None or not all(base.labels.count(k) == 1 for k in keys):
         return None
     kept = [label for label in base.labels if label not in keys]
     return Val(
-        kind="dataframe",
+        kind=Kind.DATAFRAME,
         text=w.text(node),
         shape=(base.shape[0], len(kept)),
         labels=tuple(kept),

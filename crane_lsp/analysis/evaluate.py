@@ -15,6 +15,7 @@ from typing import Any
 
 from crane_lsp.analysis.built import built_array, dropped_columns
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.kinds import ARRAY_LIKE, CALLABLES, MODULE_LIKE, PANDAS, Kind, ValKind, constant_kind
 from crane_lsp.analysis.sklearn_fitted import INNER_PARAMS, STATELESS, built_fitted
 from crane_lsp.analysis.values import (
     _SAME_SHAPE,
@@ -126,17 +127,17 @@ class Evaluator:
         if s is None:
             return None
         v = val_from_summary(name, s, (name,))
-        if v is not None and v.kind == "module":
+        if v is not None and v.kind == Kind.MODULE:
             return replace(v, qualname=s.module or s.value)
-        if v is not None and v.kind in ("class", "function") and v.qualname is None and s.module:
+        if v is not None and v.kind in CALLABLES and v.qualname is None and s.module:
             return replace(v, qualname=f"{s.module}.{name}")
         return v
 
     def module_of(self, node: ast.AST) -> str | None:
         """The module a name/chain refers to (``np`` -> ``numpy``), when the kernel proves it."""
         v = self.ev(node)
-        # "module_attr": an attribute of a module not summarised on its own, e.g. ``np.random``
-        return v.qualname if v is not None and v.kind in ("module", "module_attr") else None
+        # MODULE_ATTR: an attribute of a module not summarised on its own, e.g. ``np.random``
+        return v.qualname if v is not None and v.kind in MODULE_LIKE else None
 
     def lib_func(self, func: ast.AST) -> tuple[str, str] | None:
         """``(module, name)`` for a call target like ``np.dot`` / ``plt.imshow``, when proven."""
@@ -145,10 +146,10 @@ class Evaluator:
             if mod:
                 return mod, func.attr
         v = self.ev(func)
-        if v is not None and v.kind == "module_attr" and v.qualname:
+        if v is not None and v.kind == Kind.MODULE_ATTR and v.qualname:
             mod, _, nm = v.qualname.rpartition(".")
             return mod, nm
-        if v is not None and v.kind in ("function", "class", "other") and v.summary is not None:
+        if v is not None and v.kind in (Kind.FUNCTION, Kind.CLASS, Kind.OTHER) and v.summary is not None:
             q = v.qualname or (
                 f"{v.summary.module}.{func.id}" if isinstance(func, ast.Name) and v.summary.module else None
             )
@@ -165,9 +166,9 @@ class Evaluator:
             return ok, value
         if isinstance(node, ast.Name) and node.id in self.env:
             v = self.env[node.id]
-            if v is not None and v.kind in ("int", "str") and type(v.value) in (int, str):
+            if v is not None and v.kind in (Kind.INT, Kind.STR) and type(v.value) in (int, str):
                 return True, v.value
-            if v is not None and v.kind == "list_literal" and type(v.value) is list:
+            if v is not None and v.kind == Kind.LIST_LITERAL and type(v.value) is list:
                 return True, list(v.value)  # ``cols = ['a', 'b']`` earlier in the cell, unchanged since
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
             (ok_l, left), (ok_r, right) = self.const(node.left), self.const(node.right)
@@ -219,16 +220,18 @@ class Evaluator:
             base = self.ev(node.value)
             if base is None:
                 return None
-            if node.attr == "T" and base.kind in ("ndarray", "tensor") and base.shape is not None:
+            if node.attr == "T" and base.kind in ARRAY_LIKE and base.shape is not None:
                 return replace(base, text=self.text(node), shape=tuple(reversed(base.shape)), summary=None)
-            if node.attr == "values" and base.kind in ("dataframe", "series"):
-                return Val(kind="ndarray", text=self.text(node), shape=base.shape, variables=base.variables)
+            if node.attr == "values" and base.kind in PANDAS:
+                return Val(
+                    kind=Kind.NDARRAY, text=self.text(node), shape=base.shape, variables=base.variables
+                )
             # ``df.columns`` / ``df.columns.values``: the labels, exactly, when the frame's are known
             labels = (
                 base.labels
-                if node.attr == "columns" and base.kind == "dataframe"
+                if node.attr == "columns" and base.kind == Kind.DATAFRAME
                 else base.value
-                if node.attr == "values" and base.kind == "index" and isinstance(base.value, tuple)
+                if node.attr == "values" and base.kind == Kind.INDEX and isinstance(base.value, tuple)
                 else None
             )
             known = (
@@ -242,7 +245,7 @@ class Evaluator:
                     return replace(v, value=tuple(labels))
             if labels is not None:
                 return Val(
-                    kind="index" if node.attr == "columns" else "ndarray",
+                    kind=Kind.INDEX if node.attr == "columns" else Kind.NDARRAY,
                     text=self.text(node),
                     shape=(len(labels),),
                     length=len(labels),
@@ -253,18 +256,15 @@ class Evaluator:
                 s = self.snapshot.variables.get(self.text(node))
                 if s is not None:
                     v = val_from_summary(self.text(node), s, base.variables)
-                    if (
-                        v is not None
-                        and v.kind in ("class", "function")
-                        and v.qualname is None
-                        and base.qualname
-                    ):
+                    if v is not None and v.kind in CALLABLES and v.qualname is None and base.qualname:
                         v = replace(v, qualname=f"{base.qualname}.{node.attr}")
-                    if v is not None and v.kind == "module" and v.qualname is None and s.module:
+                    if v is not None and v.kind == Kind.MODULE and v.qualname is None and s.module:
                         v = replace(v, qualname=s.module)  # ``np.random``: a submodule the probe named
                     return v
-            if base.kind == "module" and base.qualname:
-                return Val(kind="module_attr", text=self.text(node), qualname=f"{base.qualname}.{node.attr}")
+            if base.kind == Kind.MODULE and base.qualname:
+                return Val(
+                    kind=Kind.MODULE_ATTR, text=self.text(node), qualname=f"{base.qualname}.{node.attr}"
+                )
             return None
         if isinstance(node, ast.Subscript):
             return self._ev_subscript(node)
@@ -279,7 +279,7 @@ class Evaluator:
             ok, value = literal(right)
             if (
                 left is not None
-                and left.kind in ("series", "ndarray")
+                and left.kind in (Kind.SERIES, Kind.NDARRAY)
                 and ok
                 and isinstance(value, (int, float, str))
             ):
@@ -292,12 +292,12 @@ class Evaluator:
                 )
             return None
         if isinstance(node, ast.Constant) and type(node.value) in (int, str):
-            return Val(kind=type(node.value).__name__, text=self.text(node), value=node.value)
+            return Val(kind=constant_kind(node.value), text=self.text(node), value=node.value)
         if isinstance(node, (ast.List, ast.Tuple)):
             ok, value = literal(node)
             if ok:
                 return Val(
-                    kind="list_literal",
+                    kind=Kind.LIST_LITERAL,
                     text=self.text(node),
                     length=len(value),
                     summary=None,
@@ -318,21 +318,26 @@ class Evaluator:
         base = self.ev(node.value)
         if base is None:
             return None
-        if base.kind == "dataframe" and not isinstance(node.slice, (ast.Constant, ast.List, ast.Tuple)):
+        if base.kind == Kind.DATAFRAME and not isinstance(node.slice, (ast.Constant, ast.List, ast.Tuple)):
             got = self._row_mask(base, node.slice, node)
             if got is not None:
                 return got
         ok, key = self.const(node.slice)
-        if base.kind in ("dataframe", "series") and isinstance(node.slice, ast.Slice):
+        if base.kind in PANDAS and isinstance(node.slice, ast.Slice):
             return self._row_slice(base, node.slice, node)
-        if base.kind == "dataframe" and ok and isinstance(key, list):
+        if base.kind == Kind.DATAFRAME and ok and isinstance(key, list):
             return self._columns(base, key, node)
-        if base.kind == "dataframe" and not ok:  # ``df[cols]`` with a kernel list of column names
+        if base.kind == Kind.DATAFRAME and not ok:  # ``df[cols]`` with a kernel list of column names
             keys = self.ev(node.slice)
             values = keys.summary.values if keys is not None and keys.summary is not None else None
-            if keys is not None and keys.kind == "list" and values is not None and keys.length == len(values):
+            if (
+                keys is not None
+                and keys.kind == Kind.LIST
+                and values is not None
+                and keys.length == len(values)
+            ):
                 return self._columns(base, list(values), node)
-        if base.kind == "dataframe" and ok and isinstance(key, str):
+        if base.kind == Kind.DATAFRAME and ok and isinstance(key, str):
             root = root_name(node)
             s = (
                 self.snapshot.variables.get(self.text(node))
@@ -346,7 +351,7 @@ class Evaluator:
                 if base.summary and base.summary.columns:
                     col = next((c for c in base.summary.columns if c.name == key), None)
                 return Val(
-                    kind="series",
+                    kind=Kind.SERIES,
                     text=self.text(node),
                     shape=(base.shape[0],),
                     dtype=col.dtype if col else None,
@@ -354,11 +359,11 @@ class Evaluator:
                     variables=base.variables,
                 )
             return None
-        if base.kind == "ndarray" and base.shape is not None:
+        if base.kind == Kind.NDARRAY and base.shape is not None:
             new = _index_shape(base.shape, node.slice, self.const)
             if new is not None:
                 return Val(
-                    kind="ndarray",
+                    kind=Kind.NDARRAY,
                     text=self.text(node),
                     shape=new,
                     dtype=base.dtype,
@@ -370,14 +375,14 @@ class Evaluator:
         """``df.iloc[3]`` (one row: a Series as long as the frame is wide) and ``df.iloc[:, 1:]`` (all rows,
         the columns at those positions), on a frame of pandas' own class whose shape is known."""
         s = frame.summary
-        if frame.kind != "dataframe" or frame.full_shape() is None or len(frame.shape or ()) != 2:
+        if frame.kind != Kind.DATAFRAME or frame.full_shape() is None or len(frame.shape or ()) != 2:
             return None
         if s is not None and s.type not in ("pandas.DataFrame", "pandas.core.frame.DataFrame"):
             return None
         rows, width = frame.full_shape() or (0, 0)
         ok, row = self.const(node.slice)
         if ok and type(row) is int and -rows <= row < rows:
-            return Val(kind="series", text=self.text(node), shape=(width,), variables=frame.variables)
+            return Val(kind=Kind.SERIES, text=self.text(node), shape=(width,), variables=frame.variables)
         sl = node.slice
         if not (isinstance(sl, ast.Tuple) and len(sl.elts) == 2 and isinstance(sl.elts[0], ast.Slice)):
             return None
@@ -396,7 +401,7 @@ class Evaluator:
         labels = frame.labels[picked] if frame.labels is not None else None
         all_cols = frame_columns(frame)
         return Val(
-            kind="dataframe",
+            kind=Kind.DATAFRAME,
             text=self.text(node),
             shape=(rows, len(kept)),
             labels=labels,
@@ -412,7 +417,7 @@ class Evaluator:
         if not all(isinstance(k, str) and labels.count(k) == 1 for k in keys):
             return None
         return Val(
-            kind="dataframe",
+            kind=Kind.DATAFRAME,
             text=self.text(node),
             shape=(frame.shape[0], len(keys)),
             labels=tuple(keys),
@@ -442,17 +447,17 @@ class Evaluator:
         of the columns' values no longer holds for the subset)."""
         m = self.ev(mask)
         if (
-            frame.kind != "dataframe"
+            frame.kind != Kind.DATAFRAME
             or frame.labels is None
             or m is None
-            or m.kind != "series"
+            or m.kind != Kind.SERIES
             or m.dtype != "bool"
             or frame.summary is None
             or frame.summary.type not in ("pandas.core.frame.DataFrame", "pandas.DataFrame")  # pandas 2, 3
         ):
             return None
         return Val(
-            kind="dataframe",
+            kind=Kind.DATAFRAME,
             text=self.text(node),
             shape=(None, len(frame.labels)),
             labels=frame.labels,
@@ -474,37 +479,42 @@ class Evaluator:
                     parts = func.value.value.split(*[v for _, v in args])
                 except (TypeError, ValueError):
                     return None
-                return Val(kind="list_literal", text=self.text(node), length=len(parts), fresh=True)
+                return Val(kind=Kind.LIST_LITERAL, text=self.text(node), length=len(parts), fresh=True)
         if isinstance(func, ast.Attribute):
             base = self.ev(func.value)
-            same_shape = ("astype", "copy") if base is not None and base.kind == "ndarray" else _SAME_SHAPE
+            same_shape = ("astype", "copy") if base is not None and base.kind == Kind.NDARRAY else _SAME_SHAPE
             if (
                 base is not None
-                and base.kind in ("ndarray", "tensor")
+                and base.kind in ARRAY_LIKE
                 and base.shape is not None
                 and (func.attr in same_shape)
             ):
                 return replace(base, text=self.text(node), summary=None)
-            if base is not None and base.kind == "ndarray" and func.attr == "reshape" and not node.keywords:
+            if (
+                base is not None
+                and base.kind == Kind.NDARRAY
+                and func.attr == "reshape"
+                and not node.keywords
+            ):
                 new = reshaped(base.full_shape(), node.args, self.const)
                 if new is not None:  # ``X.reshape(1, -1)``: a shape known from the array's and literals
                     return Val(
-                        kind="ndarray",
+                        kind=Kind.NDARRAY,
                         text=self.text(node),
                         shape=new,
                         dtype=base.dtype,
                         variables=base.variables,
                     )
-            if base is not None and base.kind == "dataframe" and func.attr == "copy" and not node.args:
+            if base is not None and base.kind == Kind.DATAFRAME and func.attr == "copy" and not node.args:
                 return replace(base, text=self.text(node))
             if base is not None and func.attr == "drop":
                 dropped = dropped_columns(self, node, base)
                 if dropped is not None:
                     return dropped
-            if base is not None and base.kind in ("dataframe", "series") and not has_star(node):
+            if base is not None and base.kind in PANDAS and not has_star(node):
                 if func.attr == "to_numpy" and not node.args and not node.keywords:
                     return Val(
-                        kind="ndarray", text=self.text(node), shape=base.shape, variables=base.variables
+                        kind=Kind.NDARRAY, text=self.text(node), shape=base.shape, variables=base.variables
                     )
                 if func.attr == "head" and len(node.args) <= 1 and not node.keywords and base.shape:
                     ok, n = self.const(node.args[0]) if node.args else (True, 5)
@@ -526,7 +536,7 @@ class Evaluator:
             if back is not None:
                 return back
         target = self.ev(func)
-        if target is not None and target.kind in ("class", "module_attr") and target.qualname:
+        if target is not None and target.kind in (Kind.CLASS, Kind.MODULE_ATTR) and target.qualname:
             module, _, cls = target.qualname.rpartition(".")
             if module.startswith("sklearn.") and cls[:1].isupper() and not has_star(node):
                 params = {}
@@ -535,7 +545,7 @@ class Evaluator:
                     params[kw.arg or ""] = v if lit_ok else _Unknown
                 return Val(
                     fresh=not node.args and all(p is not _Unknown for p in params.values()),
-                    kind="estimator",
+                    kind=Kind.ESTIMATOR,
                     text=self.text(node),
                     est=Est(
                         cls=cls, module=module, fitted=built_fitted(cls, _wrapped(self, node)), params=params
@@ -543,7 +553,7 @@ class Evaluator:
                     variables=(),
                 )
             if target.qualname.endswith("Categorical") and module.startswith("pandas"):
-                return Val(kind="categorical", text=self.text(node))
+                return Val(kind=Kind.CATEGORICAL, text=self.text(node))
         return None
 
 
@@ -568,31 +578,31 @@ def reshaped(shape: tuple[int, ...] | None, args: list[ast.expr], const: Any) ->
 
 
 #: Value kinds that cannot be (or hold) an estimator.
-_NOT_ESTIMATOR = frozenset(
+_NOT_ESTIMATOR: frozenset[ValKind] = frozenset(
     {
-        "ndarray",
-        "tensor",
-        "tf_tensor",
-        "series",
-        "dataframe",
-        "index",
-        "str",
-        "bytes",
-        "int",
-        "float",
-        "bool",
-        "complex",
-        "none",
-        "polars_dataframe",
-        "polars_lazyframe",
-        "dask_dataframe",
-        "dask_series",
-        "spark_dataframe",
-        "pandas_on_spark",
-        "categorical",
-        "list_literal",
-        "class",
-        "function",
+        Kind.NDARRAY,
+        Kind.TENSOR,
+        Kind.TF_TENSOR,
+        Kind.SERIES,
+        Kind.DATAFRAME,
+        Kind.INDEX,
+        Kind.STR,
+        Kind.BYTES,
+        Kind.INT,
+        Kind.FLOAT,
+        Kind.BOOL,
+        Kind.COMPLEX,
+        Kind.NONE,
+        Kind.POLARS_DATAFRAME,
+        Kind.POLARS_LAZYFRAME,
+        Kind.DASK_DATAFRAME,
+        Kind.DASK_SERIES,
+        Kind.SPARK_DATAFRAME,
+        Kind.PANDAS_ON_SPARK,
+        Kind.CATEGORICAL,
+        Kind.LIST_LITERAL,
+        Kind.CLASS,
+        Kind.FUNCTION,
     }
 )
 

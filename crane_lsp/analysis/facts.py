@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from crane_lsp.analysis.kinds import OperationKind
 from crane_lsp.analysis.positions import PosMap, Span, span_of
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -141,7 +142,7 @@ class Assignment:
 class Operation:
     """A binary operation, unpacking or iteration whose operands are names or literals (for type checks)."""
 
-    kind: str  # "binop" | "iter" | "unpack"
+    kind: OperationKind
     span: Span
     op: str | None = None  # "+", "/", ... for binop; "+=" ... for augmented assignment
     left: Argument | None = None  # operand (binop left; iter/unpack: the iterated value)

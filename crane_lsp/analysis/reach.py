@@ -24,29 +24,36 @@ from dataclasses import dataclass, field
 
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.funcsource import kernel_function
+from crane_lsp.analysis.kinds import ARRAY_LIKE, Kind, ProofKind, constant_kind
 from crane_lsp.analysis.values import exact_labels, literal
 from crane_lsp.snapshot import Snapshot
 
 _BUILTINS = frozenset(dir(builtins))
-_NUMBER = frozenset({"int", "float", "bool"})
-_SCALAR = _NUMBER | {"str", "none"}
+_NUMBER: frozenset[ProofKind] = frozenset({Kind.INT, Kind.FLOAT, Kind.BOOL})
+_SCALAR: frozenset[ProofKind] = _NUMBER | {Kind.STR, Kind.NONE}
 #: Kinds whose ``repr``/``str`` is library code that does not raise (cell-built containers only).
-_PRINTABLE = _SCALAR | {"dataframe", "series", "ndarray", "tensor", "estimator", "module", "index", "literal"}
-_SIZED = frozenset(
-    {"dataframe", "series", "index", "list", "tuple", "dict", "str", "set", "literal", "ndarray", "tensor"}
+_PRINTABLE: frozenset[ProofKind] = _SCALAR | {
+    *(Kind.DATAFRAME, Kind.SERIES, Kind.NDARRAY, Kind.TENSOR, Kind.ESTIMATOR, Kind.MODULE),
+    *(Kind.INDEX, Kind.LITERAL),
+}
+_SIZED: frozenset[ProofKind] = frozenset(
+    {
+        *(Kind.DATAFRAME, Kind.SERIES, Kind.INDEX, Kind.LIST, Kind.TUPLE, Kind.DICT, Kind.STR, Kind.SET),
+        *(Kind.LITERAL, Kind.NDARRAY, Kind.TENSOR),
+    }
 )
 #: Attributes that are stored or computed without any way to fail.
-_SAFE_ATTRS: dict[str, frozenset[str]] = {
-    "dataframe": frozenset({"shape", "columns", "index", "dtypes", "size", "ndim", "empty", "T"}),
-    "series": frozenset({"shape", "index", "dtype", "size", "ndim", "empty", "name"}),
-    "ndarray": frozenset({"shape", "ndim", "size", "dtype", "T"}),
-    "tensor": frozenset({"shape", "dtype"}),
+_SAFE_ATTRS: dict[ProofKind, frozenset[str]] = {
+    Kind.DATAFRAME: frozenset({"shape", "columns", "index", "dtypes", "size", "ndim", "empty", "T"}),
+    Kind.SERIES: frozenset({"shape", "index", "dtype", "size", "ndim", "empty", "name"}),
+    Kind.NDARRAY: frozenset({"shape", "ndim", "size", "dtype", "T"}),
+    Kind.TENSOR: frozenset({"shape", "dtype"}),
 }
 #: Methods (called with no arguments, or ``head``/``tail`` with one int) that never raise.
-_SAFE_METHODS: dict[str, frozenset[str]] = {
-    "dataframe": frozenset({"head", "tail", "copy", "info", "isna", "isnull", "notna", "notnull", "keys"}),
-    "series": frozenset({"head", "tail", "copy", "isna", "isnull", "notna", "notnull", "keys"}),
-    "ndarray": frozenset({"copy", "ravel", "flatten", "tolist"}),
+_SAFE_METHODS: dict[ProofKind, frozenset[str]] = {
+    Kind.DATAFRAME: frozenset({"head", "tail", "copy", "info", "isna", "isnull", "notna", "notnull", "keys"}),
+    Kind.SERIES: frozenset({"head", "tail", "copy", "isna", "isnull", "notna", "notnull", "keys"}),
+    Kind.NDARRAY: frozenset({"copy", "ravel", "flatten", "tolist"}),
 }
 _SAFE_CONTEXTS = frozenset(
     {
@@ -58,8 +65,11 @@ _SAFE_CONTEXTS = frozenset(
 )
 #: pandas' own DataFrame (pandas 3, pandas 2), not a subclass with its own ``__getitem__``.
 _PLAIN_FRAMES = frozenset({"pandas.DataFrame", "pandas.core.frame.DataFrame"})
-_ITERABLE = frozenset({"literal", "list", "tuple", "dict", "str", "set", "index", "dataframe"})
-_RESULT_KIND = {"head": "same", "tail": "same", "copy": "same", "isna": "same", "isnull": "same"}
+_ITERABLE: frozenset[ProofKind] = frozenset(
+    {Kind.LITERAL, Kind.LIST, Kind.TUPLE, Kind.DICT, Kind.STR, Kind.SET, Kind.INDEX, Kind.DATAFRAME}
+)
+#: Safe methods whose result is of the receiver's kind (the others' is ``OTHER_SAFE``).
+_SAME_KIND_RESULT = frozenset({"head", "tail", "copy", "isna", "isnull"})
 
 
 #: How deep the proof follows calls into the user's own functions (a call inside one is depth 2).
@@ -69,7 +79,7 @@ MAX_CALL_DEPTH = 2
 @dataclass
 class _Proof:
     snapshot: Snapshot
-    env: dict[str, str] = field(default_factory=dict)  # names proven statements bound -> kind
+    env: dict[str, ProofKind] = field(default_factory=dict)  # names proven statements bound -> kind
     modules: dict[str, str] = field(default_factory=dict)  # names proven imports bound -> module
     defs: dict[str, ast.FunctionDef] = field(default_factory=dict)  # functions proven ``def``s bound
     # inside a followed function: its local names not bound yet (reading one raises UnboundLocalError),
@@ -78,41 +88,41 @@ class _Proof:
     stack: tuple[str, ...] = ()
 
     # ---- expressions -------------------------------------------------------------------------
-    def kind(self, node: ast.AST) -> str | None:
+    def kind(self, node: ast.AST) -> ProofKind | None:
         """The kind of value ``node`` evaluates to without raising, or None when it may raise."""
         if isinstance(node, ast.Constant):
-            return "none" if node.value is None else type(node.value).__name__
+            return constant_kind(node.value)
         if isinstance(node, ast.Name):
             return self.name(node.id)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             ok = all(not isinstance(e, ast.Starred) and self.kind(e) is not None for e in node.elts)
             if isinstance(node, ast.Set):
                 ok = ok and all(isinstance(e, ast.Constant) for e in node.elts)  # hashable for sure
-            return "literal" if ok else None
+            return Kind.LITERAL if ok else None
         if isinstance(node, ast.Dict):
             keys_ok = all(isinstance(k, ast.Constant) for k in node.keys)
-            return "literal" if keys_ok and all(self.kind(v) is not None for v in node.values) else None
+            return Kind.LITERAL if keys_ok and all(self.kind(v) is not None for v in node.values) else None
         if isinstance(node, ast.JoinedStr):
             for part in node.values:
                 if isinstance(part, ast.FormattedValue):
                     k = self.kind(part.value)
                     if k not in _PRINTABLE or part.format_spec is not None:
                         return None
-            return "str"
+            return Kind.STR
         if isinstance(node, ast.UnaryOp):
             k = self.kind(node.operand)
-            return k if (k in _NUMBER and not isinstance(node.op, ast.Invert)) or k == "int" else None
+            return k if (k in _NUMBER and not isinstance(node.op, ast.Invert)) or k == Kind.INT else None
         if isinstance(node, ast.BinOp):
             return self.binop(node)
         if isinstance(node, ast.Compare):
             kinds = [self.kind(node.left), *(self.kind(c) for c in node.comparators)]
-            if all(k in _NUMBER for k in kinds) or all(k == "str" for k in kinds):
-                return "bool"
+            if all(k in _NUMBER for k in kinds) or all(k == Kind.STR for k in kinds):
+                return Kind.BOOL
             return None
         if isinstance(node, ast.Attribute):
             base = self.kind(node.value)
             if base is not None and node.attr in _SAFE_ATTRS.get(base, ()):
-                return "literal" if node.attr in ("shape", "columns", "index") else "other_safe"
+                return Kind.LITERAL if node.attr in ("shape", "columns", "index") else Kind.OTHER_SAFE
             return None
         if isinstance(node, ast.Call):
             return self.call(node)
@@ -120,59 +130,59 @@ class _Proof:
             return self.columns(node)
         return None
 
-    def columns(self, node: ast.Subscript) -> str | None:
+    def columns(self, node: ast.Subscript) -> ProofKind | None:
         """``df['a']`` / ``df[['a', 'b']]`` of a kernel DataFrame that has each column exactly once."""
         frame = node.value
         if not isinstance(frame, ast.Name) or frame.id in self.env:
             return None
         summary = self.snapshot.variables.get(frame.id)
-        if summary is None or summary.kind != "dataframe" or summary.type not in _PLAIN_FRAMES:
+        if summary is None or summary.kind != Kind.DATAFRAME or summary.type not in _PLAIN_FRAMES:
             return None
         labels = exact_labels(summary)
         ok, key = literal(node.slice)
         keys = key if ok and isinstance(key, list) else [key] if ok else []
         if labels is None or not keys or not all(type(k) is str and labels.count(k) == 1 for k in keys):
             return None
-        return "dataframe" if isinstance(key, list) else "series"
+        return Kind.DATAFRAME if isinstance(key, list) else Kind.SERIES
 
-    def name(self, name: str) -> str | None:
+    def name(self, name: str) -> ProofKind | None:
         if name in self.env:
             return self.env[name]
         if name in self.unbound:
             return None
         summary = self.snapshot.variables.get(name)
         if summary is not None:
-            kind = str(summary.kind)
-            if kind == "ndarray" and summary.type != "numpy.ndarray":
-                return "other"  # a subclass: its repr and attributes are its own
-            if kind in ("ndarray", "tensor") and not summary.shape:
-                return "scalar_array"  # 0-d (or shape unknown): ``len`` raises
-            return kind if kind != "error" else None
+            kind = summary.kind
+            if kind == Kind.NDARRAY and summary.type != "numpy.ndarray":
+                return Kind.OTHER  # a subclass: its repr and attributes are its own
+            if kind in ARRAY_LIKE and not summary.shape:
+                return Kind.SCALAR_ARRAY  # 0-d (or shape unknown): ``len`` raises
+            return kind if kind != Kind.ERROR else None
         if name in _BUILTINS and name not in self.snapshot.undefined:
-            return "builtin"
+            return Kind.BUILTIN
         return None
 
-    def binop(self, node: ast.BinOp) -> str | None:
+    def binop(self, node: ast.BinOp) -> ProofKind | None:
         left, right = self.kind(node.left), self.kind(node.right)
         if left in _NUMBER and right in _NUMBER:
             if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
-                return "float" if "float" in (left, right) else "int"
+                return Kind.FLOAT if Kind.FLOAT in (left, right) else Kind.INT
             if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
                 divisor = node.right
                 if isinstance(divisor, ast.Constant) and divisor.value not in (0, 0.0, False):
-                    return "float"
+                    return Kind.FLOAT
             return None
-        if left == right == "str" and isinstance(node.op, ast.Add):
-            return "str"
+        if left == right == Kind.STR and isinstance(node.op, ast.Add):
+            return Kind.STR
         return None
 
-    def call(self, node: ast.Call) -> str | None:
+    def call(self, node: ast.Call) -> ProofKind | None:
         func = node.func
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return None
-        if isinstance(func, ast.Name) and self.name(func.id) == "builtin":
+        if isinstance(func, ast.Name) and self.name(func.id) == Kind.BUILTIN:
             return self.builtin_call(func.id, node)
-        if isinstance(func, ast.Name) and self.name(func.id) == "function":
+        if isinstance(func, ast.Name) and self.name(func.id) == Kind.FUNCTION:
             return self.user_call(func.id, node)
         if isinstance(func, ast.Attribute):
             base = self.kind(func.value)
@@ -183,40 +193,40 @@ class _Proof:
                     and isinstance(node.args[0], ast.Constant)
                     and type(node.args[0].value) is int
                 ):
-                    return base if _RESULT_KIND.get(func.attr) == "same" else "other_safe"
+                    return base if func.attr in _SAME_KIND_RESULT else Kind.OTHER_SAFE
                 return None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
             return self.magic(node)
         return self.estimator(node)
 
-    def builtin_call(self, name: str, node: ast.Call) -> str | None:
+    def builtin_call(self, name: str, node: ast.Call) -> ProofKind | None:
         kinds = [self.kind(a) for a in node.args]
         if any(k is None for k in kinds):
             return None
         if name in ("print", "display"):
             if all(k in _PRINTABLE for k in kinds) and all(
-                kw.arg in ("sep", "end") and self.kind(kw.value) == "str" for kw in node.keywords
+                kw.arg in ("sep", "end") and self.kind(kw.value) == Kind.STR for kw in node.keywords
             ):
-                return "none"
+                return Kind.NONE
             return None
         if node.keywords:
             return None
         if name == "len" and len(kinds) == 1 and kinds[0] in _SIZED:
-            return "int"
+            return Kind.INT
         if name in ("type", "id") and len(kinds) == 1:
-            return "other_safe"
+            return Kind.OTHER_SAFE
         if name in ("str", "repr") and len(kinds) == 1 and kinds[0] in _SCALAR:
-            return "str"
+            return Kind.STR
         if name in ("int", "float", "abs", "round") and len(kinds) == 1 and kinds[0] in _NUMBER:
-            return "float" if name == "float" else "int"
-        if name == "range" and 1 <= len(kinds) <= 2 and all(k == "int" for k in kinds):
-            return "literal"
+            return Kind.FLOAT if name == "float" else Kind.INT
+        if name == "range" and 1 <= len(kinds) <= 2 and all(k == Kind.INT for k in kinds):
+            return Kind.LITERAL
         return None
 
-    def user_call(self, name: str, node: ast.Call) -> str | None:
+    def user_call(self, name: str, node: ast.Call) -> ProofKind | None:
         """A call of a function the user wrote (a proven ``def`` of the cell, or a kernel function whose
         source the probe read) whose every body line is proven with the arguments' kinds: the kind its
-        final ``return`` gives ("other_safe" when none). Plain parameters and literal defaults only; no
+        final ``return`` gives (``OTHER_SAFE`` when none). Plain parameters and literal defaults only; no
         ``global``/``nonlocal``, nested functions, lambdas, ``yield`` or ``await`` in the body."""
         if len(self.stack) >= MAX_CALL_DEPTH or name in self.stack:
             return None
@@ -233,7 +243,7 @@ class _Proof:
                 return None
             given[kw.arg] = kw.value
         defaults = dict(zip(params[len(params) - len(a.defaults) :], a.defaults, strict=True))
-        kinds: dict[str, str] = {}
+        kinds: dict[str, ProofKind] = {}
         for p in params:
             arg = given.get(p)
             if arg is None and isinstance(defaults.get(p), ast.Constant):
@@ -256,10 +266,10 @@ class _Proof:
             return None
         last = fn.body[-1]
         if isinstance(last, ast.Return) and last.value is not None:
-            return inner.kind(last.value) or "other_safe"
-        return "none" if not any(isinstance(n, ast.Return) for n in ast.walk(fn)) else "other_safe"
+            return inner.kind(last.value) or Kind.OTHER_SAFE
+        return Kind.NONE if not any(isinstance(n, ast.Return) for n in ast.walk(fn)) else Kind.OTHER_SAFE
 
-    def magic(self, node: ast.Call) -> str | None:
+    def magic(self, node: ast.Call) -> ProofKind | None:
         """``%matplotlib inline`` (``get_ipython().run_line_magic(...)``) with matplotlib loaded."""
         func = node.func
         assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
@@ -268,18 +278,18 @@ class _Proof:
             return None
         args = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
         if args[:1] == ["matplotlib"] and "matplotlib" in self.snapshot.imported:
-            return "none"
+            return Kind.NONE
         return None
 
-    def estimator(self, node: ast.Call) -> str | None:
+    def estimator(self, node: ast.Call) -> ProofKind | None:
         """A scikit-learn class called with keyword literals: its ``__init__`` only stores them."""
         if node.args or not isinstance(node.func, ast.Name) or node.func.id in self.env:
             return None
         summary = self.snapshot.variables.get(node.func.id)
-        if summary is None or summary.kind != "class" or not (summary.module or "").startswith("sklearn."):
+        if summary is None or summary.kind != Kind.CLASS or not (summary.module or "").startswith("sklearn."):
             return None
         if all(isinstance(kw.value, ast.Constant) for kw in node.keywords):
-            return "estimator"
+            return Kind.ESTIMATOR
         return None
 
     # ---- statements --------------------------------------------------------------------------
@@ -315,7 +325,7 @@ class _Proof:
             for alias in node.names:
                 if "." in alias.name or alias.name not in self.snapshot.imported:
                     return False
-                self.env[alias.asname or alias.name] = "module"
+                self.env[alias.asname or alias.name] = Kind.MODULE
                 self.defs.pop(alias.asname or alias.name, None)
                 self.modules[alias.asname or alias.name] = alias.name
             return True
@@ -327,7 +337,7 @@ class _Proof:
                 return False
             if not all(self.kind(d) is not None for d in defaults):
                 return False
-            self.env[node.name] = "function"
+            self.env[node.name] = Kind.FUNCTION
             if isinstance(node, ast.FunctionDef):
                 self.defs[node.name] = node
             else:
@@ -339,7 +349,7 @@ class _Proof:
             inner = _Proof(self.snapshot, dict(self.env))
             if not all(inner.stmt(s) for s in node.body):
                 return False
-            self.env[node.name] = "class"
+            self.env[node.name] = Kind.CLASS
             self.defs.pop(node.name, None)
             return True
         if isinstance(node, ast.If):
@@ -370,7 +380,7 @@ class _Proof:
         if name in self.env:
             return self.modules.get(name)
         summary = self.snapshot.variables.get(name)
-        if summary is None or summary.kind != "module":
+        if summary is None or summary.kind != Kind.MODULE:
             return None
         return summary.module or summary.value
 
@@ -380,7 +390,7 @@ class _Proof:
             return False
         it = node.iter
         is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
-        self.env[node.target.id] = "int" if is_range else "other_safe"
+        self.env[node.target.id] = Kind.INT if is_range else Kind.OTHER_SAFE
         self.defs.pop(node.target.id, None)
         return True
 
@@ -388,7 +398,7 @@ class _Proof:
 def _kernel_def(name: str, snapshot: Snapshot) -> ast.FunctionDef | None:
     """The ``def`` of a kernel function the probe read the source of (``funcsource``)."""
     summary = snapshot.variables.get(name)
-    if summary is None or summary.kind != "function" or summary.source is None:
+    if summary is None or summary.kind != Kind.FUNCTION or summary.source is None:
         return None
     got = kernel_function(name, summary)
     return got.node if got is not None else None

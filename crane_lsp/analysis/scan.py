@@ -23,6 +23,7 @@ from crane_lsp.analysis.facts import (
     Subscript,
     TrustEvent,
 )
+from crane_lsp.analysis.kinds import Op, ScopeKinds
 from crane_lsp.analysis.positions import PosMap, Span
 from crane_lsp.analysis.syntax import (
     _DYNAMIC_FUNCS,
@@ -54,7 +55,7 @@ class _Analyzer:
         self.pm = pmap
         self.python = python
         self.py_bytes = [line.encode("utf-8") for line in python.split("\n")]
-        self.scopes: list[_Scope] = [_Scope("module")]
+        self.scopes: list[_Scope] = [_Scope(ScopeKinds.MODULE)]
         self.bound: set[str] = set()  # module names definitely bound by the cell so far
         self.maybe: set[str] = set()  # module names bound on some path
         self.guard = 0
@@ -72,7 +73,9 @@ class _Analyzer:
     @property
     def in_function(self) -> bool:
         scopes = self.scopes
-        return len(scopes) > 1 and any(s.kind == "function" for s in scopes)  # the module scope is first
+        return len(scopes) > 1 and any(
+            s.kind == ScopeKinds.FUNCTION for s in scopes
+        )  # the module scope is first
 
     def text(self, node: ast.AST) -> str:
         """Source of ``node`` (``ast.get_source_segment`` re-splits the whole cell on every call)."""
@@ -95,7 +98,7 @@ class _Analyzer:
             scope = self.scopes[i]
             if name in scope.globals_declared:
                 return True
-            if scope.kind == "class" and i != innermost:
+            if scope.kind == ScopeKinds.CLASS and i != innermost:
                 continue
             if name in scope.local:
                 return False
@@ -120,7 +123,7 @@ class _Analyzer:
     ) -> None:
         """A Store of ``name`` in the current scope."""
         scope = self.scopes[-1]
-        if scope.kind != "module" and name not in scope.globals_declared:
+        if scope.kind != ScopeKinds.MODULE and name not in scope.globals_declared:
             scope.local.add(name)
             return
         if self.in_function:  # ``global x; x = ...`` inside a function: bound when called
@@ -257,7 +260,7 @@ class _Analyzer:
                 self.expr(b)
             for kw in node.keywords:
                 self.expr(kw.value)
-            self.scopes.append(_Scope("class"))
+            self.scopes.append(_Scope(ScopeKinds.CLASS))
             self.stmts(node.body)
             self.scopes.pop()
             self.bind(node.name, node)
@@ -387,7 +390,7 @@ class _Analyzer:
             self.untrust(root.id, pos or self.stmt_end)
 
     def scopes_function(self) -> _Scope:
-        return next(s for s in reversed(self.scopes) if s.kind == "function")
+        return next(s for s in reversed(self.scopes) if s.kind == ScopeKinds.FUNCTION)
 
     # -- expressions --------------------------------------------------------------------------
     def read(self, node: ast.Name) -> None:
@@ -469,7 +472,7 @@ class _Analyzer:
         # in a comprehension the target binds in the enclosing scope
         saved = self.scopes
         idx = len(self.scopes) - 1
-        while idx > 0 and self.scopes[idx].kind == "comprehension":
+        while idx > 0 and self.scopes[idx].kind == ScopeKinds.COMPREHENSION:
             idx -= 1
         self.scopes = self.scopes[: idx + 1]
         self.guard += int(idx < len(saved) - 1)
@@ -481,7 +484,7 @@ class _Analyzer:
         """Scan the defaults (they run at definition) and return the new scope holding the parameters."""
         for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
             self.expr(default)
-        scope = _Scope("function")
+        scope = _Scope(ScopeKinds.FUNCTION)
         args = node.args
         for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if a is not None:
@@ -500,7 +503,7 @@ class _Analyzer:
         gens = node.generators
         self.expr(gens[0].iter)
         self.iter_op(gens[0].iter)
-        scope = _Scope("comprehension")
+        scope = _Scope(ScopeKinds.COMPREHENSION)
         for gen in gens:
             for sub in ast.walk(gen.target):
                 if isinstance(sub, ast.Name):
@@ -663,21 +666,21 @@ class _Analyzer:
 
     def ipython_effects(self, node: ast.Call, end: tuple[int, int]) -> None:
         assert isinstance(node.func, ast.Attribute)
-        kind = node.func.attr
+        method = node.func.attr
         magic = ""
         if node.args and isinstance(node.args[0], ast.Constant):
             magic = str(node.args[0].value)
         args_text = ""
         if len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
             args_text = str(node.args[1].value)
-        if kind in ("system", "getoutput"):
+        if method in ("system", "getoutput"):
             self.untrust(UNTRUSTED_FILES, end)
             first = magic.split()[:2]
             if first and (first[0] in _MODULE_LINE_MAGICS or first[0].startswith("pip")):
                 self.untrust(UNTRUSTED_MODULES, end)
             if first and first[0] in ("python", "python3", "ipython"):
                 self.untrust(UNTRUSTED_ALL, end)
-        elif kind == "run_line_magic":
+        elif method == "run_line_magic":
             if magic in _MODULE_LINE_MAGICS:
                 self.untrust(UNTRUSTED_MODULES, end)
                 self.untrust(UNTRUSTED_FILES, end)
@@ -763,12 +766,12 @@ class _Analyzer:
         if lhs is None and rhs is None:
             return
         sym = _OPERATORS.get(type(op), "?") + ("=" if aug else "")
-        self.f.operations.append(Operation("binop", span, sym, lhs, rhs, None, self.guarded))
+        self.f.operations.append(Operation(Op.BINOP, span, sym, lhs, rhs, None, self.guarded))
 
     def iter_op(self, node: ast.AST) -> None:
         arg = self.operand(node)
         if arg is not None:
-            self.f.operations.append(Operation("iter", self.pm.span(node), left=arg, guarded=self.guarded))
+            self.f.operations.append(Operation(Op.ITER, self.pm.span(node), left=arg, guarded=self.guarded))
 
     def unpack_op(self, target: ast.AST, value: ast.AST | None) -> None:
         if not isinstance(target, ast.Tuple | ast.List) or value is None:
@@ -779,7 +782,7 @@ class _Analyzer:
         starred = any(isinstance(e, ast.Starred) for e in target.elts)
         self.f.operations.append(
             Operation(
-                "unpack",
+                Op.UNPACK,
                 self.pm.span(value),
                 left=arg,
                 n_targets=None if starred else len(target.elts),

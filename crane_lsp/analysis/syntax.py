@@ -18,6 +18,7 @@ from crane_lsp.analysis.effects import (
     PANDAS_INPLACE_ONLY,
     PURE_BUILTINS,
 )
+from crane_lsp.analysis.kinds import ScopeKind
 from crane_lsp.analysis.values import chain_parts as _chain_parts
 
 
@@ -143,7 +144,7 @@ def _bound_in(body: list[ast.stmt]) -> set[str]:
 
 @dataclass
 class _Scope:
-    kind: str  # "module" | "function" | "class" | "comprehension"
+    kind: ScopeKind
     local: set[str] = field(default_factory=set)
     globals_declared: set[str] = field(default_factory=set)
     free: set[str] = field(default_factory=set)  # module names this (function) scope uses

@@ -33,6 +33,7 @@ from typing import Any
 
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.funcsource import UserFunc, kernel_function
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.parse import analyze
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.analysis.values import Val, has_star, literal
@@ -102,7 +103,7 @@ def resolve(w: CellWalk, call: ast.Call) -> UserFunc | None:
         text = "\n".join(lines[last.lineno - 1 : last.end_lineno])
         return UserFunc(name, last, lines, f"{name}\0cell\0{last.lineno}\0{text}")
     v = w.ev(func)
-    if v is None or v.kind != "function" or v.summary is None:
+    if v is None or v.kind != Kind.FUNCTION or v.summary is None:
         return None
     return kernel_function(name, v.summary)
 
@@ -230,7 +231,7 @@ def _safe_arg(w: CellWalk, node: ast.expr) -> bool:
         return True
     if isinstance(node, ast.Call):  # a new scikit-learn estimator: its constructor only stores parameters
         v = w.ev(node)
-        return v is not None and v.kind == "estimator" and v.fresh
+        return v is not None and v.kind == Kind.ESTIMATOR and v.fresh
     return isinstance(node, ast.Name) and (
         node.id in w.env or node.id in w.snapshot.variables or node.id in _BUILTINS
     )

@@ -14,16 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crane_lsp.analysis.effects import PURE_LIBRARIES
-from crane_lsp.kernel.agent.wire import Kind
+from crane_lsp.analysis.kinds import CALLABLES, Kind, ValKind
 from crane_lsp.snapshot import ColumnSummary, ObjectSummary, ValueStats
 
 #: What calls do (pure libraries and builtins, in-place library functions): the one effects table.
 PURE_LIBS = PURE_LIBRARIES
 #: Kinds of value whose methods only ever change the value itself, never their arguments.
-LIB_KINDS = frozenset(
-    {Kind.NDARRAY, Kind.TENSOR, Kind.TF_TENSOR, Kind.SERIES, Kind.DATAFRAME, Kind.INDEX, Kind.ESTIMATOR}
-    | {Kind.KERAS_MODEL, Kind.TORCH_MODULE, Kind.LIST, Kind.DICT, Kind.STR, Kind.SET, Kind.TUPLE}
-    | {"categorical", "list_literal"}  # the walk's own kinds for values the cell builds
+LIB_KINDS: frozenset[ValKind] = frozenset(
+    {
+        *(Kind.NDARRAY, Kind.TENSOR, Kind.TF_TENSOR, Kind.SERIES, Kind.DATAFRAME, Kind.INDEX, Kind.ESTIMATOR),
+        *(Kind.KERAS_MODEL, Kind.TORCH_MODULE, Kind.LIST, Kind.DICT, Kind.STR, Kind.SET, Kind.TUPLE),
+        *(Kind.CATEGORICAL, Kind.LIST_LITERAL),  # the walk's own kinds for values the cell builds
+    }
 )
 _FRAME_METHODS = frozenset(
     {
@@ -168,13 +170,13 @@ _NEW_OBJECT_METHODS = frozenset(
     }
 )  # fmt: skip
 #: Methods that leave their receiver unchanged (pandas ones only without ``inplace=True``).
-PURE_METHODS: dict[str, frozenset[str]] = {
-    "dataframe": _FRAME_METHODS,
-    "series": _FRAME_METHODS,
-    "derived": _FRAME_METHODS | _ARRAY_METHODS,  # a new object from ``_NEW_OBJECT_METHODS``
-    "ndarray": _ARRAY_METHODS,
-    "tensor": _TENSOR_METHODS,
-    "estimator": frozenset(
+PURE_METHODS: dict[ValKind, frozenset[str]] = {
+    Kind.DATAFRAME: _FRAME_METHODS,
+    Kind.SERIES: _FRAME_METHODS,
+    Kind.DERIVED: _FRAME_METHODS | _ARRAY_METHODS,  # a new object from ``_NEW_OBJECT_METHODS``
+    Kind.NDARRAY: _ARRAY_METHODS,
+    Kind.TENSOR: _TENSOR_METHODS,
+    Kind.ESTIMATOR: frozenset(
         {
             "predict",
             "predict_proba",
@@ -216,7 +218,7 @@ _CHAIN_METHODS = (
     )
 )
 #: Values that no change through another reference can affect.
-_IMMUTABLE_KINDS = frozenset({"int", "str", "module", "module_attr"})
+_IMMUTABLE_KINDS: frozenset[ValKind] = frozenset({Kind.INT, Kind.STR, Kind.MODULE, Kind.MODULE_ATTR})
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,7 @@ class Est:
 class Val:
     """A value as far as it is PROVEN; ``None`` fields mean unknown."""
 
-    kind: str  # runtime ObjectKind, or "categorical" / "new_estimator" / "list_literal" / "class"
+    kind: ValKind  # the probe's ObjectKind, or one of the walk's own (``analysis.kinds.WalkKind``)
     text: str  # the expression it came from, for messages
     shape: tuple[int | None, ...] | None = None
     dtype: str | None = None
@@ -246,8 +248,8 @@ class Val:
     est: Est | None = None
     length: int | None = None
     stats: ValueStats | None = None  # a Series/column's value statistics
-    # the exact value: kind "int"/"str" (a literal, a loop variable on one pass), "list_literal" (its items),
-    # "index"/"ndarray" from ``df.columns(.values)`` (the labels)
+    # the exact value: kind INT/STR (a literal, a loop variable on one pass), LIST_LITERAL (its items),
+    # INDEX/NDARRAY from ``df.columns(.values)`` (the labels)
     value: Any = None
     fresh: bool = False  # a new object the cell built from literals only: no one else can hold it
     qualname: str | None = None  # classes and functions: "sklearn.linear_model.LogisticRegression"
@@ -415,17 +417,17 @@ def parse_expr(text: str) -> ast.AST | None:
 
 
 def val_from_summary(text: str, s: ObjectSummary, variables: tuple[str, ...]) -> Val | None:
-    if s.kind == "error":
+    if s.kind == Kind.ERROR:
         return None
-    kind: str = s.kind
-    if kind == "ndarray" and s.type != "numpy.ndarray":
-        kind = "ndarray_subclass"  # np.matrix multiplies with *, masked arrays mask: other rules
-    elif kind == "tensor" and s.type not in ("torch.Tensor", "torch.nn.parameter.Parameter"):
-        kind = "tensor_subclass"
-    labels = exact_labels(s) if s.kind == "dataframe" else None
+    kind: ValKind = s.kind
+    if kind == Kind.NDARRAY and s.type != "numpy.ndarray":
+        kind = Kind.NDARRAY_SUBCLASS  # np.matrix multiplies with *, masked arrays mask: other rules
+    elif kind == Kind.TENSOR and s.type not in ("torch.Tensor", "torch.nn.parameter.Parameter"):
+        kind = Kind.TENSOR_SUBCLASS
+    labels = exact_labels(s) if s.kind == Kind.DATAFRAME else None
     idx_names = getattr(s, "index_names", None)
     est: Est | None = None
-    if s.kind == "estimator" and s.estimator is not None:
+    if s.kind == Kind.ESTIMATOR and s.estimator is not None:
         e = s.estimator
         module, _, cls = s.type.rpartition(".")
         est = Est(
@@ -437,7 +439,7 @@ def val_from_summary(text: str, s: ObjectSummary, variables: tuple[str, ...]) ->
             from_kernel=True,
         )
     qualname = None
-    if s.kind in ("class", "function"):
+    if s.kind in CALLABLES:
         qualname = _qualname_of(s)
     return Val(
         kind=kind,
@@ -539,7 +541,7 @@ def _index_shape(
 
 def frame_columns(v: Val) -> tuple[ColumnSummary, ...] | None:
     """A DataFrame value's column summaries, every column's, in order; None when not all are known."""
-    if v.kind != "dataframe":
+    if v.kind != Kind.DATAFRAME:
         return None
     if v.columns is not None:
         return v.columns

@@ -24,6 +24,7 @@ from typing import Any
 from crane_lsp.analysis.effects import MUTATING_LIB_FUNCS, NON_RETAINING_BUILTINS, PURE_BUILTINS
 from crane_lsp.analysis.evaluate import Evaluator
 from crane_lsp.analysis.facts import UNTRUSTED_ALL, CellFacts
+from crane_lsp.analysis.kinds import Kind, constant_kind
 from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.userfuncs import pure_user_call
 from crane_lsp.analysis.values import (
@@ -161,7 +162,7 @@ class CellWalk(Evaluator):
                 self._dirty = saved_dirty | changed
             note = f"loop item {k + 1} of {n}: {target} = {item!r}"
             self.loop_note = f"{saved_note}; {note}" if saved_note else note
-            self.env[target] = Val(kind=type(item).__name__, text=repr(item), value=item)
+            self.env[target] = Val(kind=constant_kind(item), text=repr(item), value=item)
             self._ver += 1
             yield from self._block(body)
         self.env, self._dirty, self.loop_note = _Env(self._since_opaque, saved), saved_dirty, saved_note
@@ -191,12 +192,12 @@ class CellWalk(Evaluator):
             v = self.ev(node)
             if v is None:
                 return None
-            if v.kind == "list_literal" and isinstance(v.value, (list, tuple)):
+            if v.kind == Kind.LIST_LITERAL and isinstance(v.value, (list, tuple)):
                 value = v.value
-            elif v.kind in ("index", "ndarray") and isinstance(v.value, tuple):  # ``df.columns``
+            elif v.kind in (Kind.INDEX, Kind.NDARRAY) and isinstance(v.value, tuple):  # ``df.columns``
                 items = [x for x in v.value if type(x) in (int, str)]
                 return (items, True, len(items)) if items and len(items) == len(v.value) else None
-            elif v.kind in ("list", "tuple") and v.summary is not None and v.summary.values is not None:
+            elif v.kind in (Kind.LIST, Kind.TUPLE) and v.summary is not None and v.summary.values is not None:
                 if v.summary.length != len(v.summary.values):
                     return None
                 items = [x for x in v.summary.values if type(x) in (int, str)]
@@ -233,17 +234,17 @@ class CellWalk(Evaluator):
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.asname:
-                    self.env[alias.asname] = Val(kind="module", text=alias.asname, qualname=alias.name)
+                    self.env[alias.asname] = Val(kind=Kind.MODULE, text=alias.asname, qualname=alias.name)
                 else:
                     top = alias.name.split(".")[0]
-                    self.env[top] = Val(kind="module", text=top, qualname=top)
+                    self.env[top] = Val(kind=Kind.MODULE, text=top, qualname=top)
             return
         if isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
             for alias in stmt.names:
                 qual = f"{stmt.module}.{alias.name}"
-                kind = "module_attr" if stmt.module.split(".")[0] in PURE_LIBS else ""
+                pure = stmt.module.split(".")[0] in PURE_LIBS
                 self.env[alias.asname or alias.name] = (
-                    Val(kind=kind, text=alias.name, qualname=qual) if kind else None
+                    Val(kind=Kind.MODULE_ATTR, text=alias.name, qualname=qual) if pure else None
                 )
             return
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -253,14 +254,14 @@ class CellWalk(Evaluator):
             if value is not None:
                 self.env[name] = replace(value, text=name)
             elif self._new_object(stmt.value):
-                self.env[name] = Val(kind="derived", text=name)  # value unknown, but nobody else holds it
+                self.env[name] = Val(kind=Kind.DERIVED, text=name)  # value unknown, but nobody else holds it
             else:
                 self.env[name] = None
             return
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             ok, value = self.const(ast.BinOp(left=stmt.target, op=stmt.op, right=stmt.value))
             if ok and type(value) is int and isinstance(stmt.op, (ast.Add, ast.Sub, ast.Mult)):
-                self.env[stmt.target.id] = Val(kind="int", text=stmt.target.id, value=value)  # ``i += 1``
+                self.env[stmt.target.id] = Val(kind=Kind.INT, text=stmt.target.id, value=value)  # ``i += 1``
                 return
         self._changes(stmt, skip_targets=False)
 
@@ -335,7 +336,7 @@ class CellWalk(Evaluator):
             if func.id in PURE_BUILTINS and func.id not in self.env and self.trusted(func.id):
                 return (
                     func.id not in self.snapshot.variables
-                    or self.snapshot.variables[func.id].kind == "function"
+                    or self.snapshot.variables[func.id].kind == Kind.FUNCTION
                 )
             lib = self.lib_func(func)
             return lib is not None and lib[0].split(".")[0] in PURE_LIBS and lib[1] not in MUTATING_LIB_FUNCS
@@ -367,7 +368,7 @@ class CellWalk(Evaluator):
                     isinstance(node, ast.Subscript)
                     and isinstance(node.value, ast.Name)
                     and (v := env.get(node.value.id)) is not None
-                    and v.kind == "dataframe"
+                    and v.kind == Kind.DATAFRAME
                 ):
                     receivers.add(id(node.value))
             elif isinstance(node, ast.Call):
@@ -400,7 +401,7 @@ class CellWalk(Evaluator):
         if name not in NON_RETAINING_BUILTINS or name in self.env or not self.trusted(name):
             return False
         kernel = self.snapshot.variables.get(name)
-        return kernel is None or kernel.kind == "function"
+        return kernel is None or kernel.kind == Kind.FUNCTION
 
     def _vouch(self, call: ast.Call) -> None:
         """``call`` ran a user function to its end without changing anything shared: its arguments and
@@ -437,7 +438,7 @@ class CellWalk(Evaluator):
         receiver = self.ev(func.value) if isinstance(func, ast.Attribute) else None
         lib_method = receiver is not None and receiver.kind in LIB_KINDS
         callee = self.ev(func) if isinstance(func, ast.Name) else None
-        if callee is not None and callee.kind == "torch_module" and first_layer_linear(callee.summary):
+        if callee is not None and callee.kind == Kind.TORCH_MODULE and first_layer_linear(callee.summary):
             return out  # nn.Linear (or a Sequential starting with one) never writes to its input
         pure = (
             pure_lib
@@ -486,7 +487,7 @@ class CellWalk(Evaluator):
                         tuple(x.labels)
                         if x.labels is not None
                         and all(isinstance(v, str) for v in x.labels)
-                        and x.kind == "dataframe"
+                        and x.kind == Kind.DATAFRAME
                         else None
                     )
                     return replace(

@@ -21,6 +21,7 @@ import ast
 from dataclasses import dataclass
 
 from crane_lsp.analysis.facts import AGG_CLASS_CHAINS, NUMPY_CHAIN, Call, CellFacts, agg_names
+from crane_lsp.analysis.kinds import Kind, ValKind
 from crane_lsp.analysis.values import Val, has_star, kwarg, literal
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.python import kernel_value, type_name
@@ -141,12 +142,12 @@ class _Target:
     column: str | None = None  # ``df.groupby(k)['col']``
 
 
-def _own_frame(v: Val | None, kind: str) -> bool:
+def _own_frame(v: Val | None, kind: ValKind) -> bool:
     """A value of pandas' own class; a frame's columns known exactly, unique and flat (a duplicated label
     selects a frame, a MultiIndex matches keys by level)."""
     if v is None or v.kind != kind or v.summary is None or _OWN_CLASSES.get(type_name(v.summary)) is None:
         return False
-    if kind != "dataframe":
+    if kind != Kind.DATAFRAME:
         return True
     labels = v.labels
     if labels is None or len(set(labels)) != len(labels):
@@ -162,7 +163,7 @@ def _groupby_of(w: CellWalk, node: ast.expr) -> _Target | None:
     ):
         return None
     frame = w.ev(node.func.value)
-    if not _own_frame(frame, "dataframe") or has_star(node) or len(node.args) > 1 or frame is None:
+    if not _own_frame(frame, Kind.DATAFRAME) or has_star(node) or len(node.args) > 1 or frame is None:
         return None
     by = node.args[0] if node.args else kwarg(node, "by")
     if by is None or any(k.arg not in _GROUPBY_FLAGS | {"by"} for k in node.keywords):
@@ -180,7 +181,7 @@ def _target(w: CellWalk, node: ast.expr) -> _Target | None:
     if isinstance(node, ast.Subscript):
         ok, col = literal(node.slice)
         frame = w.ev(node.value)
-        if _own_frame(frame, "dataframe") and frame is not None and isinstance(col, str) and ok:
+        if _own_frame(frame, Kind.DATAFRAME) and frame is not None and isinstance(col, str) and ok:
             # a column of a kernel frame: a pandas Series with the frame's index
             return _Target("series", frame, column=col) if col in (frame.labels or ()) else None
         gb = _groupby_of(w, node.value)
@@ -188,9 +189,9 @@ def _target(w: CellWalk, node: ast.expr) -> _Target | None:
             return _Target("sgb", gb.base, gb.keys, col)
         return None
     v = w.ev(node)
-    if _own_frame(v, "dataframe") and v is not None:
+    if _own_frame(v, Kind.DATAFRAME) and v is not None:
         return _Target("frame", v)
-    if _own_frame(v, "series") and v is not None:
+    if _own_frame(v, Kind.SERIES) and v is not None:
         return _Target("series", v)
     return _groupby_of(w, node)
 

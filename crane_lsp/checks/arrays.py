@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import math
 
+from crane_lsp.analysis.kinds import ARRAY_LIKE, SEQUENCES, Kind
 from crane_lsp.analysis.values import ARRAY_REDUCTIONS, Val, first_layer_linear, kwarg, literal
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -34,7 +35,7 @@ def _finding(
 
 def _array(w: CellWalk, node: ast.AST) -> tuple[Val, Shape] | None:
     v = w.ev(node)
-    if v is None or v.kind not in ("ndarray", "tensor"):
+    if v is None or v.kind not in ARRAY_LIKE:
         return None
     shape = v.full_shape()
     return (v, shape) if shape is not None else None
@@ -51,7 +52,7 @@ def broadcast(a: Shape, b: Shape) -> Shape | None:
 
 
 def _exc(*vals: Val) -> str:
-    return "RuntimeError" if any(v.kind == "tensor" for v in vals) else "ValueError"
+    return "RuntimeError" if any(v.kind == Kind.TENSOR for v in vals) else "ValueError"
 
 
 def _mixed(a: Val, b: Val) -> bool:
@@ -124,9 +125,9 @@ def _matmul_pair(w: CellWalk, node: ast.AST) -> tuple[ast.AST, ast.AST, str] | N
             return node.args[0], node.args[1], "matmul"
     if isinstance(func, ast.Attribute) and len(node.args) == 1 and func.attr in ("dot", "matmul", "mm"):
         base = w.ev(func.value)
-        if base is not None and base.kind == "ndarray" and func.attr == "dot":
+        if base is not None and base.kind == Kind.NDARRAY and func.attr == "dot":
             return func.value, node.args[0], "dot"
-        if base is not None and base.kind == "tensor" and func.attr in ("matmul", "mm"):
+        if base is not None and base.kind == Kind.TENSOR and func.attr in ("matmul", "mm"):
             return func.value, node.args[0], "matmul"
     return None
 
@@ -142,7 +143,7 @@ def _matmul(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if a is None or b is None or _mixed(a[0], b[0]):
             continue
         rule = got[2]
-        if a[0].kind == "tensor" and (not a[1] or not b[1]):
+        if a[0].kind == Kind.TENSOR and (not a[1] or not b[1]):
             continue
         ok = _dot_ok(a[1], b[1]) if rule == "dot" else _matmul_ok(a[1], b[1])
         if not ok:
@@ -247,8 +248,8 @@ def _reshape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             base = w.ev(node.func.value)
             if (
                 base is not None
-                and base.kind in ("ndarray", "tensor")
-                and not (fn == "view" and base.kind != "tensor")
+                and base.kind in ARRAY_LIKE
+                and not (fn == "view" and base.kind != Kind.TENSOR)
             ):
                 target, dims_nodes = node.func.value, node.args
             elif (
@@ -282,7 +283,7 @@ def _reshape(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             return _finding(
                 w,
                 "array.reshape",
-                "RuntimeError" if arr[0].kind == "tensor" else "ValueError",
+                "RuntimeError" if arr[0].kind == Kind.TENSOR else "ValueError",
                 node,
                 f"cannot reshape {arr[0].text} of size {size} (shape {arr[1]}) into shape {tuple(dims)}",
                 [arr[0]],
@@ -309,12 +310,12 @@ def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             axis_node = kwarg(node, "axis") or (node.args[1] if len(node.args) > 1 else None)
         else:
             base = w.ev(node.func.value)
-            if base is not None and base.kind == "ndarray":
+            if base is not None and base.kind == Kind.NDARRAY:
                 target, axis_node = (
                     node.func.value,
                     kwarg(node, "axis") or (node.args[0] if node.args else None),
                 )
-            elif base is not None and base.kind == "tensor" and not node.args:
+            elif base is not None and base.kind == Kind.TENSOR and not node.args:
                 target, axis_node = node.func.value, kwarg(node, "dim") or kwarg(node, "axis")
         if target is None or axis_node is None:
             continue
@@ -328,7 +329,7 @@ def _axis(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         nd = len(arr[1])
         bad = [a for a in axes if not -max(nd, 1) <= a < max(nd, 1)]
         if bad:
-            exc = "IndexError" if arr[0].kind == "tensor" else "AxisError"
+            exc = "IndexError" if arr[0].kind == Kind.TENSOR else "AxisError"
             return _finding(
                 w,
                 "array.axis",
@@ -349,7 +350,7 @@ def _savetxt(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     for node, method in w.method_calls(stmt, "savetxt"):
         if len(node.args) >= 2 and w.module_of(method.value) == "numpy":
             arr = _array(w, node.args[1])
-            if arr is not None and arr[0].kind == "ndarray" and len(arr[1]) not in (1, 2):
+            if arr is not None and arr[0].kind == Kind.NDARRAY and len(arr[1]) not in (1, 2):
                 return _finding(
                     w,
                     "numpy.savetxt-ndim",
@@ -374,7 +375,7 @@ def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if fn == "item":
             arr = _array(w, method.value)
             if arr is not None and math.prod(arr[1]) != 1:
-                exc = "RuntimeError" if arr[0].kind == "tensor" else "ValueError"
+                exc = "RuntimeError" if arr[0].kind == Kind.TENSOR else "ValueError"
                 return _finding(
                     w,
                     "tensor.item",
@@ -389,7 +390,7 @@ def _scalar_and_grad(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             if (
                 v is not None
                 and s is not None
-                and v.kind == "tensor"
+                and v.kind == Kind.TENSOR
                 and s.requires_grad
                 and (s.device or "cpu") == "cpu"
             ):
@@ -415,13 +416,13 @@ def _linear(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
             continue
         mod = w.ev(node.func)
-        if mod is None or mod.kind != "torch_module" or mod.summary is None or mod.summary.nn is None:
+        if mod is None or mod.kind != Kind.TORCH_MODULE or mod.summary is None or mod.summary.nn is None:
             continue
         info = mod.summary.nn
         if not first_layer_linear(mod.summary) or info.in_features is None:
             continue
         x = _array(w, node.args[0])
-        if x is None or x[0].kind != "tensor" or not x[1]:
+        if x is None or x[0].kind != Kind.TENSOR or not x[1]:
             continue
         if x[1][-1] != info.in_features:
             return finding_at(
@@ -450,7 +451,7 @@ def _devices(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, (*_ARITH, ast.MatMult))):
             continue
         a, b = _array(w, node.left), _array(w, node.right)
-        if a is None or b is None or a[0].kind != "tensor" or b[0].kind != "tensor":
+        if a is None or b is None or a[0].kind != Kind.TENSOR or b[0].kind != Kind.TENSOR:
             continue
         da = a[0].summary.device if a[0].summary else None
         db = b[0].summary.device if b[0].summary else None
@@ -515,7 +516,7 @@ def _index(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             and w.module_of(node.func.value) == "numpy.random"
         ):
             arr = _array(w, node.args[0])
-            if arr is not None and arr[0].kind == "ndarray" and len(arr[1]) != 1:
+            if arr is not None and arr[0].kind == Kind.NDARRAY and len(arr[1]) != 1:
                 return _finding(
                     w,
                     "array.index-range",
@@ -537,10 +538,10 @@ def _list_by_array(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
             continue
         seq = w.ev(node.value)
-        if seq is None or seq.kind not in ("list", "tuple", "list_literal"):
+        if seq is None or seq.kind not in SEQUENCES:
             continue
         key = _array(w, node.slice)
-        if key is None or key[0].kind != "ndarray" or not key[1]:
+        if key is None or key[0].kind != Kind.NDARRAY or not key[1]:
             continue
         return _finding(
             w,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.values import val_from_summary
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.python import _signature
@@ -35,7 +36,7 @@ def built_method_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if any(k.arg is None for k in node.keywords):
             continue
         recv = w.ev(node.func.value)
-        if recv is None or recv.est is None or recv.est.from_kernel or recv.kind != "estimator":
+        if recv is None or recv.est is None or recv.est.from_kernel or recv.kind != Kind.ESTIMATOR:
             continue
         method = node.func.attr
         cls_name = _kernel_class(w, f"{recv.est.module}.{recv.est.cls}", method)
@@ -47,11 +48,11 @@ def built_method_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         cls = snap.variables.get(cls_name)
         meth = snap.variables.get(f"{cls_name}.{method}")
         fact = snap.attributes.get(f"{cls_name}.{method}")
-        if cls is None or cls.kind != "class" or not cls.params:
+        if cls is None or cls.kind != Kind.CLASS or not cls.params:
             continue
         if cls_name != imported and cls.module != recv.est.module:
             continue
-        if meth is None or meth.kind != "function" or fact is None or fact.exists is not True:
+        if meth is None or meth.kind != Kind.FUNCTION or fact is None or fact.exists is not True:
             continue
         sig = _signature(meth)
         if sig is None:
@@ -83,7 +84,7 @@ def _kernel_class(w: CellWalk, qualname: str, method: str) -> str | None:
         if attr != method:
             continue
         summary = w.snapshot.variables.get(name)
-        if summary is None or summary.kind != "class" or not w.trusted(name):
+        if summary is None or summary.kind != Kind.CLASS or not w.trusted(name):
             continue
         v = val_from_summary(name, summary, (name,))
         known = v.qualname if v is not None and v.qualname else f"{summary.module}.{name}"

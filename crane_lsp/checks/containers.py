@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.values import literal
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.python import dict_keys, kernel_value, type_name
@@ -66,13 +67,13 @@ def computed_key(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if not isinstance(node.ctx, ast.Load) or literal(node.slice)[0]:
             continue
         base = w.ev(node.value)
-        if base is None or base.summary is None or base.kind not in ("dict", "list", "tuple"):
+        if base is None or base.summary is None or base.kind not in (Kind.DICT, Kind.LIST, Kind.TUPLE):
             continue
         ok, key = w.const(node.slice)
         if not ok or type(key) not in (str, int):
             continue
         s = base.summary
-        if base.kind == "dict":
+        if base.kind == Kind.DICT:
             keys = dict_keys(s)
             if keys is None or key in keys:
                 continue

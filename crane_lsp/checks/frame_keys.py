@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from crane_lsp.analysis.kinds import PANDAS, Kind
 from crane_lsp.analysis.values import Val, has_star, kwarg
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -29,7 +30,7 @@ def _keys_of(w: CellWalk, node: ast.expr) -> list[Any] | None:
     ok, value = w.const(node)
     if not ok:
         v = w.ev(node)
-        if v is None or v.kind != "list_literal" or not isinstance(v.value, (list, tuple)):
+        if v is None or v.kind != Kind.LIST_LITERAL or not isinstance(v.value, (list, tuple)):
             return None
         value = list(v.value)
     return _key_list(value)
@@ -45,14 +46,14 @@ def _frame_like(w: CellWalk, node: ast.expr) -> bool:
     """Whether ``node`` is a DataFrame or Series, or a DataFrame method that returns one."""
     v = w.ev(node)
     if v is not None:
-        return v.kind in ("dataframe", "series")
+        return v.kind in PANDAS
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in _FRAME_RETURNING
     ):
         base = w.ev(node.func.value)
-        return base is not None and base.kind == "dataframe" and not _flag_inplace(node)
+        return base is not None and base.kind == Kind.DATAFRAME and not _flag_inplace(node)
     return False
 
 
@@ -63,7 +64,7 @@ def _flag_inplace(call: ast.Call) -> bool:
 
 def _absent(keys: list[Any], frame: Val) -> list[Any] | None:
     """The keys that are neither a column nor an index level name of ``frame``; None when not proven."""
-    if frame.kind != "dataframe" or frame.labels is None:
+    if frame.kind != Kind.DATAFRAME or frame.labels is None:
         return None
     missing = [k for k in keys if k not in frame.labels]
     if not missing:
@@ -140,7 +141,7 @@ def _merge_keys(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if not lookups:
             continue
         left, right = w.ev(left_node), w.ev(right_node)
-        if what == "merge" and (right is None or right.kind != "dataframe"):
+        if what == "merge" and (right is None or right.kind != Kind.DATAFRAME):
             continue  # a Series is renamed into a frame; anything else raises TypeError first
         if what == "join" and not _frame_like(w, right_node):
             continue  # a list of frames joins on the index only
@@ -189,7 +190,7 @@ def _data_shape(w: CellWalk, node: ast.expr) -> tuple[int, int] | None:
     """(rows, columns) the DataFrame constructor builds from ``node``: a 1-D/2-D plain-dtype array of known
     shape, or a literal list of rows."""
     v = w.ev(node)
-    if v is not None and v.kind == "ndarray":
+    if v is not None and v.kind == Kind.NDARRAY:
         shape = v.full_shape()
         dtype = v.dtype or ""
         if shape is None or not dtype.isalnum() or dtype == "object":
@@ -212,7 +213,7 @@ def _label_count(w: CellWalk, node: ast.expr) -> int | None:
             return len(value)
         return None
     v = w.ev(node)
-    if v is not None and v.kind in ("index", "list_literal") and isinstance(v.value, (tuple, list)):
+    if v is not None and v.kind in (Kind.INDEX, Kind.LIST_LITERAL) and isinstance(v.value, (tuple, list)):
         return len(v.value)
     return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.values import Val
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -19,11 +20,11 @@ _OPS: dict[type[ast.operator], str] = {ast.Add: "+", ast.Sub: "-", ast.Div: "/",
 
 
 def _numeric(v: Val | None) -> bool:
-    return v is not None and v.kind == "series" and (v.dtype or "").startswith(_NUMERIC_PREFIXES)
+    return v is not None and v.kind == Kind.SERIES and (v.dtype or "").startswith(_NUMERIC_PREFIXES)
 
 
 def _text(v: Val | None) -> bool:
-    return v is not None and v.kind == "series" and v.dtype in _TEXT_DTYPES
+    return v is not None and v.kind == Kind.SERIES and v.dtype in _TEXT_DTYPES
 
 
 @step("pandas.text-arithmetic", on=(ast.BinOp,))

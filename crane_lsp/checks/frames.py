@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.kinds import Kind, ValKind
 from crane_lsp.analysis.values import exact_labels, has_star, kwarg, literal
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import CheckHook, Finding, HookFactory, finding_at, step_factory
@@ -41,11 +42,11 @@ from crane_lsp.snapshot import Snapshot
 CHECK_ID = "frames.missing-column"
 DTYPE_ID = "frames.dtype"
 
-_LIB_OF_KIND = {
-    "polars_dataframe": "polars",
-    "polars_lazyframe": "polars",
-    "dask_dataframe": "dask",
-    "spark_dataframe": "spark",
+_LIB_OF_KIND: dict[ValKind, str] = {
+    Kind.POLARS_DATAFRAME: "polars",
+    Kind.POLARS_LAZYFRAME: "polars",
+    Kind.DASK_DATAFRAME: "dask",
+    Kind.SPARK_DATAFRAME: "spark",
 }
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _EXCEPTION = {"polars": "ColumnNotFoundError", "dask": "KeyError", "spark": "AnalysisException"}
@@ -178,14 +179,14 @@ class _Reader:
             v = self.w.ev(node)
             if v is None or v.summary is None or v.kind not in _LIB_OF_KIND:
                 return None
-            if v.kind == "spark_dataframe" and (
+            if v.kind == Kind.SPARK_DATAFRAME and (
                 v.summary.frame is None or v.summary.frame.library != "pyspark"
             ):
                 return None  # Spark Connect analyses lazily: a missing column raises at the first action
             labels = exact_labels(v.summary)
             if labels is None or not all(isinstance(x, str) for x in labels):
                 return None
-            lazy = v.kind == "polars_lazyframe"
+            lazy = v.kind == Kind.POLARS_LAZYFRAME
             dtypes = tuple(c.dtype for c in v.summary.columns or [])
             return _Frame(_LIB_OF_KIND[v.kind], lazy, labels, self.w.text(node), v.variables, dtypes=dtypes)
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import math
 
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.values import Val, has_star, kwarg
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -27,13 +28,13 @@ def _model_and_iterator(w: CellWalk, node: ast.AST) -> tuple[ast.Call, Val, Val]
     if node.func.attr not in DATA_METHODS:
         return None
     model = w.ev(node.func.value)
-    if model is None or model.kind != "keras_model" or model.summary is None or model.summary.nn is None:
+    if model is None or model.kind != Kind.KERAS_MODEL or model.summary is None or model.summary.nn is None:
         return None
     data_node = node.args[0] if node.args else kwarg(node, "x")
     if data_node is None:
         return None
     it = w.ev(data_node)
-    if it is None or it.kind != "keras_iterator" or it.summary is None or it.summary.iterator is None:
+    if it is None or it.kind != Kind.KERAS_ITERATOR or it.summary is None or it.summary.iterator is None:
         return None
     return node, model, it
 
@@ -57,12 +58,12 @@ def _array_targets(w: CellWalk, node: ast.AST) -> list[Finding]:
     if node.func.attr not in DATA_METHODS:
         return []
     model = w.ev(node.func.value)
-    if model is None or model.kind != "keras_model" or model.summary is None or model.summary.nn is None:
+    if model is None or model.kind != Kind.KERAS_MODEL or model.summary is None or model.summary.nn is None:
         return []
     nn = model.summary.nn
     y_node = node.args[1] if len(node.args) > 1 else kwarg(node, "y")
     y = w.ev(y_node) if y_node is not None else None
-    if y is None or y.kind != "ndarray" or y.shape is None or len(y.shape) != 2 or y.shape[1] is None:
+    if y is None or y.kind != Kind.NDARRAY or y.shape is None or len(y.shape) != 2 or y.shape[1] is None:
         return []
     width = _output_width(model)
     if nn.loss not in ("categorical_crossentropy", "CategoricalCrossentropy") or width is None:

@@ -14,6 +14,7 @@ import difflib
 import math
 from typing import Any
 
+from crane_lsp.analysis.kinds import PANDAS, Kind
 from crane_lsp.analysis.values import Val, has_star, kwarg, literal, parse_expr
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.arrays import index_keys
@@ -133,7 +134,7 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             ):
                 frame, key_node = frame.value, key_node.elts[1]  # df.loc[rows, 'col']
             base = w.ev(frame)
-            if base is None or base.kind != "dataframe" or base.labels is None:
+            if base is None or base.kind != Kind.DATAFRAME or base.labels is None:
                 continue
             if key_node is not node.slice and (base.index_names is None or len(base.index_names) != 1):
                 continue  # with MultiIndex rows, df.loc['a', 'b'] may name a row
@@ -157,7 +158,7 @@ def _missing_column(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 )
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             base = w.ev(node.func.value)
-            if base is None or base.kind != "dataframe" or base.labels is None:
+            if base is None or base.kind != Kind.DATAFRAME or base.labels is None:
                 continue
             got = _column_keys_of_call(node, node.func.attr, base)
             if got is None:
@@ -208,7 +209,7 @@ def _loc_rows(w: CellWalk, node: ast.Subscript, base: Val) -> tuple[list[Any], a
     if isinstance(key_node, ast.Tuple):
         # df.loc[row, col]: a column part that is a label, a list of labels or ``:``; columns known exactly
         # (single level), so the tuple cannot be one MultiIndex row label
-        if base.kind != "dataframe" or len(key_node.elts) != 2 or base.labels is None:
+        if base.kind != Kind.DATAFRAME or len(key_node.elts) != 2 or base.labels is None:
             return None
         col = key_node.elts[1]
         ok, col_value = literal(col)
@@ -219,7 +220,7 @@ def _loc_rows(w: CellWalk, node: ast.Subscript, base: Val) -> tuple[list[Any], a
         elif not (_full_slice(col) or col_keys):
             return None
         key_node = key_node.elts[0]
-    elif accessor == "at" and base.kind != "series":
+    elif accessor == "at" and base.kind != Kind.SERIES:
         return None  # df.at needs a (row, column) pair
     ok, value = literal(key_node)
     labels = _row_labels(value) if ok else None
@@ -289,12 +290,12 @@ def _missing_label(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             and node.value.attr in ("loc", "at")
         ):
             base = w.ev(node.value.value)
-            if base is not None and base.kind in ("dataframe", "series"):
+            if base is not None and base.kind in PANDAS:
                 got = _loc_rows(w, node, base)
                 what = f".{node.value.attr}[]"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "drop":
             base = w.ev(node.func.value)
-            if base is not None and base.kind in ("dataframe", "series"):
+            if base is not None and base.kind in PANDAS:
                 got = _drop_rows(w, node)
                 what = ".drop()"
         if got is None or base is None or base.summary is None:
@@ -341,7 +342,7 @@ def _iloc(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         ):
             continue
         base = w.ev(node.value.value)
-        if base is None or base.kind not in ("dataframe", "series") or base.shape is None:
+        if base is None or base.kind not in PANDAS or base.shape is None:
             continue
         keys = index_keys(w, node.slice)  # ``df.iloc[:, 7]`` too: a slice never raises
         if keys is None:
@@ -396,13 +397,13 @@ def _accessor(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if base is None:
             continue
         reason = None
-        if base.kind == "series" and base.dtype and _accessor_fails(node.attr, base.dtype):
+        if base.kind == Kind.SERIES and base.dtype and _accessor_fails(node.attr, base.dtype):
             reason = f"{base.text} has dtype {base.dtype}"
-        elif base.kind == "dataframe" and base.labels is not None and node.attr not in base.labels:
+        elif base.kind == Kind.DATAFRAME and base.labels is not None and node.attr not in base.labels:
             reason = f"{base.text} is a DataFrame (accessors belong to Series)"
-        elif base.kind == "categorical":
+        elif base.kind == Kind.CATEGORICAL:
             reason = f"{base.text} is a pandas.Categorical, not a Series"
-        elif base.kind == "ndarray":
+        elif base.kind == Kind.NDARRAY:
             reason = f"{base.text} is a NumPy array"
         if reason:
             return finding_at(
@@ -483,7 +484,7 @@ _TEXT_DTYPES = frozenset({"object", "str", "string"})
 def _astype_float(w: CellWalk, node: ast.Call) -> list[Finding]:
     target = _float_target(w, node.args[0])
     base = w.ev(node.func.value) if target and isinstance(node.func, ast.Attribute) else None
-    if base is None or base.kind != "series" or base.dtype not in _TEXT_DTYPES or base.stats is None:
+    if base is None or base.kind != Kind.SERIES or base.dtype not in _TEXT_DTYPES or base.stats is None:
         return []
     bad = _text_value(base.stats.non_numeric_examples, blank_ok=True)
     if bad is None:
@@ -507,7 +508,7 @@ def _to_numeric(w: CellWalk, node: ast.Call) -> list[Finding]:
     if kwarg(node, "errors") is not None and (not ok or errors != "raise"):
         return []
     base = w.ev(node.args[0])
-    if base is None or base.kind != "series" or base.dtype not in _TEXT_DTYPES or base.stats is None:
+    if base is None or base.kind != Kind.SERIES or base.dtype not in _TEXT_DTYPES or base.stats is None:
         return []
     bad = _text_value(base.stats.non_numeric_examples)
     if bad is None:
@@ -557,7 +558,7 @@ def _astype_int(w: CellWalk, node: ast.AST) -> list[Finding]:
         return []
     target = _int_target(w, node.args[0])
     base = w.ev(node.func.value) if target else None
-    if base is None or base.kind != "series" or not base.dtype or base.stats is None:
+    if base is None or base.kind != Kind.SERIES or not base.dtype or base.stats is None:
         return []
     st, dtype = base.stats, base.dtype.lower()
     evidence = [(f"{base.text}.dtype", base.dtype)]
@@ -589,9 +590,9 @@ def _length_of(w: CellWalk, node: ast.AST) -> tuple[int, Val | None] | None:
     v = w.ev(node)
     if v is None:
         return None
-    if v.kind in ("list", "list_literal") and v.length is not None:
+    if v.kind in (Kind.LIST, Kind.LIST_LITERAL) and v.length is not None:
         return v.length, v
-    if v.kind == "ndarray" and v.shape is not None and len(v.shape) == 1 and v.shape[0] is not None:
+    if v.kind == Kind.NDARRAY and v.shape is not None and len(v.shape) == 1 and v.shape[0] is not None:
         return v.shape[0], v
     return None
 
@@ -605,7 +606,13 @@ def _assign_length(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
     if isinstance(target, ast.Subscript) and not isinstance(target.value, ast.Attribute):
         ok, key = literal(target.slice)
         base = w.ev(target.value)
-        if not ok or not isinstance(key, str) or base is None or base.kind != "dataframe" or not base.shape:
+        if (
+            not ok
+            or not isinstance(key, str)
+            or base is None
+            or base.kind != Kind.DATAFRAME
+            or not base.shape
+        ):
             return []
         n = base.shape[0]
         got = _length_of(w, stmt.value)
@@ -622,7 +629,7 @@ def _assign_length(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             )
     if isinstance(target, ast.Attribute) and target.attr == "columns":
         base = w.ev(target.value)
-        if base is None or base.kind != "dataframe" or not base.shape or len(base.shape) != 2:
+        if base is None or base.kind != Kind.DATAFRAME or not base.shape or len(base.shape) != 2:
             return []
         n = base.shape[1]
         got = _length_of(w, stmt.value)
@@ -669,9 +676,9 @@ def _truth(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if v is None:
             continue
         what = None
-        if v.kind in ("dataframe", "series"):
-            what = "DataFrame" if v.kind == "dataframe" else "Series"
-        elif v.kind == "ndarray" and v.full_shape() is not None:
+        if v.kind in PANDAS:
+            what = "DataFrame" if v.kind == Kind.DATAFRAME else "Series"
+        elif v.kind == Kind.NDARRAY and v.full_shape() is not None:
             size = 1
             for d in v.full_shape() or ():
                 size *= d
@@ -702,7 +709,7 @@ def _join(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if len(node.args) != 1 or node.keywords:
             continue
         left, right = w.ev(method.value), w.ev(node.args[0])
-        if left is None or right is None or left.kind != "dataframe" or right.kind != "dataframe":
+        if left is None or right is None or left.kind != Kind.DATAFRAME or right.kind != Kind.DATAFRAME:
             continue
         if left.labels is None or right.labels is None:
             continue

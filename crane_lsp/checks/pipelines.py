@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 
+from crane_lsp.analysis.kinds import SK_INPUT, Kind
 from crane_lsp.analysis.values import has_star
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -97,12 +98,12 @@ def _pipeline_features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if first is None or first not in NUMERIC_X:
             continue
         x = w.ev(node.args[0])
-        if x is None or x.shape is None or x.kind not in ("dataframe", "series", "ndarray"):
+        if x is None or x.shape is None or x.kind not in SK_INPUT:
             continue
         evidence = [(f"{pipe.text} first step", first), (f"{x.text}.shape", str(tuple(x.shape)))]
         if info.n_features_in is not None:
             evidence.append((f"{first}.n_features_in_", str(info.n_features_in)))
-        bad = _bad_values(x, False) if x.kind != "ndarray" else None
+        bad = _bad_values(x, False) if x.kind != Kind.NDARRAY else None
         if bad is not None:
             message = (
                 f"{pipe.text}.{method.attr}: its first step {first} needs numbers, but {x.text}: {bad[0]}"

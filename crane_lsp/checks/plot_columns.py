@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import difflib
 
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.values import Val, has_star
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -42,7 +43,7 @@ _FRAME_KINDS = frozenset({"line", "bar", "barh", "scatter", "area", "hexbin"})
 def _frame(v: Val | None) -> bool:
     return (
         v is not None
-        and v.kind == "dataframe"
+        and v.kind == Kind.DATAFRAME
         and v.summary is not None
         and v.summary.type in _PANDAS_FRAME
         and v.labels is not None
@@ -74,7 +75,7 @@ def _seaborn_function(w: CellWalk, call: ast.Call) -> str | None:
     if name not in SNS_VALUE_ERROR and name not in SNS_KEY_ERROR:
         return None
     fn = w.snapshot.variables.get(w.text(call.func))
-    if fn is None or fn.kind != "function" or not (fn.module or "").startswith("seaborn"):
+    if fn is None or fn.kind != Kind.FUNCTION or not (fn.module or "").startswith("seaborn"):
         return None
     versions = w.snapshot.versions
     parts = (((versions.packages.get("seaborn") if versions else None) or "0") + ".0").split(".")
@@ -150,7 +151,7 @@ def _frame_plot(w: CellWalk, call: ast.Call) -> Val | None:
 def _matplotlib_loaded(w: CellWalk) -> bool:
     """pandas draws with matplotlib: without it ``df.plot`` raises ImportError before looking at columns."""
     return "matplotlib" in w.snapshot.imported or any(
-        s.kind == "module" and (s.module or "").split(".")[0] == "matplotlib"
+        s.kind == Kind.MODULE and (s.module or "").split(".")[0] == "matplotlib"
         for s in w.snapshot.variables.values()
     )
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.values import Val, has_star, literal
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -55,12 +56,12 @@ def _length(w: CellWalk, node: ast.expr, one_d: bool) -> tuple[int, str] | None:
     v: Val | None = w.ev(node)
     if v is None:
         return None
-    if v.kind in ("ndarray", "series") and v.shape and v.shape[0] is not None:
+    if v.kind in (Kind.NDARRAY, Kind.SERIES) and v.shape and v.shape[0] is not None:
         if one_d and len(v.shape) != 1:
             return None
         return v.shape[0], f"shape {tuple(v.shape)}"
     if (
-        v.kind == "list_literal"
+        v.kind == Kind.LIST_LITERAL
         and v.length is not None
         and isinstance(v.value, tuple)
         and all(isinstance(x, (int, float, str)) for x in v.value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import inspect
 
+from crane_lsp.analysis.kinds import ARRAY_LIKE, Kind
 from crane_lsp.analysis.values import has_star
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -38,9 +39,9 @@ def _imshow(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         elif not mod.startswith("matplotlib"):
             continue
         img = w.ev(node.args[0])
-        if img is None or img.kind not in ("ndarray", "tensor"):
+        if img is None or img.kind not in ARRAY_LIKE:
             continue
-        if img.kind == "tensor" and (
+        if img.kind == Kind.TENSOR and (
             img.summary is None or img.summary.requires_grad or (img.summary.device or "cpu") != "cpu"
         ):
             continue
@@ -94,7 +95,7 @@ def _plot_signature(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             continue
         chain = ast.unparse(node.func)
         fn = w.snapshot.variables.get(chain)
-        if fn is None or fn.kind != "function" or not fn.params:
+        if fn is None or fn.kind != Kind.FUNCTION or not fn.params:
             continue
         if fn.module is not None and not fn.module.startswith(PLOT_LIBS):
             continue

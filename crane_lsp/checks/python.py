@@ -24,6 +24,7 @@ from crane_lsp.analysis.facts import (
     Call,
     CellFacts,
 )
+from crane_lsp.analysis.kinds import CALLABLES, Kind, Op
 from crane_lsp.analysis.positions import Span
 from crane_lsp.checks.registry import Finding, check
 from crane_lsp.snapshot import ObjectSummary, Snapshot
@@ -46,7 +47,7 @@ def kernel_value(facts: CellFacts, snap: Snapshot, text: str, at: Span) -> Objec
     if not facts.is_trusted(root_name(text), at):
         return None
     summary = snap.variables.get(text)
-    if summary is None or summary.kind == "error":
+    if summary is None or summary.kind == Kind.ERROR:
         return None
     return summary
 
@@ -191,9 +192,9 @@ def missing_attribute(facts: CellFacts, snap: Snapshot) -> list[Finding]:
             owner_text = ".".join((chain.base, *attrs[: i - 1]))
             last = i == len(chain.attrs)
             span = chain.attr_span if last else chain.span
-            if fact.owner_kind == "none":
+            if fact.owner_kind == Kind.NONE:
                 message = f"'{owner_text}' is None, so it has no attribute '{attrs[i - 1]}'"
-            elif fact.owner_kind == "module":
+            elif fact.owner_kind == Kind.MODULE:
                 message = f"module '{owner_text}' has no attribute '{attrs[i - 1]}'"
             else:
                 message = f"'{owner_text}' ({owner.rsplit('.', 1)[-1]}) has no attribute '{attrs[i - 1]}'"
@@ -300,7 +301,7 @@ def call_signature(facts: CellFacts, snap: Snapshot) -> list[Finding]:
         summary = kernel_value(facts, snap, call.func, call.func_span)
         if summary is None:
             summary = imported_value(facts, snap, imported, call.func, call.func_span)
-        if summary is None or summary.kind not in ("function", "class"):
+        if summary is None or summary.kind not in CALLABLES:
             continue
         sig = _signature(summary)
         if sig is None:
@@ -344,7 +345,7 @@ def imported_value(
         if limit is not None and limit <= pos:
             return None
     summary = snap.variables.get(chain + text[len(root) :])
-    return summary if summary is not None and summary.kind != "error" else None
+    return summary if summary is not None and summary.kind != Kind.ERROR else None
 
 
 def _did_you_mean(exc: TypeError, sig: inspect.Signature) -> str:
@@ -372,7 +373,7 @@ def not_callable(facts: CellFacts, snap: Snapshot) -> list[Finding]:
         if summary is not None and type_name(summary) in _NOT_CALLABLE_TYPES:
             if summary.callable:
                 continue
-            label = "module" if summary.kind == "module" else _type_label(summary)
+            label = "module" if summary.kind == Kind.MODULE else _type_label(summary)
         elif "." in call.func:
             owner, attr = call.func.rsplit(".", 1)
             fact = snap.attributes.get(call.func)
@@ -438,7 +439,7 @@ def module_of(facts: CellFacts, snap: Snapshot, name: str, at: Span) -> str | No
         if imp.names and name in imp.names and imp.level == 0:
             return f"{imp.module}.{name}"
     summary = kernel_value(facts, snap, name, at)
-    if summary is not None and summary.kind == "module":
+    if summary is not None and summary.kind == Kind.MODULE:
         return summary.module
     return None
 
@@ -635,7 +636,7 @@ def operator_type(facts: CellFacts, snap: Snapshot) -> list[Finding]:
     """``None + 1``, ``'a' - 1``, ``x / 0``: operators on known builtin values that always raise."""
     out: list[Finding] = []
     for op in facts.operations:
-        if op.kind != "binop" or op.guarded or op.left is None or op.right is None or op.op not in _BINOPS:
+        if op.kind != Op.BINOP or op.guarded or op.left is None or op.right is None or op.op not in _BINOPS:
             continue
         lk, llit, lsum = operand_value(facts, snap, op.left)
         rk, rlit, rsum = operand_value(facts, snap, op.right)
@@ -696,7 +697,7 @@ def iterate(facts: CellFacts, snap: Snapshot) -> list[Finding]:
     """Iterating or unpacking None or a number (TypeError); unpacking a container of the wrong length."""
     out: list[Finding] = []
     for op in facts.operations:
-        if op.kind not in ("iter", "unpack") or op.guarded or op.left is None:
+        if op.kind not in (Op.ITER, Op.UNPACK) or op.guarded or op.left is None:
             continue
         known, literal, summary = operand_value(facts, snap, op.left)
         if not known:
@@ -705,7 +706,7 @@ def iterate(facts: CellFacts, snap: Snapshot) -> list[Finding]:
         label = tname.rsplit(".", 1)[-1]
         variables = (root_name(op.left.name),) if op.left.name else ()
         if tname in _NOT_ITERABLE:
-            what = "unpack" if op.kind == "unpack" else "iterate over"
+            what = "unpack" if op.kind == Op.UNPACK else "iterate over"
             out.append(
                 _finding(
                     "python.iterate",
@@ -717,7 +718,7 @@ def iterate(facts: CellFacts, snap: Snapshot) -> list[Finding]:
                 )
             )
             continue
-        if op.kind == "unpack" and op.n_targets is not None:
+        if op.kind == Op.UNPACK and op.n_targets is not None:
             length = summary.length if summary is not None else None
             if summary is None and isinstance(literal, list | tuple | dict | set):
                 length = len(literal)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from crane_lsp.analysis.effects import PURE_LIBRARIES
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.gcpause import gc_paused
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.checks.registry import REGISTRY, CheckFn, CheckHook, Finding, walk_hooks
 from crane_lsp.snapshot import Snapshot
 
@@ -72,9 +73,9 @@ def library_function(facts: CellFacts, snapshot: Snapshot) -> Callable[[str], bo
             if imp.level == 0 and name in imp.names:
                 return imp.module.split(".")[0] in LIBRARIES
         summary = snapshot.variables.get(name)
-        if summary is None or summary.kind not in ("function", "class", "other"):
+        if summary is None or summary.kind not in (Kind.FUNCTION, Kind.CLASS, Kind.OTHER):
             return False
-        origin = summary.module if summary.kind != "other" else summary.type
+        origin = summary.module if summary.kind != Kind.OTHER else summary.type
         return (origin or "").split(".")[0] in LIBRARIES
 
     return is_library

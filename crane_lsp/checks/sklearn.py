@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import math
 
+from crane_lsp.analysis.kinds import SEQUENCES, SK_INPUT, SK_TARGET, Kind
 from crane_lsp.analysis.sklearn_fitted import STATELESS as _STATELESS
 from crane_lsp.analysis.values import Est, Val, frame_columns, has_star, literal, parse_expr
 from crane_lsp.analysis.walk import CellWalk
@@ -171,9 +172,9 @@ def _est_call(w: CellWalk, node: ast.AST) -> tuple[ast.Call, Val, Est, str] | No
 
 
 def _n_samples(v: Val) -> int | None:
-    if v.kind in ("dataframe", "series", "ndarray", "tensor") and v.shape:
+    if v.kind in (Kind.DATAFRAME, Kind.SERIES, Kind.NDARRAY, Kind.TENSOR) and v.shape:
         return v.shape[0]
-    if v.kind in ("list", "list_literal", "tuple"):
+    if v.kind in SEQUENCES:
         return v.length
     return None
 
@@ -223,7 +224,7 @@ def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if est.cls == "IsotonicRegression" or est.n_features is None:
             continue
         x = w.ev(call.args[0])
-        if x is None or x.shape is None or x.kind not in ("dataframe", "ndarray"):
+        if x is None or x.shape is None or x.kind not in (Kind.DATAFRAME, Kind.NDARRAY):
             continue
         ev = [(f"{base.text}.n_features_in_", str(est.n_features)), (f"{x.text}.shape", str(tuple(x.shape)))]
         if len(x.shape) == 1:
@@ -249,7 +250,7 @@ def _features(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 [base, x],
             )
         if (
-            x.kind == "dataframe"
+            x.kind == Kind.DATAFRAME
             and est.feature_names is not None
             and x.labels is not None
             and all(isinstance(c, str) for c in x.labels)
@@ -370,7 +371,7 @@ def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if method != "fit" or len(call.args) < 2 or not _plain(est) or not is_classifier(est.cls):
             continue
         y = w.ev(call.args[1])
-        if y is None or y.kind not in ("series", "ndarray") or y.shape is None or len(y.shape) != 1:
+        if y is None or y.kind not in SK_TARGET or y.shape is None or len(y.shape) != 1:
             continue
         proof = _continuous_evidence(y)
         if proof:
@@ -392,8 +393,8 @@ def _continuous(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
 def _bad_values(x: Val, nan_matters: bool) -> tuple[str, str] | None:
     """(what, example) when the probe saw a string float() rejects, or a NaN where NaN matters."""
     stats = []
-    cols = frame_columns(x) if x.kind == "dataframe" else None
-    if x.kind == "dataframe" and (cols or (x.summary is not None and x.summary.columns)):
+    cols = frame_columns(x) if x.kind == Kind.DATAFRAME else None
+    if x.kind == Kind.DATAFRAME and (cols or (x.summary is not None and x.summary.columns)):
         # every column when known (a selection or drop keeps the kernel frame's); else those the probe listed
         shown = cols if cols else (x.summary.columns if x.summary is not None else None) or ()
         stats = [(c.name, c.stats) for c in shown if c.stats is not None]
@@ -425,7 +426,7 @@ def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         if method in USE_METHODS and not est.fitted:
             continue  # the not-fitted check speaks for that
         x = w.ev(call.args[0])
-        if x is None or x.shape is None or x.kind not in ("dataframe", "series", "ndarray"):
+        if x is None or x.shape is None or x.kind not in SK_INPUT:
             continue
         if len(x.shape) == 1:
             return finding_at(
@@ -437,7 +438,7 @@ def _inputs(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
                 [(f"{x.text}.shape", str(tuple(x.shape)))],
                 [base, x],
             )
-        if len(x.shape) >= 3 and x.kind == "ndarray":
+        if len(x.shape) >= 3 and x.kind == Kind.NDARRAY:
             return finding_at(
                 w,
                 "sklearn.input-values",
@@ -554,7 +555,7 @@ def _metric(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
         args = [*node.args[:2], *by_kw.values()]
         for arg in args:
             y = w.ev(arg)
-            if y is None or y.kind not in ("series", "ndarray") or y.shape is None or len(y.shape) > 2:
+            if y is None or y.kind not in SK_TARGET or y.shape is None or len(y.shape) > 2:
                 continue
             proof = _continuous_evidence(y)
             if proof:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 
+from crane_lsp.analysis.kinds import Kind
 from crane_lsp.analysis.values import Val, frame_columns, has_star
 from crane_lsp.analysis.walk import CellWalk
 from crane_lsp.checks.registry import Finding, finding_at, step
@@ -52,7 +53,7 @@ def _text_column(cols: tuple[ColumnSummary, ...], skip: tuple[str, ...] = ()) ->
 
 
 def _which(name: str, v: Val) -> str:
-    return name if v.kind == "series" else f"column {name!r}"
+    return name if v.kind == Kind.SERIES else f"column {name!r}"
 
 
 def _own_frame(v: Val) -> bool:
@@ -86,7 +87,7 @@ def _group_keys(w: CellWalk, call: ast.AST) -> tuple[Val, tuple[str, ...]] | Non
     ok, key = w.const(call.args[0])
     keys = (key,) if ok and isinstance(key, str) else tuple(key) if ok and isinstance(key, list) else None
     frame = w.ev(call.func.value)
-    if keys is None or frame is None or frame.kind != "dataframe" or frame.labels is None:
+    if keys is None or frame is None or frame.kind != Kind.DATAFRAME or frame.labels is None:
         return None
     if not all(isinstance(k, str) and frame.labels.count(k) == 1 for k in keys):
         return None
@@ -119,10 +120,12 @@ def _text_reduction(w: CellWalk, stmt: ast.stmt) -> list[Finding]:
             if got is None:
                 continue
             frame = got
-            if frame.kind == "dataframe":
+            if frame.kind == Kind.DATAFRAME:
                 cols = frame_columns(frame)
                 bad = _text_column(cols) if cols is not None and _own_frame(frame) else None
-            elif frame.kind == "series" and (frame.summary is None or frame.summary.type in _PANDAS_SERIES):
+            elif frame.kind == Kind.SERIES and (
+                frame.summary is None or frame.summary.type in _PANDAS_SERIES
+            ):
                 example = _text(frame.dtype, frame.stats)
                 bad = (frame.text, example) if example is not None else None
             else:
