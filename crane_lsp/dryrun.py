@@ -20,13 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from crane_lsp.analysis.effects import DYNAMIC_CODE_CALLS
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.parse import analyze, analyze_whole
 from crane_lsp.dryrun_causes import with_failure_facts
 from crane_lsp.failure_facts import FailFacts
+from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName, PrepareOutcomeName
 from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 from crane_lsp.layers import Ask, KernelReader, LayerName, Screened
 from crane_lsp.prediction import NoVerdictReason, Prediction, Source, line_position
@@ -273,9 +274,11 @@ def _mode_writes(call: Any) -> bool:
 
 
 class DryRunOutcome(BaseModel):
-    """What the kernel-side sandbox answers (validated at the boundary)."""
+    """What the kernel-side sandbox answers: exactly ``dryrun_wire.DryRunWire``'s keys."""
 
-    outcome: str  # raised | completed | timeout | blocked | exits | unavailable | no_verdict
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: DryRunOutcomeName
     exception: str | None = None
     message: str | None = None
     line: int | None = None  # 1-based within the cell
@@ -287,22 +290,27 @@ class DryRunOutcome(BaseModel):
     setup_cpu_s: float | None = None  # CPU time the child used up to the cell (limits + jail)
     child_cpu_s: float | None = None  # CPU time the child used (process_time counts from the fork)
     jail_ms: dict[str, float] | None = None  # in the child: CPU milliseconds per confinement step
+    phases_ms: dict[str, float] | None = None  # one clock, ms since the fork: when each phase ended
     child_private_dirty_kb: int | None = None
     child_pid: int | None = None
     notes: list[str] | None = None
     prepared: bool | None = None  # run in a child prepared ahead (no fork, no jail on its way)
+    prepared_age_s: float | None = None  # how long that child had waited
     shortened: ShortenedRuns | None = None  # runs on samples beside a full run that did not finish
     facts: FailFacts | None = None  # what the failing line read (kernel/agent/failfacts.py)
     standin: dict[str, Any] | None = None  # a shape-level run: why, names, devices (agent/standin.py)
 
 
 class DryRunPrepared(BaseModel):
-    """What ``dry_run_prepare`` answers: prepared (``fresh``: forked now) | unavailable | skipped."""
+    """What ``dry_run_prepare`` answers: exactly ``dryrun_wire.DryRunPreparedWire``'s keys."""
 
-    outcome: str
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: PrepareOutcomeName
     message: str | None = None
     fresh: bool | None = None
     child_pid: int | None = None
+    age_s: float | None = None
     prepare_ms: float | None = None
 
 

@@ -7,6 +7,8 @@ from typing import Literal, TypedDict
 
 from pydantic import BaseModel, Field, model_validator
 
+from crane_lsp.words import status_words
+
 #: The version of the JSON that ``check --json`` and ``bench --json`` print from these models
 #: (``crane_lsp.output_json``): 1: every line and cell number 1-based, origins named by code-cell
 #: position and execution count. Here, below both printers, so neither imports the other for it.
@@ -94,18 +96,6 @@ class Fix(BaseModel):
     def status(self) -> str:
         """How its verification reads after a title: "runs clean in a dry run"."""
         return status_words(self.verification.outcome if self.verification else None)
-
-
-def status_words(outcome: FixOutcome | None) -> str:
-    """The words every surface (Quick Fix title, hover, ``check --fix``) uses for an outcome."""
-    return _STATUS_WORDS.get(outcome, outcome or "not verified")
-
-
-_STATUS_WORDS: dict[FixOutcome | None, str] = {
-    "runs-clean": "runs clean in a dry run",
-    "gets-further": "gets further in a dry run",
-    None: "not verified",
-}
 
 
 class Source(BaseModel):

@@ -20,13 +20,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName
 from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_decide
 from crane_lsp.prediction import Evidence, NoVerdictReason, Prediction, Source, line_position
 
 
-class ShortenedWhat(BaseModel):
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # keys of ``dryrun_wire``'s TypedDicts: a misspelt one fails
+
+
+class ShortenedWhat(_Wire):
     what: str
     param: str | None = None  # the iteration parameter lowered (``n_init``)
     kept: int
@@ -34,7 +39,7 @@ class ShortenedWhat(BaseModel):
     unit: str = "rows"  # "batches"/"elements" for a tf.data pipeline or a Keras dataset (their first ones)
 
 
-class ShortenedFacts(BaseModel):
+class ShortenedFacts(_Wire):
     """What one shortened run changed, and facts about its failure."""
 
     rows: list[ShortenedWhat] = Field(default_factory=list)
@@ -48,19 +53,28 @@ class ShortenedFacts(BaseModel):
     extrapolated: dict[str, Any] = Field(default_factory=dict)  # the failing operation at full size
     where: dict[str, Any] = Field(default_factory=dict)  # what was found slow, and so shortened
     whole: list[str] = Field(default_factory=list)  # large data left whole: the slow part does not read it
+    sample_s: float | None = None  # seconds the child took to draw the samples
 
 
-class ShortenedRun(BaseModel):
-    outcome: str
+class ShortenPlan(_Wire):
+    """What a shortened run was asked for: rows in its sample, its seed, iterations per loop."""
+
+    rows: int | None = None
+    seed: int | None = None
+    cap: int | None = None
+
+
+class ShortenedRun(_Wire):
+    outcome: DryRunOutcomeName
     exception: str | None = None
     message: str | None = None
     line: int | None = None
     elapsed_s: float | None = None
-    plan: dict[str, int] = Field(default_factory=dict)
+    plan: ShortenPlan = Field(default_factory=ShortenPlan)
     shortened: ShortenedFacts | None = None
 
 
-class ShortenedRuns(BaseModel):
+class ShortenedRuns(_Wire):
     """``DryRunOutcome.shortened``: the runs on samples beside a full run that did not finish."""
 
     runs: list[ShortenedRun] = Field(default_factory=list)

@@ -142,6 +142,8 @@ async def test_virtual_notebook_squiggle_lands_on_its_cell_with_the_notebooks_ke
     )
     assert verdict["exception"] == "NameError" and verdict["certainty"] == "certain"
     assert verdict["blockRun"] and not verdict["stale"] and "only_in_b" in verdict["message"]
+    assert verdict["verdict"] == "crash" and verdict["label"] == "will crash", verdict
+    assert verdict["question"].startswith("crane: this cell raises NameError at line 5 ("), verdict
     # the editor shows another text (an edit not sent yet): that verdict is not this text's
     other = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(
@@ -152,7 +154,8 @@ async def test_virtual_notebook_squiggle_lands_on_its_cell_with_the_notebooks_ke
     clean = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="crane.cellVerdict", arguments=[{"uri": uri, "line": 0}])
     )
-    assert not clean["crash"] and not clean["blockRun"]
+    assert not clean["crash"] and not clean["blockRun"] and clean["question"] is None
+    assert clean["verdict"] in (("clean", "nothing-found") if clean["checked"] else (None,)), clean
 
     # jupyterlab-lsp sends the whole text again: a new cell above moves the squiggle with its cell
     _change(client, uri, 2, "only_in_a = 1\n\n\nimport math\n\n\nprint(only_in_a)\nprint(only_in_b)\n")

@@ -124,6 +124,7 @@ async def test_attach_kernel_as_the_extension_does_then_diagnostics(
         )
         assert verdict[guard["blockField"]] is blocks and verdict["exception"] == "NameError", verdict
         assert verdict["stale"] is not blocks and verdict["line"] == 1, verdict
+        assert verdict["question"].startswith("crane: this cell raises NameError at line 2 ("), verdict
 
     nb.edit(1, "print(vsc_df.shape)\n")
     await wait_for(client, nb.cell_uris[1], lambda ds: len(ds) == 0)

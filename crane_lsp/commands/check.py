@@ -193,8 +193,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_fixes(checked: list[CheckedCell]) -> None:
     """``--fix``: the diff of each crashing cell's top offered fix, with what its dry run showed."""
-    from crane_lsp.fixes import status_words
     from crane_lsp.fixes.edit import unified_diff
+    from crane_lsp.words import status_words
 
     for c in checked:
         if not c.prediction.crash:

@@ -12,6 +12,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from crane_lsp.words import label
+
 if TYPE_CHECKING:
     from crane_lsp.notebook import Notebook
     from crane_lsp.prediction import Prediction
@@ -32,14 +34,7 @@ _STYLE = {"certain": "bold red", "observed": "bold red", "predicted": "bold yell
 def verdict_text(p: Prediction) -> Text:
     if not p.crash:
         return Text(p.message or "no certain crash found", style=_STYLE["none"])
-    label = {
-        "certain": "will crash",
-        "observed": "crashed in a sandboxed copy",
-        "predicted": "likely to crash",
-    }
-    return Text(
-        f"{label.get(p.certainty, 'crash')}: {p.exception or 'an exception'}", style=_STYLE[p.certainty]
-    )
+    return Text(f"{label(p.certainty)}: {p.exception or 'an exception'}", style=_STYLE[p.certainty])
 
 
 def cause_line(p: Prediction) -> str:

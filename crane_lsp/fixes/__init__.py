@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING
 
 from crane_lsp.fixes.candidates import candidates
 from crane_lsp.fixes.verify import LIMIT_EXPLICIT, LIMIT_TYPING, verify_all
-from crane_lsp.prediction import status_words
 
 if TYPE_CHECKING:
     from crane_lsp.dryrun import DryRunner
     from crane_lsp.prediction import Prediction
 
-__all__ = ["LIMIT_EXPLICIT", "LIMIT_TYPING", "candidates", "offer_fixes", "status_words"]
+__all__ = ["LIMIT_EXPLICIT", "LIMIT_TYPING", "candidates", "offer_fixes"]
 
 
 async def offer_fixes(

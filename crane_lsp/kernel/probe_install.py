@@ -18,6 +18,7 @@ _HERE = Path(__file__).parent
 #: name that two of them define. Every module lives in ``agent/``.
 SOURCES = (
     "agent/wire.py",
+    "agent/dryrun_wire.py",
     "agent/safe.py",
     "agent/guard.py",
     "agent/stats.py",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crane_lsp.server.app import CraneServer  # pygls reads the handlers' annotations at runtime
+from crane_lsp.server.verdict_answer import CellVerdictAnswer, EvidenceRow, OriginRow
 
 if TYPE_CHECKING:
     from crane_lsp.server.command_args import CellArgs
@@ -22,15 +23,18 @@ VERDICT = "crane.cellVerdict"
 BLOCKING = ("certain", "observed")
 
 
-def cell_verdict(server: CraneServer, args: CellArgs) -> dict[str, Any]:
-    """The cell's verdict as data; ``{"found": False}`` for an unknown cell."""
+def cell_verdict(server: CraneServer, args: CellArgs) -> CellVerdictAnswer:
+    """The cell's verdict as data; ``found`` False for an unknown cell."""
+    from crane_lsp import words
+    from crane_lsp.server.presentation import in_script
+
     found = server.find_cell(args.uri, args.line, args.cell)
     if found is None:
-        return {"found": False, "crash": False, "blockRun": False}
+        return CellVerdictAnswer(found=False)
     nb, cell = found
     result = nb.results.get(cell.key)
     if result is None:
-        return {"found": True, "checked": False, "crash": False, "blockRun": False, "stale": False}
+        return CellVerdictAnswer(found=True, checked=False, stale=False)
     p = result.prediction
     stale = result.stamp.text != cell.text or (args.text is not None and args.text != result.stamp.text)
     ignored = nb.ignored.get(cell.key) == cell.text
@@ -38,32 +42,37 @@ def cell_verdict(server: CraneServer, args: CellArgs) -> dict[str, Any]:
     for o in p.origin:
         src = result.executed[o.cell] if o.cell is not None and 0 <= o.cell < len(result.executed) else None
         origins.append(
-            {
-                "variable": o.variable,
-                "executionCount": o.execution_count,
-                "line": o.line,
-                "uri": src.uri if src is not None else None,
-                "index": src.index if src is not None else None,
-            }
+            OriginRow(
+                variable=o.variable,
+                execution_count=o.execution_count,
+                line=o.line,
+                uri=src.uri if src is not None else None,
+                index=src.index if src is not None else None,
+            )
         )
-    return {
-        "found": True,
-        "checked": True,
-        "stale": stale,
-        "ignored": ignored,
-        "crash": p.crash,
-        "certainty": p.certainty,
-        "exception": p.exception,
-        "line": p.line,
-        "message": p.message,
-        "diagnosis": p.diagnosis,
-        "evidence": [{"fact": e.fact, "value": e.value} for e in p.evidence],
-        "origin": origins,
-        "fix": p.fix.description if p.fix is not None else None,
-        "source": p.source.label(),
-        "predictionId": p.id,
-        "blockRun": bool(p.crash and p.certainty in BLOCKING and not stale and not ignored),
-    }
+    shown = None if p.line is None else p.line + 1 + (cell.first_line if in_script(cell) else 0)
+    return CellVerdictAnswer(
+        found=True,
+        checked=True,
+        stale=stale,
+        ignored=ignored,
+        crash=p.crash,
+        certainty=p.certainty,
+        verdict=p.verdict,
+        no_verdict=p.no_verdict,
+        label=words.label(p.certainty) if p.crash else p.message,
+        question=words.guard_question(p.certainty, p.exception, shown, p.message) if p.crash else None,
+        exception=p.exception,
+        line=p.line,
+        message=p.message,
+        diagnosis=p.diagnosis,
+        evidence=[EvidenceRow(fact=e.fact, value=e.value) for e in p.evidence],
+        origin=origins,
+        fix=p.fix.description if p.fix is not None else None,
+        source=p.source.label(),
+        prediction_id=p.id,
+        block_run=bool(p.crash and p.certainty in BLOCKING and not stale and not ignored),
+    )
 
 
 def register(ls: CraneServer) -> None:
@@ -74,5 +83,7 @@ def register(ls: CraneServer) -> None:
         try:
             args = parse(CellArgs, arguments)
         except BadArguments as exc:
-            return {"found": False, "crash": False, "blockRun": False, "error": f"bad arguments: {exc}"}
-        return cell_verdict(server, args)
+            answer = CellVerdictAnswer(found=False, error=f"bad arguments: {exc}")
+        else:
+            answer = cell_verdict(server, args)
+        return answer.wire()

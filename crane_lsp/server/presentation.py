@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from crane_lsp.prediction import status_words
 from crane_lsp.server.documents import CellView, span_of, to_range
+from crane_lsp.words import HOVER_LABEL, status_words
 
 if TYPE_CHECKING:  # both are slow to import (pydantic): not before ``initialize`` is answered
     from crane_lsp.prediction import Fix, Prediction
@@ -25,12 +25,6 @@ ATTACH = "crane.attachKernel"
 SHOW_PROMPT = "crane.showPrompt"
 IGNORE = "crane.ignoreFinding"
 STALE_PREFIX = "(stale) "  # a squiggle kept while its cell is re-checked for a newer text or state
-
-_VERDICT = {
-    "certain": "will crash (certain: the kernel state proves it)",
-    "observed": "crashed in a sandboxed dry run",
-    "predicted": "is predicted to crash",
-}
 
 
 def severity(prediction: Prediction) -> types.DiagnosticSeverity:
@@ -147,7 +141,7 @@ def hover_markdown(
     if not prediction.crash:  # a dry run with no verdict (timeout, stopped by the jail): say which
         return "\n\n".join([f"**crane: {prediction.message}**", *(f"*{n}*" for n in prediction.notes)])
     exc = f"`{prediction.exception}`" if prediction.exception else "a crash"
-    verdict = _VERDICT.get(prediction.certainty, "may crash")
+    verdict = HOVER_LABEL.get(prediction.certainty, "may crash")
     line = ""
     if prediction.line is not None:
         # a script names the file's line; a notebook cell its own lines (the cell is the one hovered)

@@ -58,18 +58,14 @@
        (not (eq (plist-get verdict :ignored) t))
        (member (plist-get verdict :certainty) '("certain" "observed"))))
 
-(defun crane-guard-question (verdict first)
-  "The question about VERDICT; FIRST is the cell's first line in the file (0-based): the verdict
-counts lines in the cell, the user sees the file's."
-  (let* ((observed (equal (plist-get verdict :certainty) "observed"))
-         (line (plist-get verdict :line))
-         (message (or (plist-get verdict :message) "")))
-    (format "crane: this cell %s %s%s%s%s. Run anyway? "
-            (if observed "raised" "raises")
-            (or (plist-get verdict :exception) "an error")
-            (if (integerp line) (format " at line %d" (+ first line 1)) "")
-            (if observed " in a sandboxed dry run" "")
-            (if (string-empty-p message) "" (format " (%s)" (string-remove-suffix "." message))))))
+(defun crane-guard-question (verdict _first)
+  "The question about VERDICT, in the server's words and the file's line numbers (its
+`question'); an older server that sends none gets a plain one."
+  (let ((asked (plist-get verdict :question)))
+    (concat (if (stringp asked)
+                asked
+              (format "crane: this cell %s. Run anyway?" (or (plist-get verdict :label) "will crash")))
+            " ")))
 
 (defun crane-guard-ask (question)
   (pcase (car (read-multiple-choice question '((?r "run anyway") (?s "show") (?c "cancel"))))

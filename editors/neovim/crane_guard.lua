@@ -49,14 +49,11 @@ function M.blocks(v)
     and v.ignored ~= true and (v.certainty == "certain" or v.certainty == "observed")
 end
 
---- The question; `first` is the cell's first 0-based line in the file (the verdict counts lines in
---- the cell, the user sees the file's).
-function M.question(v, first)
-  local how = v.certainty == "observed" and "raised" or "raises"
-  local where = type(v.line) == "number" and (" at line " .. (v.line + (first or 0) + 1)) or ""
-  local dry = v.certainty == "observed" and " in a sandboxed dry run" or ""
-  local why = (v.message and v.message ~= "") and (" (" .. v.message:gsub("%.$", "") .. ")") or ""
-  return "crane: this cell " .. how .. " " .. (v.exception or "an error") .. where .. dry .. why .. ". Run anyway?"
+--- The question, in the server's words and the file's line numbers (its `question`); an older
+--- server that sends none gets a plain one.
+function M.question(v, _first)
+  if type(v.question) == "string" then return v.question end  -- the server's words and line numbers
+  return "crane: this cell " .. (type(v.label) == "string" and v.label or "will crash") .. ". Run anyway?"
 end
 
 --- Sends the cell under the cursor with `send(lines, first, last)`, asking first when crane knows

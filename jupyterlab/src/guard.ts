@@ -3,30 +3,10 @@
  * current text, is a certain or observed crash, and was not ignored. Pure.
  */
 
-export interface IVerdict {
-  found?: boolean;
-  checked?: boolean;
-  stale?: boolean;
-  ignored?: boolean;
-  crash?: boolean;
-  certainty?: string;
-  exception?: string | null;
-  line?: number | null;
-  message?: string;
-  diagnosis?: string;
-  evidence?: { fact: string; value: string }[];
-  origin?: {
-    variable: string;
-    executionCount?: number | null;
-    line?: number | null;
-    uri?: string | null;
-    index?: number | null;
-  }[];
-  fix?: string | null;
-  source?: string;
-  predictionId?: string;
-  blockRun?: boolean;
-}
+import { RUN_ANYWAY, type CellVerdictAnswer } from './generated/cellVerdict';
+
+/** The server's `crane.cellVerdict` answer, typed by the interface generated from the server's model. */
+export type IVerdict = Partial<CellVerdictAnswer>;
 
 /** Whether running `currentText` deserves a question; `verdictText` is the text the verdict was for. */
 export function shouldAsk(verdict: IVerdict | null | undefined, verdictText: string | undefined, currentText: string): boolean {
@@ -39,9 +19,7 @@ export function shouldAsk(verdict: IVerdict | null | undefined, verdictText: str
   return verdictText === currentText;
 }
 
+/** The server's question ("crane: this cell raises KeyError at line 2 (...). Run anyway?"): its words, not ours. */
 export function question(verdict: IVerdict): string {
-  const exc = verdict.exception || 'an error';
-  const where = typeof verdict.line === 'number' ? ` on line ${verdict.line + 1}` : '';
-  const how = verdict.certainty === 'observed' ? 'crashed in a sandboxed dry run' : 'will crash';
-  return `crane: this cell ${how} with ${exc}${where}: ${verdict.message || ''}`.trim();
+  return verdict.question || `crane: this cell ${verdict.label || 'will crash'}. ${RUN_ANYWAY}?`;
 }

@@ -14,6 +14,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { Widget } from '@lumino/widgets';
 
+import { CANCEL, GUARD_TITLE, RUN_ANYWAY } from './generated/cellVerdict';
 import { question } from './guard';
 import { ILspDiagnostic } from './marks';
 import { NotebookSync } from './notebook';
@@ -285,9 +286,9 @@ class Crane {
         continue;
       }
       const answer = await showDialog({
-        title: 'crane: run a cell that will crash?',
+        title: GUARD_TITLE,
         body: question(verdict),
-        buttons: [Dialog.cancelButton({ label: 'Cancel' }), Dialog.warnButton({ label: 'Run anyway' })]
+        buttons: [Dialog.cancelButton({ label: CANCEL }), Dialog.warnButton({ label: RUN_ANYWAY })]
       });
       return answer.button.accept;
     }

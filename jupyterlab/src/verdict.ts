@@ -3,6 +3,7 @@
  * links. Built with the DOM only (textContent everywhere: messages quote user code and data).
  */
 
+import { LABEL } from './generated/cellVerdict';
 import type { IVerdict } from './guard';
 
 export interface IVerdictView {
@@ -13,11 +14,6 @@ export interface IVerdictView {
   onOrigin: (o: NonNullable<IVerdict['origin']>[number]) => void;
 }
 
-const HEADLINE: { [k: string]: string } = {
-  certain: 'will crash',
-  observed: 'crashed in a sandboxed dry run',
-  predicted: 'is predicted to crash'
-};
 
 function el(tag: string, cls: string, text?: string): HTMLElement {
   const node = document.createElement(tag);
@@ -39,7 +35,7 @@ export function renderVerdict(view: IVerdictView): HTMLElement {
   head.appendChild(el('span', 'crane-verdict-logo', 'crane'));
   head.appendChild(el('span', 'crane-verdict-exc', v.exception || 'crash'));
   const where = typeof v.line === 'number' ? ` on line ${v.line + 1}` : '';
-  head.appendChild(el('span', 'crane-verdict-how', `${HEADLINE[v.certainty || ''] || 'may crash'}${where}`));
+  head.appendChild(el('span', 'crane-verdict-how', `${LABEL[v.certainty || ''] || 'may crash'}${where}`));
   if (view.stale) {
     head.appendChild(el('span', 'crane-verdict-stale-tag', '(stale: re-checking)'));
   }

@@ -53,14 +53,16 @@ test('out-of-range and empty ranges are clamped into the cell, never thrown', ()
 });
 
 test('the run guard asks only for a current, certain or observed, not ignored crash', () => {
-  const v = { crash: true, blockRun: true, certainty: 'certain', exception: 'KeyError', line: 0, message: "'prise'" };
+  const asked = "crane: this cell raises KeyError at line 1 ('prise'). Run anyway?";
+  const v = { crash: true, blockRun: true, certainty: 'certain' as const, exception: 'KeyError', line: 0, message: "'prise'", question: asked };
   assert.equal(shouldAsk(v, 'df["prise"]', 'df["prise"]'), true);
   assert.equal(shouldAsk(v, 'df["prise"]', 'df["price"]'), false, 'a verdict for older text is not current');
   assert.equal(shouldAsk({ ...v, stale: true }, 'x', 'x'), false);
   assert.equal(shouldAsk({ ...v, ignored: true }, 'x', 'x'), false);
   assert.equal(shouldAsk({ ...v, certainty: 'predicted' }, 'x', 'x'), false);
   assert.equal(shouldAsk(null, 'x', 'x'), false);
-  assert.match(question(v), /will crash with KeyError on line 1/);
+  assert.equal(question(v), asked, "the server's words");
+  assert.equal(question({ ...v, question: null, label: 'will crash' }), 'crane: this cell will crash. Run anyway?');
 });
 
 test('the status item says what is missing in one line', () => {

@@ -6,8 +6,9 @@
  * the cell runs as if crane were not there. Pure: VS Code comes in through `GuardHost` (host.ts).
  */
 
-export const RUN_ANYWAY = 'Run anyway';
-export const SHOW = 'Show';
+import { RUN_ANYWAY, SHOW, type CellVerdictAnswer } from './generated/cellVerdict';
+
+export { RUN_ANYWAY, SHOW };
 /** How long a run waits for the verdict before it goes ahead without one. */
 export const VERDICT_TIMEOUT_MS = 1500;
 
@@ -19,20 +20,8 @@ export const RUN_COMMANDS = {
 } as const;
 export type RunKind = keyof typeof RUN_COMMANDS;
 
-/** The fields of the server's `crane.cellVerdict` answer that the guard reads. */
-export interface CellVerdict {
-  found?: boolean;
-  checked?: boolean;
-  stale?: boolean;
-  ignored?: boolean;
-  crash?: boolean;
-  certainty?: string;
-  exception?: string | null;
-  /** 0-based line in the cell, as LSP counts. */
-  line?: number | null;
-  message?: string;
-  blockRun?: boolean;
-}
+/** The server's `crane.cellVerdict` answer, typed by the interface generated from the server's model. */
+export type CellVerdict = Partial<CellVerdictAnswer>;
 
 export const CELL_VERDICT_COMMAND = 'crane.cellVerdict';
 
@@ -76,14 +65,9 @@ export function blocks(verdict: CellVerdict | undefined): boolean {
   return verdict.certainty === 'certain' || verdict.certainty === 'observed';
 }
 
-/** "crane: this cell raises KeyError at line 2 (column 'Region' ...). Run anyway?" */
+/** The server's question ("crane: this cell raises KeyError at line 2 (...). Run anyway?"): its words, not ours. */
 export function question(verdict: CellVerdict): string {
-  const exception = verdict.exception || 'an error';
-  const where = typeof verdict.line === 'number' ? ` at line ${verdict.line + 1}` : '';
-  const how = verdict.certainty === 'observed' ? 'raised' : 'raises';
-  const dryRun = verdict.certainty === 'observed' ? ' in a sandboxed dry run' : '';
-  const why = verdict.message ? ` (${verdict.message.trim().replace(/\.$/, '')})` : '';
-  return `crane: this cell ${how} ${exception}${where}${dryRun}${why}. Run anyway?`;
+  return verdict.question || `crane: this cell ${verdict.label || 'will crash'}. ${RUN_ANYWAY}?`;
 }
 
 /** The guarded run: ask about the first selected cell that will crash, else run at once. */

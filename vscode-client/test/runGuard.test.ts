@@ -23,6 +23,8 @@ const CRASH: CellVerdict = {
   exception: 'KeyError',
   line: 1,
   message: "df has no column 'Region'",
+  label: 'will crash',
+  question: "crane: this cell raises KeyError at line 2 (df has no column 'Region'). Run anyway?",
   blockRun: true,
 };
 
@@ -125,11 +127,10 @@ describe('run guard', () => {
     assert.deepEqual(host.ran, [{ command: 'notebook.cell.execute', target: cell }]);
   });
 
-  it('says an observed crash happened in the dry run', () => {
-    assert.equal(
-      question({ ...CRASH, certainty: 'observed', exception: 'ZeroDivisionError', line: 0, message: 'division by zero.' }),
-      'crane: this cell raised ZeroDivisionError at line 1 in a sandboxed dry run (division by zero). Run anyway?',
-    );
+  it("asks in the server's words, and says the label when an older server sends no question", () => {
+    const observed = 'crane: this cell raised ZeroDivisionError at line 1 in a sandboxed dry run (division by zero). Run anyway?';
+    assert.equal(question({ ...CRASH, certainty: 'observed', question: observed }), observed);
+    assert.equal(question({ ...CRASH, question: null }), 'crane: this cell will crash. Run anyway?');
     assert.ok(blocks({ ...CRASH, certainty: 'observed' }));
     assert.ok(!blocks(undefined));
   });

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_time,
         _sb_transform,
     )
+    from crane_lsp.kernel.agent.dryrun_wire import SHORTENED_RUN_KEYS
     from crane_lsp.kernel.agent.shorten_flow import _shf_slow_part
     from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_doubt
     from crane_lsp.kernel.agent.shorten_sample import (
@@ -172,7 +173,7 @@ class _ShHelper:
         data["plan"] = {k: v for k, v in plan.items() if k != "where"}  # where: in ``shortened``
         if data.get("outcome") == "superseded":
             return None
-        return data
+        return {k: data[k] for k in SHORTENED_RUN_KEYS if k in data}  # the full run's bookkeeping stays
 
     def finish(self, result):
         """The full run's verdict, with the shortened runs when the full one did not answer."""
