@@ -23,6 +23,37 @@ LAYERS: tuple[LayerName, ...] = ("checks", "dryrun", "llm")
 
 
 @dataclass(frozen=True)
+class KnownCrash:
+    """A crash already known when the LLM is asked: a check's finding or a dry run's observation.
+
+    The LLM explains it instead of guessing. One neutral value, so that neither the checks' nor
+    the pipeline's own types travel into the prompt (``llm/prompt.py`` renders it)."""
+
+    line: int  # 0-based line of the target cell
+    exception: str
+    message: str
+    evidence: tuple[tuple[str, str], ...] = ()  # (fact, value) the verdict rests on
+    observed: bool = False  # a dry run saw it happen (not a check's proof)
+    seen: str = ""  # an observed crash: what the run showed, with the exception's own message
+
+    @classmethod
+    def of_finding(cls, finding: Finding) -> KnownCrash:
+        return cls(finding.span.line, finding.exception, finding.message, finding.evidence)
+
+    @classmethod
+    def of_prediction(cls, prediction: Prediction) -> KnownCrash:
+        observed = prediction.source.layer == "dryrun"
+        return cls(
+            line=prediction.line or 0,
+            exception=prediction.exception or "Exception",
+            message=prediction.message,
+            evidence=tuple((e.fact, e.value) for e in prediction.evidence),
+            observed=observed,
+            seen=prediction.diagnosis if observed else "",
+        )
+
+
+@dataclass(frozen=True)
 class Ask:
     """One cell to predict and everything already known about it."""
 
@@ -31,7 +62,7 @@ class Ask:
     facts: CellFacts | None = None  # the target's facts when already read (the dry run screens them)
     snapshot: Snapshot | None = None  # the kernel's state as probed for this cell
     runtime_text: str | None = None  # a recorded description of the state instead of a snapshot
-    findings: Sequence[Finding] = ()  # what the checks found: the LLM explains instead of guessing
+    known: Sequence[KnownCrash] = ()  # crashes already known: the LLM explains instead of guessing
     explicit: bool = False  # an explicit Re-check: the longer dry-run budget, no LLM cache
     screened: Screened | None = None  # the dry run's safe-mode screen, done where a long cell's facts are
 

@@ -24,10 +24,9 @@ from typing import Any, Protocol, TypeVar
 
 from crane_lsp.analysis.facts import CellFacts
 from crane_lsp.analysis.parse import MAX_LINES, analyze_whole
-from crane_lsp.analysis.positions import Span
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.checks.registry import Finding
-from crane_lsp.layers import LAYERS, Ask, KernelReader, Layer, LayerName, Screened
+from crane_lsp.layers import LAYERS, Ask, KernelReader, KnownCrash, Layer, LayerName, Screened
 from crane_lsp.origins import analyze_cached, origins
 from crane_lsp.prediction import Evidence, Fix, Prediction, Source
 from crane_lsp.settings import Settings
@@ -301,14 +300,17 @@ class Pipeline:
             if found is not None and found.certainty == "certain":
                 found.source.latency_ms = _ms(started)
                 if self.settings.explain_certain and self.llm is not None and "llm" in wanted:
-                    found = await self._explain(found, executed, target, snapshot, findings)
+                    found = await self._explain(
+                        found, executed, target, snapshot, [KnownCrash.of_finding(f) for f in findings]
+                    )
                 found.notes.extend(notes)
                 return Run(found, facts, snapshot)
             if found is not None:
                 notes.extend(found.notes)
                 found.notes.clear()
                 fallback = found
-        ask = Ask(target, executed, facts, snapshot, findings=findings, explicit=bypass_cache)
+        known = [KnownCrash.of_finding(f) for f in findings]
+        ask = Ask(target, executed, facts, snapshot, known=known, explicit=bypass_cache)
         done = await self._slow_layers(ask, wanted, notes, started, fallback)
         return Run(done, facts, snapshot)
 
@@ -339,7 +341,7 @@ class Pipeline:
             if observed is not None and observed.source.layer == "dryrun":  # raised, or ran clean
                 if observed.crash and self.llm is not None and "llm" in wanted and ask.snapshot is not None:
                     observed = await self._explain(
-                        observed, ask.executed, ask.target, ask.snapshot, ask.findings
+                        observed, ask.executed, ask.target, ask.snapshot, ask.known
                     )
                 observed.notes.extend(notes)
                 return observed
@@ -375,26 +377,14 @@ class Pipeline:
         executed: Sequence[str],
         target: str,
         snapshot: Snapshot,
-        findings: Sequence[Finding],
+        known: Sequence[KnownCrash],
     ) -> Prediction:
-        """Ask the LLM to explain a certain finding; the verdict and line stay the check's."""
+        """Ask the LLM to explain a certain or observed crash; the verdict and line stay the layer's."""
         assert self.llm is not None
-        if not findings:  # an observed crash: hand the LLM what was seen, so it explains, not guesses
-            line = prediction.line or 0
-            findings = [
-                Finding(
-                    check_id=prediction.source.label(),
-                    exception=prediction.exception or "Exception",
-                    span=Span(
-                        line, prediction.col or 0, prediction.end_line or line, prediction.end_col or 0
-                    ),
-                    message=prediction.message,
-                    evidence=tuple((e.fact, e.value) for e in prediction.evidence),  # the line's facts
-                    diagnosis=prediction.diagnosis,  # with the raw message
-                )
-            ]
+        if not known:  # an observed crash: hand the LLM what was seen, so it explains, not guesses
+            known = [KnownCrash.of_prediction(prediction)]
         try:
-            explained = await self.llm.predict(Ask(target, executed, snapshot=snapshot, findings=findings))
+            explained = await self.llm.predict(Ask(target, executed, snapshot=snapshot, known=known))
         except Exception as exc:  # an explanation is a bonus: never lose the certain finding
             prediction.notes.append(f"explanation unavailable: {exc}")
             return prediction

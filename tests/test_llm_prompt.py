@@ -11,6 +11,7 @@ import pytest
 from crane_lsp.analysis.positions import Span
 from crane_lsp.bench.data import shipped
 from crane_lsp.checks.registry import Finding
+from crane_lsp.layers import KnownCrash
 from crane_lsp.llm.prompt import (
     ANSWER_SCHEMA,
     LLMAnswer,
@@ -53,7 +54,7 @@ def test_findings_are_passed_as_verified_facts() -> None:
         message="column 'b' does not exist in df",
         evidence=(("df.columns", "['a']"),),
     )
-    system, user = build_messages(["df = 1"], "x = 1\ndf['b']", None, [finding])
+    system, user = build_messages(["df = 1"], "x = 1\ndf['b']", None, [KnownCrash.of_finding(finding)])
     assert "Verified facts" in system.content
     assert "# Verified facts:\n- line 2: KeyError: column 'b' does not exist in df (df.columns = ['a'])" in (
         user.content

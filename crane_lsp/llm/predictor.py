@@ -194,7 +194,7 @@ class LLMPredictor:
                 runtime = render_snapshot(
                     ask.snapshot, privacy=self.settings.privacy, max_columns=self.settings.max_columns
                 )
-        return build_messages(list(ask.executed), ask.target, runtime, ask.findings)
+        return build_messages(list(ask.executed), ask.target, runtime, ask.known)
 
     async def predict(self, ask: Ask, *, raise_errors: bool = False) -> Prediction:
         """The ``Layer`` call: one verdict (``ask.explicit`` bypasses the cache)."""

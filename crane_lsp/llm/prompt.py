@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
-    from crane_lsp.checks.registry import Finding
+    from crane_lsp.layers import KnownCrash
 
 
 #: Bump when the prompt or schema changes: it is part of every cache key.
@@ -364,19 +364,15 @@ def number_lines(code: str) -> str:
     return "\n".join(f"{i} {ln.rstrip()}" for i, ln in enumerate(code.split("\n"), 1) if ln.strip())
 
 
-def render_findings(findings: Iterable[Finding]) -> str:
-    """One line per finding with its facts; an observed crash (the dry run's) also keeps the raw
-    message it raised, so the explanation starts from what was seen."""
+def render_known(known: Iterable[KnownCrash]) -> str:
+    """One line per known crash with its facts; an observed crash (the dry run's) also keeps what
+    the run showed, the raw message included, so the explanation starts from what was seen."""
     out = []
-    for f in findings:
-        facts = "; ".join(f"{k} = {v}" for k, v in f.evidence)
-        seen = (
-            f" [observed: {f.diagnosis}]"
-            if f.check_id == "dryrun" and f.diagnosis not in ("", f.message)
-            else ""
-        )
+    for k in known:
+        facts = "; ".join(f"{fact} = {value}" for fact, value in k.evidence)
+        seen = f" [observed: {k.seen}]" if k.observed and k.seen not in ("", k.message) else ""
         out.append(
-            f"- line {f.span.line + 1}: {f.exception}: {f.message}" + seen + (f" ({facts})" if facts else "")
+            f"- line {k.line + 1}: {k.exception}: {k.message}" + seen + (f" ({facts})" if facts else "")
         )
     return "\n".join(out)
 
@@ -385,7 +381,7 @@ def build_messages(
     executed: Sequence[str],
     target: str,
     runtime_text: str | None,
-    findings: Sequence[Finding] = (),
+    known: Sequence[KnownCrash] = (),
     *,
     slice_cells: bool = True,
     max_executed_tokens: int | None = None,
@@ -414,14 +410,12 @@ def build_messages(
         parts.append(
             "# Runtime information:\n" + (redact_secrets(runtime_text.strip()) or "(nothing recorded)")
         )
-    if findings:
-        parts.append("# Verified facts:\n" + render_findings(findings))
+    if known:
+        parts.append("# Verified facts:\n" + render_known(known))
     parts.append("# Target Cell:\n" + number_lines(redact_secrets(target)))
     system = SYSTEM.format(
         runtime=_RUNTIME_CLAUSE if runtime_text is not None else "",
-        facts=(_OBSERVED_CLAUSE if any(f.check_id == "dryrun" for f in findings) else _FACTS_CLAUSE)
-        if findings
-        else "",
+        facts=(_OBSERVED_CLAUSE if any(k.observed for k in known) else _FACTS_CLAUSE) if known else "",
     )
     return [Message("system", system), Message("user", "\n".join(parts))]
 
