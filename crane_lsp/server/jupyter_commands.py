@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crane_lsp.server.app import CraneServer  # pygls reads the handlers' annotations at runtime
-from crane_lsp.server.verdict_answer import CellVerdictAnswer, EvidenceRow, OriginRow
+from crane_lsp.server.verdict_answer import CellVerdictAnswer, EvidenceRow, FixRow, OriginRow
 
 if TYPE_CHECKING:
     from crane_lsp.server.command_args import CellArgs
@@ -69,6 +69,18 @@ def cell_verdict(server: CraneServer, args: CellArgs) -> CellVerdictAnswer:
         evidence=[EvidenceRow(fact=e.fact, value=e.value) for e in p.evidence],
         origin=origins,
         fix=p.fix.description if p.fix is not None else None,
+        fixes=[
+            FixRow(
+                title=f.title or f.description,
+                status=f.status(),
+                verified=f.verified(),
+                start_line=f.start_line,
+                end_line=f.end_line if f.end_line is not None else f.start_line + 1,
+                new_text=f.new_text,
+            )
+            for f in p.fixes
+            if f.verification is not None and f.new_text is not None and f.start_line is not None
+        ],
         source=p.source.label(),
         prediction_id=p.id,
         block_run=bool(p.crash and p.certainty in BLOCKING and not stale and not ignored),

@@ -34,6 +34,18 @@ class OriginRow(_Answer):
     index: int | None = None
 
 
+class FixRow(_Answer):
+    """A fix dry-run from the kernel's state: replace lines ``startLine`` to ``endLine`` (0-based,
+    end exclusive, in the cell) with ``newText``. Applying it edits the cell; it never runs it."""
+
+    title: str = Field(description="the change in a few words: \"Use 'region'\"")
+    status: str = Field(description="what its dry run showed, in words: 'runs clean in a dry run'")
+    verified: bool = Field(description="it ran clean (a gets-further fix is offered, marked as such)")
+    start_line: int
+    end_line: int
+    new_text: str
+
+
 class CellVerdictAnswer(_Answer):
     """A cell's verdict as data; ``found`` False for a cell the server does not know."""
 
@@ -56,6 +68,9 @@ class CellVerdictAnswer(_Answer):
     evidence: list[EvidenceRow] = Field(default_factory=list)
     origin: list[OriginRow] = Field(default_factory=list)
     fix: str | None = Field(default=None, description="the suggested fix, in words")
+    fixes: list[FixRow] = Field(
+        default_factory=list, description="fixes dry-run from the kernel's state, verified first"
+    )
     source: str | None = Field(default=None, description="the layer that decided")
     prediction_id: str | None = Field(default=None, description="crane.ignoreFinding takes it")
     block_run: bool = Field(default=False, description="the run guard asks before running the cell")

@@ -23,6 +23,19 @@ export interface EvidenceRow {
   value: string;
 }
 
+/** A fix dry-run from the kernel's state: replace lines ``startLine`` to ``endLine`` (0-based, end exclusive, in the cell) with ``newText``. Applying it edits the cell; it never runs it. */
+export interface FixRow {
+  /** the change in a few words: "Use 'region'" */
+  title: string;
+  /** what its dry run showed, in words: 'runs clean in a dry run' */
+  status: string;
+  /** it ran clean (a gets-further fix is offered, marked as such) */
+  verified: boolean;
+  startLine: number;
+  endLine: number;
+  newText: string;
+}
+
 /** Where a variable involved was last assigned: the executed cell (by URI and index) and line. */
 export interface OriginRow {
   variable: string;
@@ -61,6 +74,8 @@ export interface CellVerdictAnswer {
   origin?: OriginRow[];
   /** the suggested fix, in words */
   fix?: string | null;
+  /** fixes dry-run from the kernel's state, verified first */
+  fixes?: FixRow[];
   /** the layer that decided */
   source?: string | null;
   /** crane.ignoreFinding takes it */
