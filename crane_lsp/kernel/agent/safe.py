@@ -18,7 +18,9 @@ class _Untrusted(Exception):
     """A name that is not a trusted library's: reading it could run user code."""
 
 
-#: Top-level packages whose classes' dunders and properties may be called: library code.
+#: Top-level packages whose classes' dunders and properties may be called: library code. The library
+#: behind every ``ObjectKind`` is here or read from its schema only (``frames._FRM_LIBS``): a kind of an
+#: untrusted library would never be given, and nothing would say so (``tests/test_probe_kinds.py`` does).
 _TRUSTED_TEXT = (
     "builtins collections datetime decimal fractions pathlib re enum functools itertools types numpy "
     "pandas scipy sklearn torch torchvision tensorflow keras tf_keras matplotlib seaborn statsmodels "

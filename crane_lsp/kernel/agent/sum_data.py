@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,
         ColumnWire,
+        Kind,
         ObjectWire,
         QueryWire,
     )
@@ -258,3 +259,14 @@ def _cheap_dtype(dtype):
         return type(kind) is str and len(kind) == 1 and kind in "biufmM"
     except Exception:
         return False
+
+
+#: kind -> the summariser that fills its ``ObjectWire`` (merged into ``summaries._SUMMARISERS``).
+_DATA_SUMMARISERS = {
+    Kind.NDARRAY: _sum_ndarray,
+    Kind.TENSOR: _sum_tensor,
+    Kind.TF_TENSOR: _sum_tf_tensor,
+    Kind.SERIES: _sum_series,
+    Kind.DATAFRAME: _sum_dataframe,
+    Kind.INDEX: _sum_index,
+}

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         DEADLINE,
         EstimatorWire,
         KerasIteratorWire,
+        Kind,
         ModuleWire,
         ObjectWire,
         QueryWire,
@@ -426,3 +427,16 @@ def _sum_estimator(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
         except Exception:
             pass
     s["estimator"] = info
+
+
+#: kind -> the summariser that fills its ``ObjectWire`` (merged into ``summaries._SUMMARISERS``).
+_ML_SUMMARISERS = {
+    Kind.KERAS_ITERATOR: _sum_keras_iterator,
+    Kind.TF_DATASET: _sum_tf_dataset,
+    Kind.TORCH_DATASET: _sum_torch_dataset,
+    Kind.TORCH_ITERABLE_DATASET: _sum_iterable_dataset,
+    Kind.DATALOADER: _sum_dataloader,
+    Kind.TORCH_MODULE: _sum_torch_module,
+    Kind.KERAS_MODEL: _sum_keras_model,
+    Kind.ESTIMATOR: _sum_estimator,
+}

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,
+        Kind,
         ObjectWire,
         QueryWire,
     )
@@ -396,3 +397,28 @@ def _sum_other(obj, s: ObjectWire, query: QueryWire, clock: _Clock):
     except Exception as exc:
         s["repr"] = _plain(obj)
         s["error"] = "__repr__ raised " + _cls_name(type(exc))
+
+
+def _sum_unread(obj, s: ObjectWire, query, clock):
+    """Generators and iterators: never advanced, so nothing but the type is read."""
+    s["repr"] = _plain(obj)
+
+
+#: kind -> the summariser that fills its ``ObjectWire`` (merged into ``summaries._SUMMARISERS``).
+_PY_SUMMARISERS = {
+    Kind.DICT: _sum_mapping,
+    Kind.LIST: _sum_sequence,
+    Kind.TUPLE: _sum_sequence,
+    Kind.SET: _sum_sequence,
+    Kind.STR: _sum_scalar,
+    Kind.BYTES: _sum_scalar,
+    Kind.INT: _sum_scalar,
+    Kind.FLOAT: _sum_scalar,
+    Kind.BOOL: _sum_scalar,
+    Kind.COMPLEX: _sum_scalar,
+    Kind.MODULE: _sum_module,
+    Kind.FUNCTION: _sum_callable,
+    Kind.CLASS: _sum_class,
+    Kind.GENERATOR: _sum_unread,
+    Kind.OTHER: _sum_other,
+}

@@ -1,8 +1,25 @@
 """What kind an object is, and the kind -> summariser table that describes it.
 
 ``_classify`` decides the kind from ``type(obj).__mro__`` without running any of the object's code;
-``SUMMARISERS`` maps each kind to the function that fills its ``ObjectWire``; ``_summarise`` runs
+``_SUMMARISERS`` maps each kind to the function that fills its ``ObjectWire``; ``_summarise`` runs
 it against the per-object deadline, so a failure or a timeout leaves fields unknown with a reason.
+
+A new kind for a library's class (followed once for ``xarray.DataArray``: seven edits in four files,
+each caught by a test without a kernel when forgotten):
+
+1. ``wire.py``: the name in ``ObjectKind`` and 2. its ``Kind`` constant (``tests/test_wire.py``);
+3. ``safe.py``: where the class lives, in ``_KNOWN_CLASSES`` (``tests/test_probe_kinds.py``);
+4. here: a line in ``_LIBRARY_KINDS``, in MRO order (a subclass's kind first), ``own`` when only the
+   library's own class may be read (``tests/test_probe_kinds.py``);
+5. a ``_sum_*`` function in ``sum_data.py``/``sum_ml.py``/``sum_python.py`` and 6. a line in that
+   module's table beside it (``tests/test_probe_install.py``);
+7. ``safe.py``: the library in ``_TRUSTED_TEXT`` (its properties and dunders may then run), unless its
+   objects are read from their schema only, as ``frames.py`` reads Polars, Dask and Spark
+   (``tests/test_probe_kinds.py``).
+
+A kind of an already trusted library skips step 7. New fields are a key in ``wire.ObjectWire`` and a
+field of ``snapshot.ObjectSummary`` (``tests/test_wire.py``). The client needs nothing more:
+``analysis.kinds.Kind`` extends ``wire.Kind``, and checks compare ``Kind.*`` only (``tests/test_kinds.py``).
 """
 
 import types as _types
@@ -34,31 +51,14 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _trusted,
     )
     from crane_lsp.kernel.agent.sum_data import (
+        _DATA_SUMMARISERS,
         _sum_dataframe,
-        _sum_index,
-        _sum_ndarray,
-        _sum_series,
-        _sum_tensor,
-        _sum_tf_tensor,
     )
     from crane_lsp.kernel.agent.sum_ml import (
-        _sum_dataloader,
-        _sum_estimator,
-        _sum_iterable_dataset,
-        _sum_keras_iterator,
-        _sum_keras_model,
-        _sum_tf_dataset,
-        _sum_torch_dataset,
-        _sum_torch_module,
+        _ML_SUMMARISERS,
     )
     from crane_lsp.kernel.agent.sum_python import (
-        _sum_callable,
-        _sum_class,
-        _sum_mapping,
-        _sum_module,
-        _sum_other,
-        _sum_scalar,
-        _sum_sequence,
+        _PY_SUMMARISERS,
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,
@@ -162,45 +162,9 @@ def _classify(obj) -> ObjectKind:
     return Kind.OTHER
 
 
-def _sum_unread(obj, s: ObjectWire, query, clock):
-    """Generators and iterators: never advanced, so nothing but the type is read."""
-    s["repr"] = _plain(obj)
-
-
-#: kind -> the summariser that fills its ``ObjectWire`` (``none`` and ``error`` have none). A new kind
-#: is a ``wire.Kind`` constant, a line in ``_classify`` and a line here.
-_SUMMARISERS = {
-    Kind.NDARRAY: _sum_ndarray,
-    Kind.TENSOR: _sum_tensor,
-    Kind.TF_TENSOR: _sum_tf_tensor,
-    Kind.SERIES: _sum_series,
-    Kind.DATAFRAME: _sum_dataframe,
-    Kind.INDEX: _sum_index,
-    Kind.KERAS_ITERATOR: _sum_keras_iterator,
-    Kind.TF_DATASET: _sum_tf_dataset,
-    Kind.TORCH_DATASET: _sum_torch_dataset,
-    Kind.TORCH_ITERABLE_DATASET: _sum_iterable_dataset,
-    Kind.DATALOADER: _sum_dataloader,
-    Kind.TORCH_MODULE: _sum_torch_module,
-    Kind.KERAS_MODEL: _sum_keras_model,
-    Kind.ESTIMATOR: _sum_estimator,
-    **dict(_FRM_SUMMARISERS),
-    Kind.DICT: _sum_mapping,
-    Kind.LIST: _sum_sequence,
-    Kind.TUPLE: _sum_sequence,
-    Kind.SET: _sum_sequence,
-    Kind.STR: _sum_scalar,
-    Kind.BYTES: _sum_scalar,
-    Kind.INT: _sum_scalar,
-    Kind.FLOAT: _sum_scalar,
-    Kind.BOOL: _sum_scalar,
-    Kind.COMPLEX: _sum_scalar,
-    Kind.MODULE: _sum_module,
-    Kind.FUNCTION: _sum_callable,
-    Kind.CLASS: _sum_class,
-    Kind.GENERATOR: _sum_unread,
-    Kind.OTHER: _sum_other,
-}
+#: kind -> the summariser that fills its ``ObjectWire`` (``none`` and ``error`` have none): each
+#: ``sum_*`` module lists its own beside them (``tests/test_probe_install.py`` holds this to every kind).
+_SUMMARISERS = {**_DATA_SUMMARISERS, **_ML_SUMMARISERS, **dict(_FRM_SUMMARISERS), **_PY_SUMMARISERS}
 
 
 def _summarise(obj, query, clock, wanted=()) -> ObjectWire:

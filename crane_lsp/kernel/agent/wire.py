@@ -4,8 +4,11 @@ Defined once, here, and read from both sides: the agent (joined into the kernel'
 so it may use only the standard library, and no ``from __future__``) fills these ``TypedDict``
 shapes, which mypy checks key by key; the client's pydantic models (``crane_lsp.snapshot``) carry
 exactly these keys, with ``extra="forbid"``, and tests validate real probe output against them, so
-a misspelt key fails instead of vanishing. Client code compares kinds against ``Kind.*`` rather
-than bare strings, so a renamed kind is a name error, not a silent mismatch.
+a misspelt key fails instead of vanishing. Client code compares kinds against ``Kind.*`` (or the
+client's ``crane_lsp.analysis.kinds.Kind``, which extends it with the walk's own kinds) rather than
+bare strings, so a renamed kind is a name error, not a silent mismatch; ``tests/test_kinds.py`` fails
+on a bare string compared to a kind in ``checks/`` or ``analysis/``. Adding a kind: the recipe in
+``summaries.py``.
 """
 
 from typing import Final, Literal, TypedDict
