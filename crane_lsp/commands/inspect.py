@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from crane_lsp.commands.common import replay_with_progress, report_replay_failures, say
+from crane_lsp.kernel.agent.wire import Kind
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -216,5 +217,5 @@ def _details_stats(stats: Any, privacy: bool) -> str:
 
     if stats is None:
         return ""
-    head = render_object("x", ObjectSummary(kind="series", type="", stats=stats), privacy=privacy)
+    head = render_object("x", ObjectSummary(kind=Kind.SERIES, type="", stats=stats), privacy=privacy)
     return head.split(" | ", 1)[1] if " | " in head else ""

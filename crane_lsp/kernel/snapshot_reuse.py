@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from crane_lsp.kernel.agent.wire import Kind
 from crane_lsp.snapshot import ObjectSummary, ProbeQuery, Snapshot
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def _subscript_read(text: str) -> tuple[str, list[str] | None] | None:
 def _wants_more_columns(summary: ObjectSummary | None, keys: list[str] | None) -> bool:
     """Whether a new subscript of a held frame summary wants stats it lacks: a column it names whose
     stats are missing, or maybe one past the listed columns. A misspelt key wants nothing more."""
-    if summary is None or summary.kind != "dataframe":
+    if summary is None or summary.kind != Kind.DATAFRAME:
         return False
     columns = summary.columns or []
     if keys is None:
