@@ -75,6 +75,24 @@ CASES = {
         "Pass x, y by keyword",
         "x=fam_df",
     ),
+    # Python's binding rule: the third positional lands on ``s``, also passed by keyword
+    "argument-twice": (
+        "fam_pts = plt.scatter(fam_X[:, 0], fam_y, fam_y, s=20)",
+        "Drop the argument fam_y",
+        "plt.scatter(fam_X[:, 0], fam_y, s=20)",
+    ),
+    # the same repair on each line that repeats the construct: one line alone only gets further
+    "every-line": (
+        "fam_a = fam_df['size'].astype('int')\nfam_b = fam_df['size'].astype('int') + 1",
+        "Convert through float (fam_df['size'].astype(float).astype(int)) (also on line 2)",
+        "fam_b = fam_df['size'].astype(float).astype(int) + 1",
+    ),
+    # a label meant as another once case, spaces and brackets are set aside, at each of its uses
+    "near-label": (
+        "fam_u = fam_df['Units (count)'].sum() / fam_df['Units (count)'].max()",
+        "Use 'units'",
+        "fam_df['units'].sum() / fam_df['units'].max()",
+    ),
 }
 
 

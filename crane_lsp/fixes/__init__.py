@@ -83,13 +83,9 @@ async def _observed(runner: DryRunner, target: str, prediction: Prediction, expl
         return prediction
     if outcome.outcome != "raised" or outcome.line is None:
         return prediction
-    raw = f"{outcome.exception}: {outcome.message or ''}"
+    raw = outcome.message or ""
     return prediction.model_copy(
-        update={
-            "exception": outcome.exception,
-            "line": outcome.line - 1,
-            "diagnosis": f"{prediction.diagnosis}\n{raw}",
-        }
+        update={"exception": outcome.exception, "line": outcome.line - 1, "raw_message": raw}
     )
 
 

@@ -108,23 +108,39 @@ class _Line:
         start, end = self.segment(node)
         return self.text[:start] + text + self.text[end:]
 
+    def replace_each(self, nodes: list[ast.AST], text: str) -> str:
+        """Every one of ``nodes`` (not nested in one another) replaced by ``text``."""
+        out = self.text
+        for node in sorted(nodes, key=lambda n: self.segment(n)[0], reverse=True):
+            start, end = self.segment(node)
+            out = out[:start] + text + out[end:]
+        return out
 
-def _failing_line(target: str, line: int | None) -> _Line | None:
-    if line is None:
-        return None
+    def without(self, node: ast.AST, call: ast.Call) -> str:
+        """The line with argument ``node`` (positional or keyword) of ``call`` removed, with its comma."""
+        items = sorted([*call.args, *call.keywords], key=lambda n: self.segment(n)[0])
+        index = items.index(node)  # type: ignore[arg-type]
+        start, end = self.segment(node)
+        if index + 1 < len(items):  # up to the next argument: "a, " goes
+            end = self.segment(items[index + 1])[0]
+        elif index > 0:  # the last one: from the end of the one before: ", a" goes
+            start = self.segment(items[index - 1])[1]
+        return self.text[:start] + self.text[end:]
+
+
+def _parsed_lines(target: str) -> list[_Line]:
+    """Every line of the cell with the nodes that start and end on it; [] when it does not parse."""
     try:
         tree = ast.parse(target)
     except SyntaxError:  # magics, or a cell that does not parse: no syntactic repair
-        return None
+        return []
     lines = target.split("\n")
-    if not 0 <= line < len(lines):
-        return None
-    on = tuple(
-        node
-        for node in ast.walk(tree)
-        if getattr(node, "lineno", None) == line + 1 and getattr(node, "end_lineno", None) == line + 1
-    )
-    return _Line(line, lines[line], on, tree, tuple(lines))
+    on: dict[int, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        first = getattr(node, "lineno", None)
+        if first is not None and first == getattr(node, "end_lineno", None):
+            on.setdefault(first - 1, []).append(node)
+    return [_Line(i, text, tuple(on.get(i, ())), tree, tuple(lines)) for i, text in enumerate(lines)]
 
 
 def _fix(line: _Line, new_line: str, title: str, layer: FixLayer, description: str = "") -> Fix:
@@ -146,7 +162,8 @@ def _operand(line: _Line, node: ast.AST, suffix: str) -> str:
 
 
 def _text(p: Prediction) -> str:
-    return f"{p.message}\n{p.diagnosis}"
+    """What the families read: the exception's own message first (a dry run's), then the verdict's."""
+    return f"{p.raw_message}\n{p.message}\n{p.diagnosis}"
 
 
 # -------------------------------------------------------------- the families
@@ -162,8 +179,7 @@ def _did_you_mean(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
     wrong = [w for w in re.findall(r"['\"]([^'\"]+)['\"]", text[: m.start()]) if w != right]
     for node in line.nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in wrong:
-            quote = line.source(node)[:1] if line.source(node)[:1] in "'\"" else "'"
-            yield _fix(line, line.replace(node, f"{quote}{right}{quote}"), f"Use '{right}'", layer)
+            yield _fix(line, _relabel(line, node.value, right), f"Use '{right}'", layer)
             return
         if isinstance(node, ast.Name) and node.id in wrong:
             yield _fix(line, line.replace(node, right), f"Use '{right}'", layer)
@@ -180,8 +196,40 @@ def _did_you_mean(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
             return
 
 
+def _relabel(line: _Line, wrong: str, right: str) -> str:
+    """Every string literal ``wrong`` on the line spelt ``right`` (a label missing here is missing at
+    each of its uses), each in its own quotes."""
+    found = [n for n in line.nodes if isinstance(n, ast.Constant) and n.value == wrong]
+    out = line.text
+    for node in sorted(found, key=lambda n: line.segment(n)[0], reverse=True):
+        start, end = line.segment(node)
+        quote = out[start] if out[start] in "'\"" else "'"
+        out = out[:start] + f"{quote}{right}{quote}" + out[end:]
+    return out
+
+
+def _squeezed(label: str) -> str:
+    """A label as a person may have meant it: case, spaces, underscores and brackets aside."""
+    return re.sub(r"[\W_]+", "", label).lower()
+
+
+def _near(label: str, known: list[str]) -> list[str]:
+    """Existing labels the missing one may have meant, likeliest first: the same label in another
+    case, then one that equals or begins the other once case, spacing and punctuation are set aside
+    ("Total Gross (millions)" and "Total_Gross"), then the closest spellings. The dry run decides."""
+    lower = [k for k in known if k.lower() == label.lower()]
+    squeezed = _squeezed(label)
+    alike = [
+        k
+        for k in known
+        if _squeezed(k) and (squeezed.startswith(_squeezed(k)) or _squeezed(k).startswith(squeezed))
+    ]
+    close = difflib.get_close_matches(label, known, n=2, cutoff=0.6)
+    return list(dict.fromkeys([*lower, *alike, *close]))[:2]
+
+
 def _close_labels(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
-    """A missing label observed in the dry run: the closest existing column the evidence lists."""
+    """A missing label observed in the dry run: the closest existing columns the evidence lists."""
     if p.exception != "KeyError":
         return
     known: list[str] = []
@@ -195,14 +243,14 @@ def _close_labels(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
             known.extend(str(v) for v in value if isinstance(v, str))
     if not known:
         return
-    for node in line.nodes:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value not in known:
-            lower = [k for k in known if k.lower() == node.value.lower()]
-            close = lower or difflib.get_close_matches(node.value, known, n=1, cutoff=0.75)
-            if close:
-                quote = line.source(node)[:1] if line.source(node)[:1] in "'\"" else "'"
-                new = line.replace(node, f"{quote}{close[0]}{quote}")
-                yield _fix(line, new, f"Use '{close[0]}'", layer)
+    missing = dict.fromkeys(
+        n.value for n in line.nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    )
+    for label in missing:
+        if label in known:
+            continue
+        for right in _near(label, known):
+            yield _fix(line, _relabel(line, label, right), f"Use '{right}'", layer)
 
 
 def _repeated_drop(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
@@ -509,10 +557,34 @@ def _option_as_text(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix
             yield _fix(line, line.replace(value, shown), f"Pass {m[2]}={shown} as text", layer)
 
 
+def _twice(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """``f(x, y, z, s=200)`` where a positional argument lands on the parameter also passed by
+    keyword ("got multiple values for argument 's'"): Python's own binding rule says one of them is
+    too many. The keyword says what the writer meant, so a positional argument goes, the last one
+    first (it reached furthest into the signature); the dry run decides which one runs."""
+    m = re.search(r"(\w+)\(\) got multiple values for (?:keyword )?argument '(\w+)'", _text(p))
+    if not m:
+        return
+    function, parameter = m[1], m[2]
+    for node in line.nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        keyword = next((k for k in node.keywords if k.arg == parameter), None)
+        if name != function or keyword is None:
+            continue
+        for arg in reversed(node.args):
+            if not isinstance(arg, ast.Starred):
+                dropped = line.source(arg)
+                yield _fix(line, line.without(arg, node), f"Drop the argument {dropped}", layer)
+        return
+
+
 _Family = Callable[[Prediction, _Line, FixLayer], Iterator[Fix]]
 #: the families, in the order a tie in size is broken
 FAMILIES: tuple[_Family, ...] = (
     _did_you_mean,
+    _twice,
     _named_in_cause,
     _accessor,
     _int_of_text,
@@ -544,12 +616,16 @@ def candidates(prediction: Prediction, target: str) -> list[Fix]:
         layer: FixLayer = own.layer or ("check" if prediction.source.layer == "checks" else "llm")
         title = own.title or _title(own.description)
         found.append(own.model_copy(update={"layer": layer, "title": title, "verification": None}))
-    line = _failing_line(target, prediction.line)
-    if line is not None:
+    lines = _parsed_lines(target)
+    if prediction.line is not None and 0 <= prediction.line < len(lines):
+        line = lines[prediction.line]
         found.extend(llm_line(prediction, line))
         layer = "check" if prediction.source.layer == "checks" else "dryrun-facts"
         for family in FAMILIES:
-            found.extend(family(prediction, line, layer))
+            here = list(family(prediction, line, layer))
+            found.extend(here)
+            if here:
+                found.extend(_on_every_line(family, prediction, line, here[0], lines, layer))
     unique: dict[str, Fix] = {}
     original = target.split("\n")
     for fix in found:
@@ -559,6 +635,28 @@ def candidates(prediction: Prediction, target: str) -> list[Fix]:
     own_first = [f for f in unique.values() if own is not None and f.new_text == own.new_text]
     rest = sorted((f for f in unique.values() if f not in own_first), key=lambda f: changed_chars(target, f))
     return own_first + rest
+
+
+def _on_every_line(
+    family: _Family, prediction: Prediction, failing: _Line, first: Fix, lines: list[_Line], layer: FixLayer
+) -> Iterator[Fix]:
+    """The same repair wherever the cell repeats the construct: when the family that repaired the
+    failing line also applies to other lines (``x_train[c].astype('int')`` then ``x_test[c]...``,
+    a misspelt label used again below), one candidate edits them all. A cell that repeats a mistake
+    crashes on the next copy once the first is mended; the dry run shows whether all were meant."""
+    edits = {failing.number: first.new_text or failing.text}
+    for other in lines:
+        if other.number != failing.number and other.nodes:
+            repaired = next(iter(family(prediction, other, layer)), None)
+            if repaired is not None and repaired.new_text is not None:
+                edits[other.number] = repaired.new_text
+    if len(edits) < 2:
+        return
+    start, end = min(edits), max(edits) + 1
+    new_text = "\n".join(edits.get(i, lines[i].text) for i in range(start, end))
+    also = ", ".join(str(n + 1) for n in sorted(edits) if n != failing.number)
+    title = f"{first.title} (also on line {also})"
+    yield Fix(description=title, start_line=start, end_line=end, new_text=new_text, title=title, layer=layer)
 
 
 def _title(description: str) -> str:
