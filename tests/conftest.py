@@ -2,13 +2,17 @@
 
 The code under test talks to the same kernel through its own (async) client, found by the
 connection file, exactly as it would talk to a user's kernel.
+
+Every test is also marked by what it costs (``kernel``, ``server``, ``browser``, ``editor``, ``llm_server``,
+else ``unit``), inferred from its code and fixtures by tests/cost_marks.py, so that ``pytest -m unit`` is a
+loop of seconds (CONTRIBUTING.md, "Tests"); a ``unit`` test that starts one of those fails.
 """
 
 from __future__ import annotations
 
 import os
 import queue
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +21,56 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
+from tests.cost_marks import COSTS, CostGuardError, guarding, install_guard, item_costs
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    install_guard()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by cost (tests/cost_marks.py): explicit cost markers are kept, inferred ones added.
+
+    An explicit ``unit`` marker overrules the inference (a test that only names costly programs, as
+    data); the guard still holds it to that.
+    """
+    for item in items:
+        if item.get_closest_marker("unit") is not None:
+            continue
+        explicit = {c for c in COSTS if item.get_closest_marker(c) is not None}
+        inferred = item_costs(item)
+        for cost in sorted(inferred - explicit):
+            item.add_marker(cost)
+        if not explicit and not inferred and item.get_closest_marker("live") is None:
+            item.add_marker("unit")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    """A ``unit`` test runs under the guard: starting one of the COSTS (a kernel, ...) fails it."""
+    if item.get_closest_marker("unit") is None:
+        yield
+        return
+    with guarding(item.nodeid) as violations:
+        item.stash[_VIOLATIONS] = violations
+        yield
+
+
+_VIOLATIONS = pytest.StashKey[list[str]]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """A guarded start fails the test even where the code under test swallowed the CostGuardError."""
+    outcome = yield
+    report = outcome.get_result()
+    violations = item.stash.get(_VIOLATIONS, [])
+    if violations and report.passed and call.when == "call":
+        report.outcome = "failed"
+        report.longrepr = f"{CostGuardError.__name__}: " + "; ".join(violations)
 
 
 class CellError(RuntimeError):

@@ -477,7 +477,10 @@ class FakeLLMServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
+        # a short poll: stop() waits for the loop to notice, and the unit subset stops hundreds of these
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), name="fake-llm", daemon=True
+        )
         self._thread.start()
         return self
 
