@@ -77,8 +77,8 @@ CASES = {
     ),
     # Python's binding rule: the third positional lands on ``s``, also passed by keyword
     "argument-twice": (
-        "fam_pts = plt.scatter(fam_X[:, 0], fam_y, fam_y, s=20)",
-        "Drop the argument fam_y",
+        "fam_pts = plt.scatter(fam_X[:, 0], fam_y, fam_X[:, 0], s=20)",
+        "Drop the argument fam_X[:, 0]",
         "plt.scatter(fam_X[:, 0], fam_y, s=20)",
     ),
     # the same repair on each line that repeats the construct: one line alone only gets further

@@ -124,3 +124,18 @@ async def test_gets_further_is_offered_marked(prepared: TestKernel) -> None:
     v = fixed.fix.verification
     assert v is not None and v.outcome == "gets-further" and v.line == 2 and v.exception == "KeyError"
     assert "line 1 now passes; line 3 raises KeyError" in v.notes[0]
+
+
+def test_dropping_an_argument_is_a_repair_only_when_python_refused_the_binding() -> None:
+    """Python's binding rule says the call has one argument too many: dropping one whole argument is
+    then the repair; any other crash keeps the rule that a fix has no fewer operations."""
+    from crane_lsp.fixes.guard import does_less, rejects_binding
+
+    call = "plt.scatter(c[:, 0], c[:, 1], c[:, 2], marker='X', s=200)"
+    dropped = "plt.scatter(c[:, 0], c[:, 1], marker='X', s=200)"
+    assert rejects_binding("TypeError", "scatter() got multiple values for argument 's'")
+    assert not rejects_binding("ValueError", "got multiple values for argument 's'")
+    assert does_less(call, dropped, 0, binding=True).refused == ""
+    assert does_less(call, dropped, 0).refused  # the same edit for another crash does less
+    # a dropped subscript that is not a whole argument is still less work, binding or not
+    assert does_less("t = df['gone'].sum()", "t = df.sum()", 0, binding=True).refused

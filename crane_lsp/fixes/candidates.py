@@ -560,24 +560,20 @@ def _option_as_text(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix
 def _twice(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
     """``f(x, y, z, s=200)`` where a positional argument lands on the parameter also passed by
     keyword ("got multiple values for argument 's'"): Python's own binding rule says one of them is
-    too many. The keyword says what the writer meant, so a positional argument goes, the last one
-    first (it reached furthest into the signature); the dry run decides which one runs."""
+    too many. The keyword says what the writer meant; positionals bind in order, so the one that
+    reached the keyword's parameter is the last: it goes. The dry run says whether that runs."""
     m = re.search(r"(\w+)\(\) got multiple values for (?:keyword )?argument '(\w+)'", _text(p))
     if not m:
         return
     function, parameter = m[1], m[2]
     for node in line.nodes:
-        if not isinstance(node, ast.Call):
+        if not isinstance(node, ast.Call) or not node.args or isinstance(node.args[-1], ast.Starred):
             continue
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        keyword = next((k for k in node.keywords if k.arg == parameter), None)
-        if name != function or keyword is None:
-            continue
-        for arg in reversed(node.args):
-            if not isinstance(arg, ast.Starred):
-                dropped = line.source(arg)
-                yield _fix(line, line.without(arg, node), f"Drop the argument {dropped}", layer)
-        return
+        if name == function and any(k.arg == parameter for k in node.keywords):
+            last = node.args[-1]
+            yield _fix(line, line.without(last, node), f"Drop the argument {line.source(last)}", layer)
+            return
 
 
 _Family = Callable[[Prediction, _Line, FixLayer], Iterator[Fix]]

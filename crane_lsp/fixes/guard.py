@@ -9,6 +9,7 @@ handlers), before any fork is spent on it.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from crane_lsp.analysis.parse import analyze
@@ -31,16 +32,57 @@ def _calls_on(tree: ast.AST, line: int) -> int:
     return sum(1 for n in ast.walk(tree) if isinstance(n, _OPERATIONS) and getattr(n, "lineno", 0) == line)
 
 
+#: Python's own call-binding errors: the call has an argument too many (or misplaced) by the
+#: interpreter's rule, so a repair may drop one whole argument of it
+_BINDING = re.compile(
+    r"got multiple values for (?:keyword )?argument|takes .*positional arguments? but \d+ (?:were|was) given"
+)
+
+
+def rejects_binding(exception: str | None, message: str) -> bool:
+    """The crash is Python refusing to bind a call's arguments (a TypeError the interpreter words)."""
+    return exception == "TypeError" and bool(_BINDING.search(message))
+
+
+def _dropped_argument_ops(old: ast.AST, new: ast.AST, line: int, new_line: int) -> int:
+    """Operations inside the one argument that the edit dropped from a call on 1-based ``line``
+    (``new_line`` in the edited cell; the call otherwise the same: callee, the other arguments, the
+    keywords), else 0."""
+
+    def calls(tree: ast.AST, at: int) -> list[ast.Call]:
+        return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n, "lineno", 0) == at]
+
+    for before in calls(old, line):
+        args = [ast.dump(a) for a in before.args]
+        for after in calls(new, new_line):
+            if ast.dump(after.func) != ast.dump(before.func) or len(after.args) != len(args) - 1:
+                continue
+            kept = [ast.dump(a) for a in after.args]
+            gone = [i for i in range(len(args)) if args[:i] + args[i + 1 :] == kept]
+            same_keywords = [ast.dump(k) for k in after.keywords] == [ast.dump(k) for k in before.keywords]
+            if gone and same_keywords:
+                dropped = before.args[gone[0]]
+                return sum(1 for n in ast.walk(dropped) if isinstance(n, _OPERATIONS))
+    return 0
+
+
 def _handlers(tree: ast.AST) -> int:
     return sum(1 for n in ast.walk(tree) if isinstance(n, ast.Try | ast.TryStar | ast.With))
 
 
 def does_less(
-    original: str, edited: str, failing_line: int | None, edited_line: int | None = None
+    original: str,
+    edited: str,
+    failing_line: int | None,
+    edited_line: int | None = None,
+    *,
+    binding: bool = False,
 ) -> GuardResult:
     """Whether ``edited`` does less than ``original``: the failing call (0-based ``failing_line`` of the
     original; ``edited_line`` where it is in the edited cell, when the fix moved it) gone or commented
-    out, a new ``try``/``with`` (suppress) around it, a name the original binds no longer bound."""
+    out, a new ``try``/``with`` (suppress) around it, a name the original binds no longer bound.
+    ``binding``: the crash is Python refusing the call's arguments (``rejects_binding``): dropping one
+    whole argument of the failing call is then the repair, not less work."""
     before, after = analyze(original), analyze(edited)
     bound = sorted({a.name for a in before.defines})
     checked = "binds " + (", ".join(bound) if bound else "no name") + " as the original"
@@ -55,6 +97,8 @@ def does_less(
         checked += f"; keeps the calls and operators of line {failing_line + 1}"
         wanted = _calls_on(old_tree, failing_line + 1)
         moved = failing_line if edited_line is None else edited_line
+        if binding:
+            wanted -= _dropped_argument_ops(old_tree, new_tree, failing_line + 1, moved + 1)
         if _calls_on(new_tree, moved + 1) < wanted:
             return GuardResult(
                 f"removes or comments out the failing call on line {failing_line + 1}", checked

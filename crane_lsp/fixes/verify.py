@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from crane_lsp.analysis.parse import analyze
 from crane_lsp.fixes.edit import apply, line_shift
-from crane_lsp.fixes.guard import does_less
+from crane_lsp.fixes.guard import does_less, rejects_binding
 from crane_lsp.prediction import Fix, Prediction, Verification
 
 if TYPE_CHECKING:
@@ -71,7 +71,8 @@ async def verify_one(runner: DryRunner, target: str, prediction: Prediction, fix
     crash_line = prediction.line
     if crash_line is not None and fix.end_line is not None and crash_line >= fix.end_line:
         crash_line += line_shift(fix)
-    guard = does_less(target, edited, prediction.line, crash_line)
+    binding = rejects_binding(prediction.exception, prediction.raw_message)
+    guard = does_less(target, edited, prediction.line, crash_line, binding=binding)
     if guard.refused:
         return _with(fix, Verification(outcome="no-verdict", notes=[f"does less: {guard.refused}"]))
     if runner.settings.dry_run == "safe":
