@@ -38,6 +38,14 @@ RUN_ANYWAY: Final = "Run anyway"
 SHOW: Final = "Show"
 CANCEL: Final = "Cancel"
 
+#: A verified fix where a door offers it beside the verdict: JupyterLab's Fix button and its dialog,
+#: the run guards' third button. Applying a fix edits the cell; only "Run with the fix" also runs it
+FIX: Final = "Fix"
+FIX_TITLE: Final = "crane: apply this fix to the cell?"
+FIX_NOTE: Final = "Applying the fix edits the cell, as an edit you can undo; it does not run it."
+APPLY: Final = "Apply"
+RUN_WITH_FIX: Final = "Run with the fix"
+
 
 def label(certainty: str) -> str:
     """The short label of a verdict: "will crash", "crashed in a sandboxed dry run"..."""

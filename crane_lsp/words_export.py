@@ -81,7 +81,17 @@ def typescript() -> str:
     parts.append(
         _record("LABEL", dict(words.LABEL), "How each certainty of a crash reads after 'this cell'.")
     )
-    for name in ("GUARD_TITLE", "RUN_ANYWAY", "SHOW", "CANCEL"):
+    for name in (
+        "GUARD_TITLE",
+        "RUN_ANYWAY",
+        "SHOW",
+        "CANCEL",
+        "FIX",
+        "FIX_TITLE",
+        "FIX_NOTE",
+        "APPLY",
+        "RUN_WITH_FIX",
+    ):
         parts.append(f"export const {name} = {_ts_string(getattr(words, name))};")
     for name, sub in sorted(schema.get("$defs", {}).items()):
         parts.append(_interface(name, sub))

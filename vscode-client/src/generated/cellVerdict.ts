@@ -17,6 +17,16 @@ export const SHOW = 'Show';
 
 export const CANCEL = 'Cancel';
 
+export const FIX = 'Fix';
+
+export const FIX_TITLE = 'crane: apply this fix to the cell?';
+
+export const FIX_NOTE = 'Applying the fix edits the cell, as an edit you can undo; it does not run it.';
+
+export const APPLY = 'Apply';
+
+export const RUN_WITH_FIX = 'Run with the fix';
+
 /** One runtime fact the verdict rests on. */
 export interface EvidenceRow {
   fact: string;
