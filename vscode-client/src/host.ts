@@ -22,7 +22,16 @@ import * as os from 'node:os';
 import { Controller, type ActiveCell, type ClientSpec, type Host, type LspClient } from './controller';
 import type { JupyterLike, KernelLike } from './kernelAttach';
 import type { PickFileOptions } from './pickers';
-import { guardedRun, isKind, withTimeout, VERDICT_TIMEOUT_MS, type CellVerdict, type GuardCell, type GuardHost } from './runGuard';
+import {
+  fixLines,
+  guardedRun,
+  isKind,
+  withTimeout,
+  VERDICT_TIMEOUT_MS,
+  type CellVerdict,
+  type GuardCell,
+  type GuardHost,
+} from './runGuard';
 import { runProcess } from './serverCommand';
 import type { StatusView } from './status';
 
@@ -219,6 +228,11 @@ function menuCell(target: unknown): vscode.NotebookCell | undefined {
   return cell.notebook && cell.document && typeof cell.index === 'number' ? (cell as vscode.NotebookCell) : undefined;
 }
 
+/** The open notebook cell whose document has this URI. */
+function findCell(uri: string): vscode.NotebookCell | undefined {
+  return vscode.workspace.notebookDocuments.flatMap((nb) => nb.getCells()).find((c) => c.document.uri.toString() === uri);
+}
+
 function guardHost(ctl: Controller, output: vscode.OutputChannel): GuardHost {
   const asGuardCell = (cell: vscode.NotebookCell): GuardCell => ({ uri: cell.document.uri.toString(), text: cell.document.getText() });
   return {
@@ -236,10 +250,18 @@ function guardHost(ctl: Controller, output: vscode.OutputChannel): GuardHost {
     verdict: async (cell) =>
       (await withTimeout(ctl.cellVerdict(cell.uri, cell.text), VERDICT_TIMEOUT_MS)) as CellVerdict | undefined,
     ask: async (message, ...buttons) => vscode.window.showWarningMessage(message, { modal: true }, ...buttons),
+    applyFix: async (cell, fix) => {
+      const document = findCell(cell.uri)?.document;
+      const lines = document ? fixLines(document.getText(), fix) : undefined;
+      if (!document || !lines || document.getText() !== cell.text) return false;
+      // whole lines, without the line break after the last: the edit the server's dry run verified
+      const range = new vscode.Range(fix.startLine, 0, fix.endLine - 1, document.lineAt(fix.endLine - 1).text.length);
+      const edit = new vscode.WorkspaceEdit();
+      edit.replace(document.uri, range, lines.new.join(document.eol === vscode.EndOfLine.CRLF ? '\r\n' : '\n'));
+      return vscode.workspace.applyEdit(edit);
+    },
     show: async (cell, line) => {
-      const found = vscode.workspace.notebookDocuments
-        .flatMap((nb) => nb.getCells())
-        .find((c) => c.document.uri.toString() === cell.uri);
+      const found = findCell(cell.uri);
       if (!found) return;
       const at = new vscode.Position(Math.min(line, Math.max(found.document.lineCount - 1, 0)), 0);
       await vscode.window.showTextDocument(found.document, { selection: new vscode.Range(at, at) });

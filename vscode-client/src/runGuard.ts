@@ -6,9 +6,10 @@
  * the cell runs as if crane were not there. Pure: VS Code comes in through `GuardHost` (host.ts).
  */
 
-import { RUN_ANYWAY, SHOW, type CellVerdictAnswer } from './generated/cellVerdict';
+import { RUN_ANYWAY, RUN_WITH_FIX, SHOW, type CellVerdictAnswer, type FixRow } from './generated/cellVerdict';
 
-export { RUN_ANYWAY, SHOW };
+export { RUN_ANYWAY, RUN_WITH_FIX, SHOW };
+export type { FixRow };
 /** How long a run waits for the verdict before it goes ahead without one. */
 export const VERDICT_TIMEOUT_MS = 1500;
 
@@ -46,6 +47,12 @@ export interface GuardHost {
   verdict(cell: GuardCell): Promise<CellVerdict | undefined>;
   /** A modal question; resolves to the button chosen, undefined for Cancel/Escape. */
   ask(message: string, ...buttons: string[]): Promise<string | undefined>;
+  /**
+   * Replaces lines `fix.startLine` to `fix.endLine` (0-based, end exclusive) of the cell with
+   * `fix.newText`, as one undoable edit, only while the cell's text is still `cell.text`; false when
+   * it was not applied.
+   */
+  applyFix(cell: GuardCell, fix: FixRow): Promise<boolean>;
   /** Reveals the cell and the crane diagnostic on `line` (0-based). */
   show(cell: GuardCell, line: number): Promise<void>;
   /** Runs the built-in notebook command (on `target`'s cell when given). */
@@ -53,7 +60,7 @@ export interface GuardHost {
   log(line: string): void;
 }
 
-export type GuardOutcome = 'ran' | 'ranAnyway' | 'cancelled' | 'shown';
+export type GuardOutcome = 'ran' | 'ranAnyway' | 'ranWithFix' | 'cancelled' | 'shown';
 
 export function isKind(value: unknown): value is RunKind {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(RUN_COMMANDS, value);
@@ -70,6 +77,28 @@ export function question(verdict: CellVerdict): string {
   return verdict.question || `crane: this cell ${verdict.label || 'will crash'}. ${RUN_ANYWAY}?`;
 }
 
+/** The fix the guard may run with: the first that ran clean in the dry run (a gets-further one never). */
+export function verifiedFix(verdict: CellVerdict | undefined): FixRow | undefined {
+  return verdict?.fixes?.find((fix) => fix.verified);
+}
+
+/** The lines a fix replaces, as the server verified the edit (crane_lsp/fixes/edit.py), or undefined. */
+export function fixLines(text: string, fix: FixRow): { old: string[]; new: string[] } | undefined {
+  const lines = text.split('\n');
+  const { startLine: start, endLine: end } = fix;
+  if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end <= start || end > lines.length) return undefined;
+  return { old: lines.slice(start, end), new: fix.newText.replace(/\n+$/, '').split('\n') };
+}
+
+/** The question, then the fix and its diff (old lines, new lines, numbered as a person counts). */
+export function questionWithFix(verdict: CellVerdict, text: string, fix: FixRow): string {
+  const lines = fixLines(text, fix);
+  const parts = [question(verdict), '', `${RUN_WITH_FIX}: ${fix.title} (${fix.status})`];
+  lines?.old.forEach((line, i) => parts.push(`- ${fix.startLine + i + 1} | ${line}`));
+  lines?.new.forEach((line, i) => parts.push(`+ ${fix.startLine + i + 1} | ${line}`));
+  return parts.join('\n');
+}
+
 /** The guarded run: ask about the first selected cell that will crash, else run at once. */
 export async function guardedRun(host: GuardHost, kind: RunKind, target?: unknown): Promise<GuardOutcome> {
   const command = RUN_COMMANDS[kind];
@@ -83,7 +112,19 @@ export async function guardedRun(host: GuardHost, kind: RunKind, target?: unknow
       continue;
     }
     if (!verdict || !blocks(verdict)) continue;
-    const answer = await host.ask(question(verdict), RUN_ANYWAY, SHOW);
+    const fix = verifiedFix(verdict);
+    const answer = fix
+      ? await host.ask(questionWithFix(verdict, cell.text, fix), RUN_WITH_FIX, RUN_ANYWAY, SHOW)
+      : await host.ask(question(verdict), RUN_ANYWAY, SHOW);
+    if (fix && answer === RUN_WITH_FIX) {
+      if (!(await host.applyFix(cell, fix))) {
+        host.log(`Run guard: ${cell.uri} changed before the fix could be applied; not run.`);
+        return 'cancelled';
+      }
+      host.log(`Run guard: ${cell.uri} run with the fix (${fix.title}).`);
+      await host.run(command, target);
+      return 'ranWithFix';
+    }
     if (answer === RUN_ANYWAY) {
       host.log(`Run guard: ${cell.uri} run anyway (${verdict.exception ?? 'crash'}).`);
       await host.run(command, target);

@@ -2,13 +2,17 @@ import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   RUN_ANYWAY,
+  RUN_WITH_FIX,
   SHOW,
   blocks,
+  fixLines,
+  verifiedFix,
   guardedRun,
   isKind,
   question,
   withTimeout,
   type CellVerdict,
+  type FixRow,
   type GuardCell,
   type GuardHost,
 } from '../src/runGuard';
@@ -55,10 +59,24 @@ class FakeGuardHost implements GuardHost {
     this.asked.push({ message, buttons });
     return this.answer;
   }
+  /** The cells' texts as the editor holds them: applyFix edits them as the real host does. */
+  texts = new Map<string, string>();
+  events: string[] = [];
+  async applyFix(cell: GuardCell, fix: FixRow) {
+    const now = this.texts.get(cell.uri) ?? cell.text;
+    const lines = fixLines(now, fix);
+    if (!lines || now !== cell.text) return false;
+    const all = now.split('\n');
+    all.splice(fix.startLine, fix.endLine - fix.startLine, ...lines.new);
+    this.texts.set(cell.uri, all.join('\n'));
+    this.events.push(`edit ${cell.uri}`);
+    return true;
+  }
   async show(cell: GuardCell, line: number) {
     this.shown.push({ uri: cell.uri, line });
   }
   async run(command: string, target?: unknown) {
+    this.events.push(`run ${command}`);
     this.ran.push({ command, target });
   }
   log(line: string) {
@@ -133,6 +151,53 @@ describe('run guard', () => {
     assert.equal(question({ ...CRASH, question: null }), 'crane: this cell will crash. Run anyway?');
     assert.ok(blocks({ ...CRASH, certainty: 'observed' }));
     assert.ok(!blocks(undefined));
+  });
+
+  const PRICE: FixRow = {
+    title: "Use 'region'",
+    status: 'runs clean in a dry run',
+    verified: true,
+    startLine: 0,
+    endLine: 1,
+    newText: "df['region']\n",
+  };
+  const FURTHER: FixRow = { ...PRICE, title: "Use 'Regions'", status: 'gets further in a dry run', verified: false };
+
+  it('offers "Run with the fix" for a verified fix: shows its diff, edits the cell, then runs it', async () => {
+    const host = new FakeGuardHost();
+    host.verdicts.set(URI, { ...CRASH, fixes: [PRICE] });
+    host.answer = RUN_WITH_FIX;
+    assert.equal(await guardedRun(host, 'execute'), 'ranWithFix');
+    assert.deepEqual(host.asked[0].buttons, [RUN_WITH_FIX, RUN_ANYWAY, SHOW]);
+    assert.equal(
+      host.asked[0].message,
+      `${CRASH.question}\n\nRun with the fix: Use 'region' (runs clean in a dry run)\n- 1 | df['Region']\n+ 1 | df['region']`,
+    );
+    assert.equal(host.texts.get(URI), "df['region']");
+    assert.deepEqual(host.events, [`edit ${URI}`, 'run notebook.cell.execute'], 'edited first, then run');
+  });
+
+  it('"Run anyway" leaves the cell as it is; a gets-further fix gets no third button', async () => {
+    const host = new FakeGuardHost();
+    host.verdicts.set(URI, { ...CRASH, fixes: [PRICE] });
+    host.answer = RUN_ANYWAY;
+    assert.equal(await guardedRun(host, 'execute'), 'ranAnyway');
+    assert.equal(host.texts.get(URI), undefined);
+    const further = new FakeGuardHost();
+    further.verdicts.set(URI, { ...CRASH, fixes: [FURTHER] });
+    await guardedRun(further, 'execute');
+    assert.deepEqual(further.asked[0].buttons, [RUN_ANYWAY, SHOW]);
+    assert.equal(verifiedFix({ fixes: [FURTHER, PRICE] }), PRICE);
+  });
+
+  it('runs nothing when the cell changed before the fix could be applied', async () => {
+    const host = new FakeGuardHost();
+    host.verdicts.set(URI, { ...CRASH, fixes: [PRICE] });
+    host.texts.set(URI, "df['Region'] + 1");
+    host.answer = RUN_WITH_FIX;
+    assert.equal(await guardedRun(host, 'execute'), 'cancelled');
+    assert.deepEqual(host.ran, []);
+    assert.equal(fixLines('a\nb', { ...PRICE, startLine: 1, endLine: 3 }), undefined);
   });
 
   it('knows its run kinds, and a late answer counts as none', async () => {
