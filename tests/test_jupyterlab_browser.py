@@ -37,6 +37,9 @@ CELLS = [
     "y = 2",
 ]
 
+FIX_BUGGY = 'total = df["prise"].sum()\nprint(total)'
+FIX_FIXED = 'total = df["price"].sum()\nprint(total)'
+
 
 def install_extension(data_dir: Path) -> None:
     """The prebuilt extension where JupyterLab looks: a wheel install puts it under
@@ -61,6 +64,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProc]:
     root.mkdir()
     write_notebook(root / "sales.ipynb", CELLS)
     write_notebook(root / "guard.ipynb", ['import pandas as pd\ndf = pd.DataFrame({"a": [1]})', 'df["b"]'])
+    write_notebook(root / "fix.ipynb", [CELLS[0], FIX_BUGGY])
     proc = JupyterProc(root=root, dirs=base / "dirs", app="lab", extra_env={"CRANE_LSP_LOG_LEVEL": "INFO"})
     install_extension(proc.dirs / "data")
     settings = proc.dirs / "config" / "lab" / "user-settings" / "crane-lsp"
@@ -300,6 +304,69 @@ def test_run_guard_asks_before_running_a_cell_that_will_crash(browser: Any, lab:
         assert not dialog.count()
         assert not ui.crane_errors(), ui.crane_errors()
         ui.page.context.close()
+    finally:
+        settings.write_text(json.dumps({"debounceMs": 300}))
+
+
+def test_fix_button_shows_the_diff_applies_without_running_and_the_guard_runs_with_it(
+    browser: Any, lab: JupyterProc
+) -> None:
+    """Issue 34 in JupyterLab: once the fix is verified the verdict box offers it; the dialog shows
+    the old and new line; Cancel changes nothing, Apply edits the cell (undoable) and runs nothing;
+    with the run guard on, "Run with the fix" edits the cell and then runs it."""
+    settings = lab.dirs / "config" / "lab" / "user-settings" / "crane-lsp" / "plugin.jupyterlab-settings"
+    settings.write_text(json.dumps({"debounceMs": 300, "runGuard": True}))
+    try:
+        ui = open_notebook(browser, lab, "fix.ipynb")
+        page = ui.page
+        button = ui.cell(1).locator(".crane-verdict .crane-fix-button")
+        ui.start(0)
+        ui.wait(lambda: ui.prompt(0) == "[1]:", timeout=FIRST_RUN_S, what="the first cell to finish")
+        ui.wait(lambda: "KeyError" in ui.verdict(1), what="KeyError on cell 2")
+        shown = time.monotonic()
+        # verification runs after the verdict is out: the box is refreshed when the fix arrives
+        ui.wait(
+            lambda: button.count() == 1 and "runs clean in a dry run" in button.inner_text(),
+            timeout=60,
+            what="the verified fix's button",
+        )
+        print(f"\nverdict -> Fix button: {(time.monotonic() - shown) * 1000:.0f} ms")
+        assert button.inner_text().startswith("Fix: Use 'price'"), button.inner_text()
+        assert button.get_attribute("data-verified") == "true"
+
+        def text() -> str:
+            return str(ui.cell(1).locator(".cm-content").inner_text())
+
+        dialog = page.locator(".jp-Dialog")
+        button.click()
+        dialog.wait_for(state="visible", timeout=10_000)
+        assert dialog.locator(".crane-fix-old").all_inner_texts() == ['- 1 | total = df["prise"].sum()']
+        assert dialog.locator(".crane-fix-new").all_inner_texts() == ['+ 1 | total = df["price"].sum()']
+        dialog.locator("button", has_text="Cancel").click()
+        dialog.wait_for(state="hidden", timeout=10_000)
+        assert text() == FIX_BUGGY, "Cancel changes nothing"
+
+        button.click()
+        dialog.wait_for(state="visible", timeout=10_000)
+        dialog.locator("button", has_text="Apply").click()
+        ui.wait(lambda: text() == FIX_FIXED, timeout=10, what="the fix in the cell")
+        ui.wait(lambda: not ui.verdict(1), what="the verdict to clear after the fix")
+        assert ui.prompt(1) == "[ ]:", "applying a fix never runs the cell"
+        ui.cell(1).locator(".cm-content").click()
+        page.keyboard.press("Control+z")
+        ui.wait(lambda: text() == FIX_BUGGY, timeout=10, what="Undo to take the fix back")
+
+        # the run guard: the verified fix gets a third button, which edits the cell, then runs it
+        ui.wait(lambda: button.count() == 1, timeout=60, what="the fix offered again")
+        ui.run(1)
+        dialog.wait_for(state="visible", timeout=10_000)
+        assert "KeyError" in dialog.inner_text() and dialog.locator(".crane-fix-new").count() == 1
+        dialog.locator("button", has_text="Run with the fix").click()
+        ui.wait(lambda: ui.prompt(1) == "[2]:", what="the fixed cell to run")
+        assert text() == FIX_FIXED
+        assert "3.5" in ui.cell(1).locator(".jp-OutputArea").inner_text(), "it ran the fixed text"
+        assert not ui.crane_errors(), ui.crane_errors()
+        page.context.close()
     finally:
         settings.write_text(json.dumps({"debounceMs": 300}))
 

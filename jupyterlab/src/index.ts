@@ -14,7 +14,9 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { Widget } from '@lumino/widgets';
 
-import { CANCEL, GUARD_TITLE, RUN_ANYWAY } from './generated/cellVerdict';
+import { CANCEL, GUARD_TITLE, RUN_ANYWAY, RUN_WITH_FIX } from './generated/cellVerdict';
+import { fixBody } from './fixdialog';
+import { verifiedFix } from './fixes';
 import { question } from './guard';
 import { ILspDiagnostic } from './marks';
 import { NotebookSync } from './notebook';
@@ -281,15 +283,24 @@ class Crane {
     }
     const selected = panel.content.widgets.filter(w => panel.content.isSelectedOrActive(w));
     for (const cell of selected) {
-      const verdict = await sync.guardVerdict(cell.model.id);
-      if (!verdict) {
+      const got = await sync.guardVerdict(cell.model.id);
+      if (!got) {
         continue;
+      }
+      // a fix that ran clean in the dry run: a third button applies it, then the run goes on
+      const fix = verifiedFix(got.verdict);
+      const buttons = [Dialog.cancelButton({ label: CANCEL }), Dialog.warnButton({ label: RUN_ANYWAY })];
+      if (fix) {
+        buttons.push(Dialog.okButton({ label: RUN_WITH_FIX }));
       }
       const answer = await showDialog({
         title: GUARD_TITLE,
-        body: question(verdict),
-        buttons: [Dialog.cancelButton({ label: CANCEL }), Dialog.warnButton({ label: RUN_ANYWAY })]
+        body: fix ? fixBody(got.text, fix, question(got.verdict)) : question(got.verdict),
+        buttons
       });
+      if (fix && answer.button.accept && answer.button.label === RUN_WITH_FIX) {
+        return sync.applyFix(cell.model.id, fix, got.text); // not applied (the cell changed): no run
+      }
       return answer.button.accept;
     }
     return true;

@@ -9,6 +9,9 @@ import type { EditorView } from '@codemirror/view';
 import type { Cell, ICodeCellModel } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 
+import type { FixRow } from './generated/cellVerdict';
+import { confirmFix } from './fixdialog';
+import { fixEdit } from './fixes';
 import { IVerdict, shouldAsk } from './guard';
 import { ILspDiagnostic, toMarks } from './marks';
 import { ICellSnapshot, INotebookSnapshot, NotebookDocumentState, cellIdOf, cellUri, notebookUri } from './protocol';
@@ -328,7 +331,8 @@ export class NotebookSync {
         const count = o.executionCount ? `[${o.executionCount}] ` : '';
         return `${count}cell ${(o.index ?? 0) + 1}`;
       },
-      onOrigin: o => this.showOrigin(o.uri || '')
+      onOrigin: o => this.showOrigin(o.uri || ''),
+      onFix: fix => void this.offerFix(cellId, fix, text)
     });
     node.dataset.cellId = cellId;
     const anchor = widget.node.querySelector('.jp-Cell-inputWrapper');
@@ -378,6 +382,38 @@ export class NotebookSync {
     setTimeout(() => widget.node.classList.remove('crane-origin-outline'), OUTLINE_MS);
   }
 
+  // ------------------------------------------------------------------ fixes
+
+  /** The Fix button: the diff first; Apply edits the cell (never runs it). */
+  async offerFix(cellId: string, fix: FixRow, text: string): Promise<boolean> {
+    const widget = this.widget(cellId);
+    if (!widget || widget.model.sharedModel.getSource() !== text) {
+      return false; // edited since the verdict: the re-check brings the fixes for the new text
+    }
+    if (!(await confirmFix(text, fix))) {
+      return false;
+    }
+    return this.applyFix(cellId, fix, text);
+  }
+
+  /**
+   * Replaces the fix's lines of the cell's source in the shared model: one edit, which the cell's
+   * undo takes back, as typing would be. Only on the text the fix was verified for; runs nothing.
+   */
+  applyFix(cellId: string, fix: FixRow, text: string): boolean {
+    const widget = this.widget(cellId);
+    const shared = widget ? widget.model.sharedModel : null;
+    if (!shared || shared.getSource() !== text) {
+      return false;
+    }
+    const edit = fixEdit(text, fix);
+    if (!edit) {
+      return false;
+    }
+    shared.updateSource(edit.from, edit.to, edit.insert);
+    return true;
+  }
+
   // ------------------------------------------------------------------ commands
 
   async recheck(cellId: string): Promise<void> {
@@ -404,8 +440,8 @@ export class NotebookSync {
     return true;
   }
 
-  /** Whether the run guard should ask before running this cell now. */
-  async guardVerdict(cellId: string): Promise<IVerdict | null> {
+  /** The verdict (and the text it is for) when the run guard should ask before running this cell now. */
+  async guardVerdict(cellId: string): Promise<{ verdict: IVerdict; text: string } | null> {
     this.flush();
     const widget = this.widget(cellId);
     if (!widget || widget.model.type !== 'code') {
@@ -415,7 +451,7 @@ export class NotebookSync {
     if (!got) {
       return null;
     }
-    return shouldAsk(got.verdict, got.text, widget.model.sharedModel.getSource()) ? got.verdict : null;
+    return shouldAsk(got.verdict, got.text, widget.model.sharedModel.getSource()) ? got : null;
   }
 }
 

@@ -3,7 +3,8 @@
  * links. Built with the DOM only (textContent everywhere: messages quote user code and data).
  */
 
-import { LABEL } from './generated/cellVerdict';
+import { FIX, LABEL, type FixRow } from './generated/cellVerdict';
+import { fixLabel, topFix } from './fixes';
 import type { IVerdict } from './guard';
 
 export interface IVerdictView {
@@ -12,6 +13,8 @@ export interface IVerdictView {
   /** A label for an origin cell ("[3]", "cell 2") and what clicking it does. */
   originLabel: (o: NonNullable<IVerdict['origin']>[number]) => string | null;
   onOrigin: (o: NonNullable<IVerdict['origin']>[number]) => void;
+  /** The Fix button was pressed (shown for the top fix of a verdict that is not stale). */
+  onFix?: (fix: FixRow) => void;
 }
 
 
@@ -75,11 +78,32 @@ export function renderVerdict(view: IVerdictView): HTMLElement {
     });
     box.appendChild(line);
   }
-  if (v.fix) {
+  const fix = topFix(v);
+  if (fix && view.onFix && !view.stale) {
+    box.appendChild(fixRow(fix, view.onFix));
+  } else if (v.fix) {
     box.appendChild(el('div', 'crane-verdict-fix', `fix: ${v.fix}`));
   }
   if (v.source) {
     box.appendChild(el('div', 'crane-verdict-source', `source: ${v.source}`));
   }
   return box;
+}
+
+/** "Fix: Use 'price' (runs clean in a dry run)": a gets-further fix says so, and is marked. */
+function fixRow(fix: FixRow, onFix: (fix: FixRow) => void): HTMLElement {
+  const row = el('div', 'crane-verdict-fixrow');
+  const button = el('button', 'crane-fix-button jp-mod-styled', `${FIX}: ${fixLabel(fix)}`) as HTMLButtonElement;
+  button.type = 'button';
+  button.dataset.verified = String(fix.verified);
+  if (!fix.verified) {
+    button.classList.add('crane-fix-unverified');
+  }
+  button.addEventListener('click', event => {
+    event.preventDefault();
+    event.stopPropagation(); // a click in the box must not select or enter the cell
+    onFix(fix);
+  });
+  row.appendChild(button);
+  return row;
 }
