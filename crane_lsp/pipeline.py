@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from crane_lsp.analysis.facts import CellFacts
+from crane_lsp.analysis.origins import analyze_cached, origins
 from crane_lsp.analysis.parse import MAX_LINES, analyze_whole
 from crane_lsp.analysis.reach import first_risky_line
 from crane_lsp.checks.registry import Finding
 from crane_lsp.layers import LAYERS, Ask, KernelReader, KnownCrash, Layer, LayerName, Screened
-from crane_lsp.origins import analyze_cached, origins
 from crane_lsp.prediction import Evidence, Fix, Prediction, Source
 from crane_lsp.settings import Settings
 from crane_lsp.snapshot import ProbeQuery, Snapshot

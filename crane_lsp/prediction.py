@@ -144,7 +144,7 @@ class Prediction(BaseModel):
     raw_message: str = ""
     #: an observed crash: the one-line cause the facts at the failing line make plain, else ""
     cause: str = ""
-    #: the variables that cause names (``crane_lsp.dryrun_causes``): their origins come first
+    #: the variables that cause names (``crane_lsp.dryrun.causes``): their origins come first
     operands: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")

@@ -13,10 +13,10 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from crane_lsp.dryrun import DryRunner, DryRunOutcome, DryRunPrepared
+from crane_lsp.dryrun.shortened import ShortenedFacts, ShortenedRun, ShortenedRuns, ShortenedWhat, ShortenPlan
 from crane_lsp.kernel.agent import dryrun_wire as wire
 from crane_lsp.kernel.link import KernelLink
 from crane_lsp.settings import Settings
-from crane_lsp.shortened import ShortenedFacts, ShortenedRun, ShortenedRuns, ShortenedWhat, ShortenPlan
 from tests.conftest import TestKernel
 
 PAIRS: list[tuple[type[BaseModel], type]] = [

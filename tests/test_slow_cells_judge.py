@@ -1,4 +1,4 @@
-"""The rules that turn two shortened runs into a verdict (``crane_lsp.shortened.judge``), on the
+"""The rules that turn two shortened runs into a verdict (``crane_lsp.dryrun.shortened.judge``), on the
 answers the kernel gives: a crash is reported only when both samples raise alike and its kind
 cannot hinge on the sample; everything else is no verdict, with the reason. (The same rules on real
 slow cells in a real kernel: ``test_slow_cells.py``.)"""
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from crane_lsp.shortened import ShortenedRuns, judge
+from crane_lsp.dryrun.shortened import ShortenedRuns, judge
 
 CELL = "for i in range(n):\n    acc = step(i)\nresult = combine(df, acc)\n"
 
@@ -161,7 +161,7 @@ def test_a_tensorflow_shape_error_is_observed() -> None:
 
 
 def test_slow_cells_skip_only_the_same_text_at_no_longer_budget() -> None:
-    from crane_lsp.shortened import SlowCells
+    from crane_lsp.dryrun.shortened import SlowCells
 
     slow = SlowCells()
     cell = "x = fit(big)\nx.plott()\n"
@@ -199,7 +199,7 @@ def test_a_skipped_full_run_says_so() -> None:
 
 
 def test_the_kernels_own_timings_predict_an_overrun() -> None:
-    from crane_lsp.shortened import SlowCells
+    from crane_lsp.dryrun.shortened import SlowCells
 
     ran = {"model.fit(X, y, epochs=50)\nmodel.predict(X_test)\n": 82.4, "df.head()": 0.01}
     slow = SlowCells()

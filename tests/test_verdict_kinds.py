@@ -12,9 +12,9 @@ import pytest
 from pydantic import ValidationError
 
 from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
+from crane_lsp.dryrun.shortened import ShortenedRun, ShortenedRuns, judge
 from crane_lsp.output_json import cell_json
 from crane_lsp.prediction import Prediction
-from crane_lsp.shortened import ShortenedRun, ShortenedRuns, judge
 
 
 def test_the_verdict_follows_crash_and_a_no_verdict_names_its_reason() -> None:

@@ -39,7 +39,7 @@ def verdict_text(p: Prediction) -> Text:
 
 def cause_line(p: Prediction) -> str:
     """The one-line cause of an observed crash when it says more than the raw message (which the
-    diagnosis holds): ``crane_lsp.failure_facts`` wrote it from the facts at the failing line."""
+    diagnosis holds): ``crane_lsp.dryrun.failure_facts`` wrote it from the facts at the failing line."""
     if p.source.layer == "dryrun" and p.cause:
         return p.message
     body = p.message.removeprefix(f"{p.exception}: ")  # e.g. where a shortened run saw it

@@ -1,7 +1,7 @@
 """The dry run's wire contract: the keys of what the kernel's sandbox answers, on both sides.
 
 ``wire.py`` is the probe's contract; this is the dry run's. The client's pydantic models
-(``crane_lsp.dryrun.DryRunOutcome``, ``crane_lsp.shortened.Shortened*``) forbid any other key, and
+(``crane_lsp.dryrun.DryRunOutcome``, ``crane_lsp.dryrun.shortened.Shortened*``) forbid any other key, and
 ``tests/test_dryrun_wire.py`` holds each model to exactly its TypedDict here, so a key renamed on one
 side fails at once instead of being dropped. Joined into the agent source right after ``wire.py``
 (stdlib only): ``shorten.py`` keeps a shortened run's answer to ``SHORTENED_RUN_KEYS``.

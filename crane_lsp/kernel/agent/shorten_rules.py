@@ -1,7 +1,7 @@
 """When two shortened runs' crash is the full run's crash: STANDARD LIBRARY ONLY.
 
 Joined before ``shorten.py`` (the kernel ends a full run early only for a crash these rules trust)
-and imported alone by the client (``crane_lsp/shortened.py`` turns the runs into the verdict), so
+and imported alone by the client (``crane_lsp/dryrun/shortened.py`` turns the runs into the verdict), so
 both sides apply the same rules. A run is the child's answer as a plain dict: ``exception``,
 ``message``, ``line``, and ``shortened`` (``rows``/``params``/``loops``/``sizes``/``calls``/
 ``failure``/``extrapolated``).

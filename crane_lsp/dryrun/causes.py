@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 
-from crane_lsp.failure_facts import FailFacts, FailLoop, FailValue, evidence, operand_origins
+from crane_lsp.dryrun.failure_facts import FailFacts, FailLoop, FailValue, evidence, operand_origins
 from crane_lsp.kernel.agent.wire import Kind
 from crane_lsp.prediction import Prediction
 from crane_lsp.render import format_shape

@@ -3,7 +3,7 @@
 The child (``kernel/agent/failfacts.py``) answers the values the failing line reads (and those of the
 innermost function from an earlier cell), the loop it was in and where each value was last bound.
 Here they become what the user reads, the way the checks show theirs: a one-line cause in the checks'
-voice where the facts make it plain (``dryrun_causes.py``), the raw message kept beneath it, evidence
+voice where the facts make it plain (``causes.py``), the raw message kept beneath it, evidence
 rows, and origins in editor coordinates (the executed cell that last assigned each operand).
 """
 
@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from crane_lsp.analysis.origins import origins
 from crane_lsp.kernel.agent.wire import Kind
-from crane_lsp.origins import origins
 from crane_lsp.prediction import Evidence, Origin
 from crane_lsp.render import format_shape
 from crane_lsp.snapshot import ObjectSummary

@@ -1,0 +1,162 @@
+"""What the kernel's sandbox answers (validated at the boundary) and the Prediction it makes.
+
+``raised`` is an *observed* crash on its exact line, ``completed`` a final "ran clean"; a timeout,
+a blocked operation or a cell that ends the kernel is a no-verdict with its reason
+(``Prediction.no_verdict``) and a headline saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from crane_lsp.dryrun.causes import with_failure_facts
+from crane_lsp.dryrun.failure_facts import FailFacts
+from crane_lsp.dryrun.shortened import ShortenedRuns, judge
+from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName, PrepareOutcomeName
+from crane_lsp.prediction import NoVerdictReason, Prediction, Source, line_position
+
+
+class DryRunOutcome(BaseModel):
+    """What the kernel-side sandbox answers: exactly ``dryrun_wire.DryRunWire``'s keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: DryRunOutcomeName
+    exception: str | None = None
+    message: str | None = None
+    line: int | None = None  # 1-based within the cell
+    elapsed_s: float | None = None  # in the child: confinement + the cell
+    setup_s: float | None = None  # in the child: limits, transform, compile, the jail (before the cell)
+    fork_s: float | None = None  # in the kernel: the fork() call itself
+    round_trip_s: float | None = None
+    budget_s: float | None = None
+    setup_cpu_s: float | None = None  # CPU time the child used up to the cell (limits + jail)
+    child_cpu_s: float | None = None  # CPU time the child used (process_time counts from the fork)
+    jail_ms: dict[str, float] | None = None  # in the child: CPU milliseconds per confinement step
+    phases_ms: dict[str, float] | None = None  # one clock, ms since the fork: when each phase ended
+    child_private_dirty_kb: int | None = None
+    child_pid: int | None = None
+    notes: list[str] | None = None
+    prepared: bool | None = None  # run in a child prepared ahead (no fork, no jail on its way)
+    prepared_age_s: float | None = None  # how long that child had waited
+    shortened: ShortenedRuns | None = None  # runs on samples beside a full run that did not finish
+    facts: FailFacts | None = None  # what the failing line read (kernel/agent/failfacts.py)
+    standin: dict[str, Any] | None = None  # a shape-level run: why, names, devices (agent/standin.py)
+
+
+class DryRunPrepared(BaseModel):
+    """What ``dry_run_prepare`` answers: exactly ``dryrun_wire.DryRunPreparedWire``'s keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: PrepareOutcomeName
+    message: str | None = None
+    fresh: bool | None = None
+    child_pid: int | None = None
+    age_s: float | None = None
+    prepare_ms: float | None = None
+
+
+def _shape_level(outcome: DryRunOutcome) -> str | None:
+    """``(tensors on cuda:0 stood in by their shapes)`` for a shape-level run, else None."""
+    if not outcome.standin:
+        return None
+    devices = ", ".join(str(d) for d in outcome.standin.get("devices") or ()) or "no device"
+    return f"(tensors on {devices} stood in by their shapes)"
+
+
+def _one_line(exception: str | None, message: str | None) -> str:
+    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    return f"{exception}: {first}" if first else str(exception)
+
+
+def _note(text: str) -> Prediction:
+    """Nothing decided here, said in a note: the next layer (or "nothing found") answers."""
+    p = Prediction.nothing_found()
+    p.notes.append(text)
+    return p
+
+
+def _unanswered(reason: NoVerdictReason, headline: str, text: str) -> Prediction:
+    """No verdict, and why: the headline the hover, the terminal and the JSON show up front."""
+    p = Prediction.unanswered(reason, headline)
+    p.notes.append(text)
+    return p
+
+
+def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequence[str] = ()) -> Prediction:
+    took = f"{outcome.round_trip_s or 0:.2f} s" + (
+        " (a copy prepared while you typed)" if outcome.prepared else ""
+    )
+    shape_level = _shape_level(outcome)
+    if outcome.outcome == "raised" and shape_level:
+        at = f" at line {outcome.line}" if outcome.line else ""
+        seen = f"raised {outcome.exception}{at} in a shape-level dry run {shape_level}"
+        observed = Prediction(
+            crash=True,
+            certainty="observed",
+            exception=outcome.exception,
+            **line_position(target, outcome.line),
+            message=_one_line(outcome.exception, outcome.message),
+            raw_message=outcome.message or "",
+            diagnosis=f"The cell {seen}" + (f": {outcome.message}" if outcome.message else "") + ".",
+            source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
+            notes=[f"{seen} in {took}", *(outcome.notes or [])],
+        )
+        return with_failure_facts(observed, outcome.facts, executed)
+    if outcome.outcome == "completed" and shape_level:  # shapes only: never "ran clean"
+        p = Prediction.nothing_found("no shape error seen in a shape-level dry run")
+        p.source = Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000)
+        p.notes.append(f"no shape error seen in a shape-level dry run {shape_level} in {took}")
+        p.notes.extend(outcome.notes or [])
+        return p
+    if outcome.outcome == "no_verdict":  # a shape-level run that needed values (agent/standin.py)
+        at = f" (line {outcome.line})" if outcome.line else ""
+        stopped = _unanswered(
+            "needs-values", f"no verdict: {outcome.message}{at}", f"dry run no verdict: {outcome.message}"
+        )
+        stopped.notes.extend(outcome.notes or [])
+        return stopped
+    if outcome.outcome == "raised":
+        observed = Prediction(
+            crash=True,
+            certainty="observed",
+            exception=outcome.exception,
+            **line_position(target, outcome.line),
+            message=_one_line(outcome.exception, outcome.message),
+            raw_message=outcome.message or "",
+            diagnosis=(
+                f"Observed in a sandboxed copy of the kernel: the cell raised {outcome.exception}"
+                + (f" on line {outcome.line}" if outcome.line else "")
+                + (f": {outcome.message}" if outcome.message else "")
+                + "."
+            ),
+            source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
+            notes=[f"observed in a sandboxed copy of the kernel in {took}", *(outcome.notes or [])],
+        )
+        return with_failure_facts(observed, outcome.facts, executed)  # cause, evidence, origins
+    if outcome.outcome == "completed":
+        # Observed to run clean: final, the LLM has nothing to add. Other outcomes fall through.
+        p = Prediction.ran_clean("ran clean in a sandboxed copy of the kernel")
+        p.source = Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000)
+        p.notes.append(f"ran clean in a sandboxed copy in {took}")
+        p.notes.extend(outcome.notes or [])
+        return p
+    text = f"dry run {outcome.outcome}: {outcome.message or ''}".rstrip(": ")
+    if outcome.outcome == "timeout":  # never shown as "no crash": the headline says it did not finish
+        budget = f"{outcome.budget_s:g} s" if outcome.budget_s else "its budget"
+        if outcome.shortened is not None:  # what runs on samples saw instead (shortened.py)
+            judged = judge(outcome.shortened, budget, target)
+            judged.source.latency_ms = (outcome.round_trip_s or 0) * 1000 if judged.crash else None
+            return judged
+        return _unanswered("timeout", f"no verdict: the dry run did not finish in {budget}", text)
+    if outcome.outcome == "exits":
+        return _unanswered("ends-kernel", f"the dry run saw the cell end the kernel: {outcome.message}", text)
+    if outcome.outcome == "blocked":  # with the calls the jail answered on the way (its notes)
+        blocked = _unanswered("blocked", f"no verdict: the dry run was stopped ({outcome.message})", text)
+        blocked.notes.extend(outcome.notes or [])
+        return blocked
+    return _note(text)
