@@ -532,6 +532,37 @@ def dismiss_execution_attempt(bench: Workbench) -> str:
     return text
 
 
+def test_run_guard_runs_with_the_verified_fix(workbench: Workbench) -> None:
+    """A crash whose fix ran clean in a dry run: the guard's modal shows the fix's diff and offers
+    "Run with the fix", which edits the cell first, then runs it (issue 34)."""
+    bench, page = workbench, workbench.page
+    if not bench.cell_editor(1).count():  # run alone: the notebook is not open yet
+        bench.open_file("analysis.ipynb", ".notebookOverlay .cell-editor-container .view-line")
+    before = bench.cell_text(1)  # 'tax' after the tests above, the notebook's own 'prise' alone
+    old = "tax" if "'tax'" in before else "prise"
+    if old != "prise":
+        bench.edit_cell(1, before, old, "prise")
+    bench.wait(lambda: bench.squiggles() in (["'prise'"], ["df['prise']"]), "the squiggle on 'prise'")
+
+    def verified() -> bool:  # the guard asks for the verdict at the key: let the fix be verified first
+        time.sleep(0.3)
+        return any("(runs clean in a dry run)" in f for f in bench.quick_fixes())
+
+    bench.wait(verified, "the verified Quick Fix", timeout=60)
+    bench.cell_editor(1).locator(".view-lines").click()
+    page.keyboard.press("Shift+Enter")
+    dialog = modal(bench)
+    dialog.wait_for(timeout=15_000)
+    text = str(dialog.inner_text())
+    assert "KeyError" in text and "Use 'price'" in text and "df['price']" in text, text
+    dialog.locator(".monaco-button", has_text="Run with the fix").first.click()
+    print(f"\nrun with the fix -> {dismiss_execution_attempt(bench)!r}")
+    assert bench.cell_text(1) == "total = df['price'].sum()", "the fix is in the cell before it runs"
+    if old != "prise":  # leave the cell as the next test expects it
+        bench.edit_cell(1, "total = df['price'].sum()", "price", old)
+        bench.wait(lambda: not bench.squiggles(), "the notebook's squiggle to clear")
+
+
 def test_run_guard_asks_before_running_a_cell_that_will_crash(workbench: Workbench) -> None:
     """crane.runGuard on (the User settings): Shift+Enter on the cell with a certain crash asks
     first; Cancel runs nothing, "Show" opens the problem at its line, "Run anyway" runs it; a cell
