@@ -333,6 +333,7 @@ def test_fix_button_shows_the_diff_applies_without_running_and_the_guard_runs_wi
         print(f"\nverdict -> Fix button: {(time.monotonic() - shown) * 1000:.0f} ms")
         assert button.inner_text().startswith("Fix: Use 'price'"), button.inner_text()
         assert button.get_attribute("data-verified") == "true"
+        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-fix-button.png"))
 
         def text() -> str:
             return str(ui.cell(1).locator(".cm-content").inner_text())
@@ -342,6 +343,7 @@ def test_fix_button_shows_the_diff_applies_without_running_and_the_guard_runs_wi
         dialog.wait_for(state="visible", timeout=10_000)
         assert dialog.locator(".crane-fix-old").all_inner_texts() == ['- 1 | total = df["prise"].sum()']
         assert dialog.locator(".crane-fix-new").all_inner_texts() == ['+ 1 | total = df["price"].sum()']
+        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-fix.png"))
         dialog.locator("button", has_text="Cancel").click()
         dialog.wait_for(state="hidden", timeout=10_000)
         assert text() == FIX_BUGGY, "Cancel changes nothing"
@@ -361,6 +363,7 @@ def test_fix_button_shows_the_diff_applies_without_running_and_the_guard_runs_wi
         ui.run(1)
         dialog.wait_for(state="visible", timeout=10_000)
         assert "KeyError" in dialog.inner_text() and dialog.locator(".crane-fix-new").count() == 1
+        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-run-with-fix.png"))
         dialog.locator("button", has_text="Run with the fix").click()
         ui.wait(lambda: ui.prompt(1) == "[2]:", what="the fixed cell to run")
         assert text() == FIX_FIXED
