@@ -21,7 +21,7 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
-from tests.cost_marks import COSTS, CostGuardError, guarding, install_guard, item_costs
+from tests.cost_marks import COSTS, CostGuardError, guarding, install_guard, item_costs, missing_libraries
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
@@ -35,9 +35,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by cost (tests/cost_marks.py): explicit cost markers are kept, inferred ones added.
 
     An explicit ``unit`` marker overrules the inference (a test that only names costly programs, as
-    data); the guard still holds it to that.
+    data); the guard still holds it to that. A test whose code strings import an optional library
+    that is not installed (torch, polars, tensorflow, ...: cost_marks.OPTIONAL_LIBRARIES) is skipped,
+    saying which, instead of failing in the kernel; with the libraries installed nothing changes.
     """
     for item in items:
+        missing = missing_libraries(item)
+        if missing:
+            why = f"needs {', '.join(missing)}, not installed (pip install -e '.[test]' has it)"
+            item.add_marker(pytest.mark.skip(reason=why))
         if item.get_closest_marker("unit") is not None:
             continue
         explicit = {c for c in COSTS if item.get_closest_marker(c) is not None}

@@ -14,20 +14,29 @@ sources, both read statically:
    ``KernelManager`` (a kernel), ``SERVER_COMMAND`` (the server), ``sync_playwright`` (a browser),
    the strings ``"nvim"``/``"emacs"`` (an editor), ``"llama_cpp.server"`` (a real LLM server), and so on.
 
-What a static reading cannot see (crane's own code starting a kernel in-process, as ``crane-lsp
-check`` does) is caught at run time: while a ``unit`` test runs, starting a kernel, the server, a
-browser, an editor or an LLM server raises :class:`CostGuardError` and fails the test, naming the
-program, so an unmarked newcomer cannot slow the unit subset down unnoticed. The cure is an explicit marker
-(``pytestmark = pytest.mark.kernel`` or ``@pytest.mark.kernel``), or a seed added here.
+crane's own doors that start a kernel in-process (``crane_lsp.cli.main``, ``KernelLink.start``) are
+seeds too (CRANE_SEEDS). What a static reading still misses is caught at run time: while a ``unit``
+test runs, starting a kernel, the server, a browser, an editor or an LLM server raises
+:class:`CostGuardError` and fails the test, naming the program, so an unmarked newcomer cannot slow
+the unit subset down unnoticed. The cure is an explicit marker (``pytestmark = pytest.mark.kernel``
+or ``@pytest.mark.kernel``), or a seed added here.
+
+The same walk reads which optional libraries (torch, polars, tensorflow, ...) the code strings a
+test sends to its kernel import, and its parameters' (a check table's setup, an example notebook),
+so that conftest.py skips, with the reason, a ``kernel`` test whose library is not installed.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
+import importlib.util
 import inspect
 import itertools
+import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -83,6 +92,37 @@ CRANE_SEEDS: dict[str, str] = {
 """crane's own doors that start a kernel in-process, by dotted name (a prefix covers a whole module):
 the CLI's commands replay a notebook on a fresh kernel (its argument errors are counted too: a
 static reading cannot tell them apart, and over-marking only shrinks the unit subset)."""
+
+OPTIONAL_LIBRARIES = frozenset(
+    {"torch", "tensorflow", "keras", "polars", "dask", "distributed", "pyspark", "sklearn", "scipy"}
+    | {"statsmodels", "seaborn", "matplotlib"}
+)
+"""Libraries of the ``ml`` and ``test`` extras a check table's kernel may import: a ``kernel`` test
+whose code strings import one that is not installed is skipped with the reason, never failed
+(conftest.py). A test without a kernel only reads such strings, so it runs either way."""
+
+LIBRARY = "lib:"  # a fact's prefix: an optional library, not a cost
+
+_IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", re.M)
+
+
+def imported_libraries(text: str) -> set[str]:
+    """The optional libraries a code string imports (parsed when it parses, else read line by line)."""
+    if "import" not in text:
+        return set()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        names = set(_IMPORT_LINE.findall(text))
+    else:
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+    return names & OPTIONAL_LIBRARIES
+
 
 PLUGIN_FIXTURES: dict[str, str] = {"pytest_lsp.plugin": "server"}
 """Fixtures made outside tests/, by the module that makes them: ``pytest_lsp.fixture`` starts the server."""
@@ -169,8 +209,10 @@ def _node_costs(mod: _Module, node: ast.AST, seen: set[tuple[Path, str]]) -> set
                 base = sub.module if isinstance(sub, ast.ImportFrom) else None
                 cost = _crane_cost(f"{base}.{alias.name}" if base else alias.name)
                 found |= {cost} if cost else set()
-        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value in STRING_SEEDS:
-            found.add(STRING_SEEDS[sub.value])
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            if sub.value in STRING_SEEDS:
+                found.add(STRING_SEEDS[sub.value])
+            found |= {LIBRARY + name for name in imported_libraries(sub.value)}
     return found
 
 
@@ -200,25 +242,48 @@ def _costs(path: Path, name: str, seen: set[tuple[Path, str]]) -> set[str]:
     return found
 
 
+def _function_facts(mod: _Module, node: ast.AST, seen: set[tuple[Path, str]]) -> set[str]:
+    """A function's own facts: its decorators count for costs only (a parametrize list names every
+    case's setup, while one case needs only its own libraries: those are read from its parameters)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _node_costs(mod, node, seen)
+    found: set[str] = set()
+    for part in [*node.body, node.args]:
+        found |= _node_costs(mod, part, seen)
+    for decorator in node.decorator_list:
+        found |= {f for f in _node_costs(mod, decorator, seen) if not f.startswith(LIBRARY)}
+    return found
+
+
 @cache
-def costs_of_definition(path: Path, qualname: str) -> frozenset[str]:
-    """The costs of a function of tests/ (``name`` or ``Class.method``), followed through its helpers."""
+def _facts_of_definition(path: Path, qualname: str) -> frozenset[str]:
     mod = _module(path)
     head, _, rest = qualname.partition(".")
-    if not rest:
+    if rest and "<locals>" not in qualname:
+        for node in mod.defs.get(head, []):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == rest:
+                        return frozenset(_function_facts(mod, item, {(path, head)}))
+    # a top-level function, or one made inside a factory (the factory's code is what we can read)
+    if rest or len(mod.defs.get(head, [])) != 1:
         return frozenset(_costs(path, head, set()))
-    if "<locals>" in qualname:  # made inside a factory: the factory's code is what we can read
-        return frozenset(_costs(path, head, set()))
-    for node in mod.defs.get(head, []):
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == rest:
-                    return frozenset(_node_costs(mod, item, {(path, head)}))
-    return frozenset(_costs(path, head, set()))
+    return frozenset(_function_facts(mod, mod.defs[head][0], {(path, head)}))
+
+
+def costs_of_definition(path: Path, qualname: str) -> frozenset[str]:
+    """The costs of a function of tests/ (``name`` or ``Class.method``), followed through its helpers."""
+    return frozenset(f for f in _facts_of_definition(path, qualname) if not f.startswith(LIBRARY))
+
+
+def libraries_of_definition(path: Path, qualname: str) -> frozenset[str]:
+    """The optional libraries that code strings reachable from a function of tests/ import."""
+    facts = _facts_of_definition(path, qualname)
+    return frozenset(f.removeprefix(LIBRARY) for f in facts if f.startswith(LIBRARY))
 
 
 def _function_costs(func: Callable[..., Any]) -> frozenset[str]:
-    """The costs of a test or fixture function, wherever it was defined."""
+    """The facts (costs, ``lib:`` names) of a test or fixture function, wherever it was defined."""
     module = getattr(func, "__module__", "") or ""
     if module in PLUGIN_FIXTURES:
         return frozenset({PLUGIN_FIXTURES[module]})
@@ -231,11 +296,10 @@ def _function_costs(func: Callable[..., Any]) -> frozenset[str]:
     path = Path(source).resolve()
     if path.parent != TESTS:
         return frozenset()
-    return costs_of_definition(path, inspect.unwrap(func).__qualname__)
+    return _facts_of_definition(path, inspect.unwrap(func).__qualname__)
 
 
-def item_costs(item: Any) -> set[str]:
-    """The inferred costs of one collected test: its own code and its fixtures' (see the module doc)."""
+def _item_facts(item: Any) -> set[str]:
     found: set[str] = set()
     function = getattr(item, "function", None)
     if function is not None:
@@ -246,6 +310,60 @@ def item_costs(item: Any) -> set[str]:
         for fixturedef in name2defs.get(name, ()):
             found |= _function_costs(fixturedef.func)
     return found
+
+
+def item_costs(item: Any) -> set[str]:
+    """The inferred costs of one collected test: its own code and its fixtures' (see the module doc)."""
+    return {f for f in _item_facts(item) if not f.startswith(LIBRARY)}
+
+
+def item_libraries(item: Any) -> set[str]:
+    """The optional libraries one collected test needs: imported by code strings its code, its
+    fixtures' or its parameters carry (a check table's setup, a kernel cell)."""
+    found = {f.removeprefix(LIBRARY) for f in _item_facts(item) if f.startswith(LIBRARY)}
+    callspec = getattr(item, "callspec", None)
+    for value in getattr(callspec, "params", {}).values():
+        for text in _strings(value):
+            found |= imported_libraries(text)
+    return found
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The strings a test parameter carries: itself, its items, a dataclass's fields (one level), and
+    the code of a notebook it names (``torch_classifier/classifier.ipynb``, under examples/)."""
+    if isinstance(value, (str, Path)) and str(value).endswith(".ipynb"):
+        yield from _notebook_code(str(value))
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        yield from (v for v in value if isinstance(v, str))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            inner = getattr(value, f.name)
+            if isinstance(inner, str):
+                yield inner
+
+
+@cache
+def _notebook_code(name: str) -> tuple[str, ...]:
+    for path in (Path(name), TESTS.parent / name, TESTS.parent / "examples" / name):
+        if path.is_file():
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+            code = [c for c in cells if c.get("cell_type") == "code"]
+            return tuple("".join(c.get("source", "")) for c in code)
+    return ()
+
+
+def missing_libraries(item: Any) -> list[str]:
+    """The optional libraries a ``kernel`` test needs that are not installed (by spec, not imported)."""
+    if "kernel" not in item_costs(item) and item.get_closest_marker("kernel") is None:
+        return []
+    return sorted(lib for lib in item_libraries(item) if _missing(lib))
+
+
+@cache
+def _missing(library: str) -> bool:
+    return importlib.util.find_spec(library) is None
 
 
 # -- the run-time guard of the unit subset ---------------------------------------------------------

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.cost_marks import COSTS, CostGuardError, costs_of_definition, guarding, program_cost
+from tests.cost_marks import (
+    COSTS,
+    CostGuardError,
+    _strings,
+    costs_of_definition,
+    guarding,
+    imported_libraries,
+    program_cost,
+)
 
 pytestmark = pytest.mark.unit  # it names costly programs only as data (argvs, synthetic sources)
 
@@ -124,3 +132,23 @@ def test_the_guard_stops_a_kernel_and_lets_a_cheap_program_run() -> None:
         )
     assert done.stdout.strip() == "42"
     assert len(violations) == 1 and "ipykernel_launcher" in violations[0]
+
+
+@pytest.mark.parametrize(
+    ("code", "libraries"),
+    [
+        ("import torch, torch.nn as nn\nt = torch.ones(2)\n", {"torch"}),
+        ("import numpy as np, pandas as pd, tensorflow as tf, keras\n", {"tensorflow", "keras"}),
+        ("from sklearn.linear_model import LogisticRegression\n", {"sklearn"}),
+        ("import polars as pl\nx = pl.DataFrame(\n", {"polars"}),  # a fragment: read line by line
+        ("import numpy as np\nimport pandas as pd\n", set()),  # the core: never skipped
+        ("s = 'import torch'\n", set()),  # text inside a string is not an import
+    ],
+)
+def test_optional_libraries_a_code_string_imports(code: str, libraries: set[str]) -> None:
+    assert imported_libraries(code) == libraries
+
+
+def test_a_notebook_parameter_is_read_for_its_imports() -> None:
+    code = "\n".join(_strings("torch_classifier/classifier.ipynb"))
+    assert "torch" in imported_libraries(code)
