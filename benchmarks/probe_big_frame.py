@@ -23,7 +23,7 @@ from crane_lsp.kernel.agent.wire import DEFAULT_BUDGETS
 from crane_lsp.kernel.probe_install import PROBE_SOURCE, call_expression, install_code
 from crane_lsp.snapshot import ProbeQuery
 
-SANDBOX = (Path(__file__).resolve().parents[1] / "crane_lsp/kernel/agent/dryrun.py").read_text()
+SANDBOX = (Path(__file__).resolve().parents[1] / "crane_lsp/kernel/agent/dryrun/dryrun.py").read_text()
 
 # object columns first, as in the measured notebook: they used to eat the budget of the cheap ones
 FRAME = """

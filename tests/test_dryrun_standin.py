@@ -1,5 +1,5 @@
 """The shape-level dry run (issue 36), forced on a CPU kernel: torch tensors and modules stood in by
-``meta`` tensors (``kernel/agent/standin.py``), exactly as in a kernel that initialised CUDA.
+``meta`` tensors (``kernel/agent/dryrun/standin.py``), exactly as in a kernel that initialised CUDA.
 
 Each crash class is a crash and its near miss; the truth is the same cell run for real on the CPU
 afterwards (the device mismatch excepted: ``.to("cuda")`` on this CPU-only torch fails differently for

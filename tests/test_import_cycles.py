@@ -120,16 +120,17 @@ def agent_graph(folder: Path | None = None) -> dict[str, set[str]]:
     """Which agent modules each agent module imports (``TYPE_CHECKING`` imports too: in the kernel
     they are one module, so these name the modules whose names it uses)."""
     folder = folder or AGENT
-    names = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+    paths = {path.stem: path for path in folder.rglob("*.py") if path.stem != "__init__"}
+    names = set(paths)
     graph: dict[str, set[str]] = {}
     for name in names:
         used: set[str] = set()
-        for node in ast.walk(ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))):
+        for node in ast.walk(ast.parse(paths[name].read_text(encoding="utf-8"))):
             if not isinstance(node, ast.ImportFrom):
                 continue
-            if node.level == 0:  # crane_lsp.kernel.agent.<module>
+            if node.level == 0:  # crane_lsp.kernel.agent[.<part>].<module>
                 head, _, module = (node.module or "").rpartition(".")
-                used.update({module} & names if head == JOINED else set())
+                used.update({module} & names if head == JOINED or head.startswith(JOINED + ".") else set())
             else:  # .<module> or from . import <module>
                 used.update({node.module} & names if node.module else {a.name for a in node.names} & names)
         graph[name] = used - {name}
@@ -162,8 +163,8 @@ def test_agent_modules_import_one_way() -> None:
 def test_the_two_spellings_of_the_fallback_rule_class_agree() -> None:
     """jail_semaphores answers joblib's probe with the rule class jail_answers settles on: one value
     written twice (each module imports standalone), so it is checked here."""
-    from crane_lsp.kernel.agent.jail_answers import _JAN_FALLBACK
-    from crane_lsp.kernel.agent.jail_semaphores import _JSE_FALLBACK
+    from crane_lsp.kernel.agent.jail.jail_answers import _JAN_FALLBACK
+    from crane_lsp.kernel.agent.jail.jail_semaphores import _JSE_FALLBACK
 
     assert _JAN_FALLBACK == _JSE_FALLBACK
 

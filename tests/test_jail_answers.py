@@ -20,7 +20,7 @@ import pytest
 from jail_util import NOBODY, JailKernel, jail_kernels, verdict
 
 from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
-from crane_lsp.kernel.agent.jail_answers import (
+from crane_lsp.kernel.agent.jail.jail_answers import (
     _JAN_FALLBACK,
     _JAN_KNOWN,
     _JAN_SHAPED,
@@ -300,7 +300,7 @@ def test_a_blocked_verdict_keeps_the_answered_calls_in_its_notes() -> None:
 
 
 def test_every_rule_is_defined_in_the_joined_probe() -> None:
-    from crane_lsp.kernel.agent.jail_answers import _JAN_RULES
+    from crane_lsp.kernel.agent.jail.jail_answers import _JAN_RULES
     from crane_lsp.kernel.probe_install import PROBE_SOURCE
 
     joined: dict[str, object] = {}

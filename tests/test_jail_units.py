@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from crane_lsp.kernel.agent import jail_fds, jail_landlock, jail_maps, jail_seccomp
+from crane_lsp.kernel.agent.jail import jail_fds, jail_landlock, jail_maps, jail_seccomp
 from crane_lsp.kernel.probe_install import PROBE_SOURCE
 
 
@@ -246,7 +246,7 @@ def test_shared_mappings_asked_of_the_kernel_are_those_in_proc_maps(tmp_path: Pa
 
 def test_pool_libraries_from_the_loader_are_those_in_proc_maps() -> None:
     pytest.importorskip("numpy")
-    from crane_lsp.kernel.agent import jail_threads
+    from crane_lsp.kernel.agent.jail import jail_threads
 
     with open("/proc/self/maps", "rb") as maps:
         listed = jail_threads._jth_pool_libraries(maps.read())
@@ -262,7 +262,7 @@ def test_openblas_keeps_the_kernels_count_and_starts_no_worker() -> None:
     machine), any other is set to one in place; either way no worker exists before the cell, and
     a product then finishes."""
     np = pytest.importorskip("numpy")
-    from crane_lsp.kernel.agent import jail_threads
+    from crane_lsp.kernel.agent.jail import jail_threads
 
     a = np.random.default_rng(0).random((600, 600))
     (a @ a).sum()  # the kernel has used its pool before the fork

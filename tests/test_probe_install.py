@@ -49,7 +49,7 @@ def test_no_two_joined_modules_define_the_same_top_level_name() -> None:
 
 
 def test_every_agent_module_is_joined_and_none_uses_future_imports() -> None:
-    agent = {f"agent/{p.name}" for p in (KERNEL / "agent").glob("*.py") if p.name != "__init__.py"}
+    agent = {str(p.relative_to(KERNEL)) for p in (KERNEL / "agent").rglob("*.py") if p.name != "__init__.py"}
     assert agent <= set(probe_install.SOURCES)
     for rel in probe_install.SOURCES:
         tree = ast.parse((KERNEL / rel).read_text(encoding="utf-8"))

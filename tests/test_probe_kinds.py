@@ -1,4 +1,5 @@
-"""Adding a probe kind fails loudly wherever a step is forgotten (the recipe: ``kernel/agent/summaries.py``).
+"""Adding a probe kind fails loudly wherever a step is forgotten (the recipe:
+``kernel/agent/probe/summaries.py``).
 
 Every ``ObjectKind`` must be recognised by one of the agent's tables, and the library behind it must be
 trusted (``safe._TRUSTED``: its properties and dunders may run) or read from its schema only

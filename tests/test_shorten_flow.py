@@ -1,4 +1,4 @@
-"""The data flow that decides a shortened run's verdict (``kernel/agent/shorten_flow.py``): what the
+"""The data flow that decides a shortened run's verdict (``kernel/agent/shorten/shorten_flow.py``): what the
 failing line reads that the shortening changed, through the cell's own statements. Pure functions
 of the cell's text and the run's facts: no kernel needed (the same rules in a real kernel:
 ``test_slow_cells_dependence.py``)."""
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from crane_lsp.kernel.agent.shorten_flow import _shf_dependence
+from crane_lsp.kernel.agent.shorten.shorten_flow import _shf_dependence
 
 
 def _kinds(cell: str, line: int, **shortened: Any) -> dict[str, list[str]]:

@@ -165,7 +165,7 @@ def test_only_the_slow_loop_is_cut_and_the_data_stays_whole(seen: Seen) -> None:
 
 
 def test_where_the_time_goes_decides_what_is_shortened() -> None:
-    from crane_lsp.kernel.agent.shorten_flow import _shf_slow_part as _sh_slow_part
+    from crane_lsp.kernel.agent.shorten.shorten_flow import _shf_slow_part as _sh_slow_part
 
     cell = "x = df.apply(f, axis=1)\nfor i in tqdm(range(n)):\n    for j in range(m):\n        s += j\n"
     assert _sh_slow_part(cell, 4)["where"] == {

@@ -6,13 +6,18 @@ it freezes), and meta-estimators may delegate to what they wrap (``FixedThreshol
 prefit classifier predicts without ``fit``). A freshly built estimator is therefore certainly unfitted
 only when its rule does not depend on what it wraps, or when everything it wraps is itself unfitted.
 
-The kernel's twin, for estimators already in the kernel, is ``kernel/agent/sum_ml._sk_fitted``; both
-read the class lists of ``kernel/agent/sk_protocol.py`` (stdlib, imported alone here).
+The kernel's twin, for estimators already in the kernel, is ``kernel/agent/probe/sum_ml._sk_fitted``; both
+read the class lists of ``kernel/agent/probe/sk_protocol.py`` (stdlib, imported alone here).
 """
 
 from __future__ import annotations
 
-from crane_lsp.kernel.agent.sk_protocol import _SK_DELEGATE, _SK_INNER_PARAMS, _SK_OWN_FIT, _SK_STATELESS
+from crane_lsp.kernel.agent.probe.sk_protocol import (
+    _SK_DELEGATE,
+    _SK_INNER_PARAMS,
+    _SK_OWN_FIT,
+    _SK_STATELESS,
+)
 
 #: ``requires_fit`` False in scikit-learn: methods work without ``fit``.
 STATELESS = _SK_STATELESS

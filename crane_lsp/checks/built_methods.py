@@ -1,15 +1,15 @@
 """A method call the method's signature rejects, on an estimator the cell itself builds from a kernel class:
 ``m = LinearRegression(); m.fit(X, y, epochs=3)`` -> TypeError.
 
-The instance exists only when the cell runs, so the probe reads the method on the kernel's class instead
-(chain ``LinearRegression.fit``, the unbound function: ``self`` first). Its ``params`` follow the same rule as
-``python.call-signature``'s (kernel/agent/sum_python.py): sent only when the signature is the real contract,
-through known forwarding wrappers (scikit-learn's ``_fit_context``) and never through other ones. The class
-must be a scikit-learn class the walk saw constructed (``Val.est``) whose own construction contract is plain
-(the class summary has ``params``: ``type.__call__``, ``object.__new__``, a plain ``__init__``), so the new
-instance finds the method on its class. A class the cell imports itself is read from the module the kernel
-has loaded (chains ``@module.C`` and ``@module.C.method``, ``CellFacts.imported_names``).
-"""
+The instance exists only when the cell runs, so the probe reads the method on the kernel's class
+instead (chain ``LinearRegression.fit``, the unbound function: ``self`` first). Its ``params``
+follow the same rule as ``python.call-signature``'s (kernel/agent/probe/sum_python.py): sent only
+when the signature is the real contract, through known forwarding wrappers (scikit-learn's
+``_fit_context``) and never through other ones. The class must be a scikit-learn class the walk saw
+constructed (``Val.est``) whose own construction contract is plain (the class summary has
+``params``: ``type.__call__``, ``object.__new__``, a plain ``__init__``), so the new instance finds
+the method on its class. A class the cell imports itself is read from the module the kernel has
+loaded (chains ``@module.C`` and ``@module.C.method``, ``CellFacts.imported_names``)."""
 
 from __future__ import annotations
 

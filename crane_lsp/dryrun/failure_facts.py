@@ -1,6 +1,6 @@
 """An observed crash that explains itself: the facts the dry run's child read at the failing line.
 
-The child (``kernel/agent/failfacts.py``) answers the values the failing line reads (and those of the
+The child (``kernel/agent/dryrun/failfacts.py``) answers the values the failing line reads (and those of the
 innermost function from an earlier cell), the loop it was in and where each value was last bound.
 Here they become what the user reads, the way the checks show theirs: a one-line cause in the checks'
 voice where the facts make it plain (``causes.py``), the raw message kept beneath it, evidence

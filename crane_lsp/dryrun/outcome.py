@@ -43,8 +43,8 @@ class DryRunOutcome(BaseModel):
     prepared: bool | None = None  # run in a child prepared ahead (no fork, no jail on its way)
     prepared_age_s: float | None = None  # how long that child had waited
     shortened: ShortenedRuns | None = None  # runs on samples beside a full run that did not finish
-    facts: FailFacts | None = None  # what the failing line read (kernel/agent/failfacts.py)
-    standin: dict[str, Any] | None = None  # a shape-level run: why, names, devices (agent/standin.py)
+    facts: FailFacts | None = None  # what the failing line read (kernel/agent/dryrun/failfacts.py)
+    standin: dict[str, Any] | None = None  # a shape-level run: why, names, devices (agent/dryrun/standin.py)
 
 
 class DryRunPrepared(BaseModel):
@@ -113,7 +113,7 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
         p.notes.append(f"no shape error seen in a shape-level dry run {shape_level} in {took}")
         p.notes.extend(outcome.notes or [])
         return p
-    if outcome.outcome == "no_verdict":  # a shape-level run that needed values (agent/standin.py)
+    if outcome.outcome == "no_verdict":  # a shape-level run that needed values (agent/dryrun/standin.py)
         at = f" (line {outcome.line})" if outcome.line else ""
         stopped = _unanswered(
             "needs-values", f"no verdict: {outcome.message}{at}", f"dry run no verdict: {outcome.message}"

@@ -85,7 +85,7 @@ class DryRunner:
             ran = ran if isinstance(ran, Mapping) else None
             payload["shorten"].update(self.slow_cells.forecast(source, budget, ran))
         payload["privacy"] = self.settings.privacy  # the failing line's facts honour it
-        payload.update(_standin())  # a shape-level run forced from here (agent/standin.py)
+        payload.update(_standin())  # a shape-level run forced from here (agent/dryrun/standin.py)
         self._prepared = None  # a prepared child is used (or discarded) now: the next edit prepares again
         raw = await self.link.call("dry_run", payload, timeout=budget + 10)
         outcome = DryRunOutcome.model_validate(raw)

@@ -1,6 +1,6 @@
 """The verdict of a shortened dry run: what two runs on small samples of a slow cell's data can say.
 
-The kernel side (``kernel/agent/shorten*.py``) runs a cell whose full dry run did not finish on a
+The kernel side (``kernel/agent/shorten/shorten*.py``) runs a cell whose full dry run did not finish on a
 sample of its data with fewer iterations, and, when that raises, on a second, different sample. A
 crash is reported (an Error, certainty ``observed``, the message saying it was a shortened run and
 what was shortened) only when both samples raise the same exception on the same line with the same
@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName
-from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_decide
+from crane_lsp.kernel.agent.shorten.shorten_rules import _shr_alike, _shr_decide
 from crane_lsp.prediction import Evidence, NoVerdictReason, Prediction, Source, line_position
 
 
@@ -107,7 +107,7 @@ def describe(run: ShortenedRun) -> str:
 
 def doubt(first: ShortenedRun, second: ShortenedRun, source: str) -> str | None:
     """Why a crash both samples showed may come from the shortening; None when it cannot (the
-    rules the kernel applies too: ``kernel/agent/shorten_rules.py``)."""
+    rules the kernel applies too: ``kernel/agent/shorten/shorten_rules.py``)."""
     return decide(first, second, source)[0]
 
 

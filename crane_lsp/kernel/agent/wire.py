@@ -341,7 +341,7 @@ DEADLINE: Final = "deadline"
 
 
 # ------------------------------------------------------------------------------------------------
-# The facts at a dry run's failing line (agent/failfacts.py -> the verdict's ``facts``)
+# The facts at a dry run's failing line (agent/dryrun/failfacts.py -> the verdict's ``facts``)
 # ------------------------------------------------------------------------------------------------
 
 

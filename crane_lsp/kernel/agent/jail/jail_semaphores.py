@@ -21,7 +21,7 @@ import struct as _jse_struct
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # in the kernel these come from jail_seccomp, joined before
-    from crane_lsp.kernel.agent.jail_seccomp import _jsc_libc, _jsc_path
+    from crane_lsp.kernel.agent.jail.jail_seccomp import _jsc_libc, _jsc_path
 
 _JSE_KEPT = "kept in the copy"
 _JSE_FALLBACK = "handled fallback"  # jail_answers' rule class of the same name (_JSE_FALLBACK)

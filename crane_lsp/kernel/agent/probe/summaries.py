@@ -26,12 +26,22 @@ import types as _types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
-    from crane_lsp.kernel.agent.frames import (
+    from crane_lsp.kernel.agent.guard import (
+        _Deadline,
+    )
+    from crane_lsp.kernel.agent.probe.frames import (
         _FRM_SUMMARISERS,
         _frm_classify,
     )
-    from crane_lsp.kernel.agent.guard import (
-        _Deadline,
+    from crane_lsp.kernel.agent.probe.sum_data import (
+        _DATA_SUMMARISERS,
+        _sum_dataframe,
+    )
+    from crane_lsp.kernel.agent.probe.sum_ml import (
+        _ML_SUMMARISERS,
+    )
+    from crane_lsp.kernel.agent.probe.sum_python import (
+        _PY_SUMMARISERS,
     )
     from crane_lsp.kernel.agent.safe import (
         _KERAS_TOPS,
@@ -49,16 +59,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _static,
         _trunc,
         _trusted,
-    )
-    from crane_lsp.kernel.agent.sum_data import (
-        _DATA_SUMMARISERS,
-        _sum_dataframe,
-    )
-    from crane_lsp.kernel.agent.sum_ml import (
-        _ML_SUMMARISERS,
-    )
-    from crane_lsp.kernel.agent.sum_python import (
-        _PY_SUMMARISERS,
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,

@@ -17,7 +17,7 @@ import os as _sh_os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
-    from crane_lsp.kernel.agent.dryrun import (
+    from crane_lsp.kernel.agent.dryrun.dryrun import (
         _SB_FILENAME,
         _sb_cold,
         _sb_contextlib,
@@ -27,9 +27,9 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_transform,
     )
     from crane_lsp.kernel.agent.dryrun_wire import SHORTENED_RUN_KEYS
-    from crane_lsp.kernel.agent.shorten_flow import _shf_slow_part
-    from crane_lsp.kernel.agent.shorten_rules import _shr_alike, _shr_doubt
-    from crane_lsp.kernel.agent.shorten_sample import (
+    from crane_lsp.kernel.agent.shorten.shorten_flow import _shf_slow_part
+    from crane_lsp.kernel.agent.shorten.shorten_rules import _shr_alike, _shr_doubt
+    from crane_lsp.kernel.agent.shorten.shorten_sample import (
         _SHS_CAP,
         _SHS_CAPS,
         _SHS_RANGE,

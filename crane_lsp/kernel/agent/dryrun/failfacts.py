@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.guard import _Clock, _Deadline
+    from crane_lsp.kernel.agent.probe.summaries import _classify, _summarise
     from crane_lsp.kernel.agent.safe import _MISSING, _mro, _qualname, _static
-    from crane_lsp.kernel.agent.summaries import _classify, _summarise
     from crane_lsp.kernel.agent.wire import (
         DEFAULT_BUDGETS,
         FailFactsWire,

@@ -20,14 +20,21 @@ import time as _sb_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
-    from crane_lsp.kernel.agent.dryrun_timeit import _dti_run_once
-    from crane_lsp.kernel.agent.failfacts import _ff_collect
+    from crane_lsp.kernel.agent.dryrun.dryrun_timeit import _dti_run_once
+    from crane_lsp.kernel.agent.dryrun.failfacts import _ff_collect
+    from crane_lsp.kernel.agent.dryrun.refusal import _frm_refusal
+    from crane_lsp.kernel.agent.dryrun.standin import _sti_begin, _sti_needed, _sti_note, _StiNoVerdict
     from crane_lsp.kernel.agent.guard import _JSONResult, _SandboxBlocked
-    from crane_lsp.kernel.agent.jail_answers import _jan_errnos, _jan_listen, _jan_settle, _JanLog
-    from crane_lsp.kernel.agent.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
-    from crane_lsp.kernel.agent.jail_landlock import _jll_libc, _jll_restrict
-    from crane_lsp.kernel.agent.jail_maps import _jmp_libc, _jmp_privatise, _jmp_seen_own_work, _JmpRefused
-    from crane_lsp.kernel.agent.jail_seccomp import (
+    from crane_lsp.kernel.agent.jail.jail_answers import _jan_errnos, _jan_listen, _jan_settle, _JanLog
+    from crane_lsp.kernel.agent.jail.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
+    from crane_lsp.kernel.agent.jail.jail_landlock import _jll_libc, _jll_restrict
+    from crane_lsp.kernel.agent.jail.jail_maps import (
+        _jmp_libc,
+        _jmp_privatise,
+        _jmp_seen_own_work,
+        _JmpRefused,
+    )
+    from crane_lsp.kernel.agent.jail.jail_seccomp import (
         _JSC_RET_KILL_PROCESS,
         _JSC_RET_USER_NOTIF,
         _jsc_build,
@@ -39,17 +46,15 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _jsc_probe_listener,
         _JscUnavailable,
     )
-    from crane_lsp.kernel.agent.jail_threads import _jth_pools, _jth_single_thread
-    from crane_lsp.kernel.agent.jail_workers import _jwk_report, _jwk_single_process
-    from crane_lsp.kernel.agent.refusal import _frm_refusal
-    from crane_lsp.kernel.agent.shorten_extrapolate import _shx_extrapolate
-    from crane_lsp.kernel.agent.shorten_report import (
+    from crane_lsp.kernel.agent.jail.jail_threads import _jth_pools, _jth_single_thread
+    from crane_lsp.kernel.agent.jail.jail_workers import _jwk_report, _jwk_single_process
+    from crane_lsp.kernel.agent.shorten.shorten_extrapolate import _shx_extrapolate
+    from crane_lsp.kernel.agent.shorten.shorten_report import (
         _shp_report_shortened,
         _shp_report_where,
         _shp_stop_reports,
     )
-    from crane_lsp.kernel.agent.shorten_sample import _shs_failure_facts, _shs_sample
-    from crane_lsp.kernel.agent.standin import _sti_begin, _sti_needed, _sti_note, _StiNoVerdict
+    from crane_lsp.kernel.agent.shorten.shorten_sample import _shs_failure_facts, _shs_sample
 
 _SB_FILENAME = "<crane-dryrun>"
 

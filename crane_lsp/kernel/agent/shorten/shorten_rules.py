@@ -18,11 +18,11 @@ import re as _shr_re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # in the kernel it is joined before this module
-    from crane_lsp.kernel.agent.shorten_flow import _shf_dependence, _shf_merged
+    from crane_lsp.kernel.agent.shorten.shorten_flow import _shf_dependence, _shf_merged
 try:
     _shf_dependence  # noqa: B018 - joined before this module in the kernel
 except NameError:  # imported alone by the client
-    from crane_lsp.kernel.agent.shorten_flow import _shf_dependence, _shf_merged
+    from crane_lsp.kernel.agent.shorten.shorten_flow import _shf_dependence, _shf_merged
 
 #: Failures whose message names the reason a sample can cause: too few rows or classes for a
 #: parameter, empty selections, reshapes and sizes. Matched case-insensitively.

@@ -18,7 +18,12 @@ import time as _time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
-    from crane_lsp.kernel.agent.facts import (
+    from crane_lsp.kernel.agent.guard import (
+        _Clock,
+        _Deadline,
+        _JSONResult,
+    )
+    from crane_lsp.kernel.agent.probe.facts import (
         _find_spec_static,
         _lookup_static,
         _module_chain,
@@ -27,10 +32,15 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _resolve_chain,
         _subscript_value,
     )
-    from crane_lsp.kernel.agent.guard import (
-        _Clock,
-        _Deadline,
-        _JSONResult,
+    from crane_lsp.kernel.agent.probe.sum_data import (
+        _index_has,
+    )
+    from crane_lsp.kernel.agent.probe.sum_python import (
+        _free_globals_wanted,
+        _sum_callable,
+    )
+    from crane_lsp.kernel.agent.probe.summaries import (
+        _summarise,
     )
     from crane_lsp.kernel.agent.safe import (
         _MISSING,
@@ -38,16 +48,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _exc_text,
         _instance_dict,
         _qualname,
-    )
-    from crane_lsp.kernel.agent.sum_data import (
-        _index_has,
-    )
-    from crane_lsp.kernel.agent.sum_python import (
-        _free_globals_wanted,
-        _sum_callable,
-    )
-    from crane_lsp.kernel.agent.summaries import (
-        _summarise,
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,

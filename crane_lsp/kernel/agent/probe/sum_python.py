@@ -16,6 +16,9 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _Deadline,
         _guarded,
     )
+    from crane_lsp.kernel.agent.probe.sum_ml import (
+        _sum_history,
+    )
     from crane_lsp.kernel.agent.safe import (
         _KERAS_TOPS,
         _REPR_MAX,
@@ -32,9 +35,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _static,
         _trunc,
         _trusted,
-    )
-    from crane_lsp.kernel.agent.sum_ml import (
-        _sum_history,
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,

@@ -14,6 +14,10 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _Clock,
         _field,
     )
+    from crane_lsp.kernel.agent.probe.stats import (
+        _array_stats,
+        _series_stats,
+    )
     from crane_lsp.kernel.agent.safe import (
         _MAX_COLUMN_NAMES,
         _cls_module,
@@ -24,10 +28,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _mro,
         _safe_repr,
         _shape_list,
-    )
-    from crane_lsp.kernel.agent.stats import (
-        _array_stats,
-        _series_stats,
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,

@@ -25,7 +25,7 @@ import time as _dw_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
-    from crane_lsp.kernel.agent.dryrun import (
+    from crane_lsp.kernel.agent.dryrun.dryrun import (
         _DryRunResult,
         _sb_cold,
         _sb_compile,
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _sb_sys,
         _sb_wait,
     )
-    from crane_lsp.kernel.agent.shorten import _sh_begin
+    from crane_lsp.kernel.agent.shorten.shorten import _sh_begin
     from crane_lsp.kernel.agent.wire import PREPARE_WINDOW_S
 
 _dw_state: dict[str, Any] = {}  # "child": this kernel's one prepared child

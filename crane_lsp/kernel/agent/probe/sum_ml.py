@@ -15,6 +15,12 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _guarded,
         _left_as_found,
     )
+    from crane_lsp.kernel.agent.probe.sk_protocol import (
+        _SK_DELEGATE,
+        _SK_INNER_PARAMS,
+        _SK_OWN_FIT,
+        _SK_STATELESS,
+    )
     from crane_lsp.kernel.agent.safe import (
         _MAX_COLUMN_NAMES,
         _cls_name,
@@ -34,7 +40,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _trunc,
         _trusted,
     )
-    from crane_lsp.kernel.agent.sk_protocol import _SK_DELEGATE, _SK_INNER_PARAMS, _SK_OWN_FIT, _SK_STATELESS
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,
         EstimatorWire,

@@ -27,6 +27,9 @@ import types as _types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
+    from crane_lsp.kernel.agent.probe.summaries import (
+        _classify,
+    )
     from crane_lsp.kernel.agent.safe import (
         _MISSING,
         _TRUSTED,
@@ -41,9 +44,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _mro,
         _qualname,
         _trusted,
-    )
-    from crane_lsp.kernel.agent.summaries import (
-        _classify,
     )
     from crane_lsp.kernel.agent.wire import (
         AttributeFactWire,

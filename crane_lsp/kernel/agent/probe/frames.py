@@ -23,6 +23,12 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _Clock,
         _Deadline,
     )
+    from crane_lsp.kernel.agent.probe.stats import (
+        _empty_stats,
+        _examples,
+        _nan_and_range,
+        _value_kind_numeric,
+    )
     from crane_lsp.kernel.agent.safe import (
         _MAX_COLUMN_NAMES,
         _cls_module,
@@ -31,12 +37,6 @@ if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOUR
         _known_class,
         _mro,
         _trunc,
-    )
-    from crane_lsp.kernel.agent.stats import (
-        _empty_stats,
-        _examples,
-        _nan_and_range,
-        _value_kind_numeric,
     )
     from crane_lsp.kernel.agent.wire import (
         DEADLINE,

@@ -10,7 +10,7 @@ import types as _types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
-    from crane_lsp.kernel.agent.probe import (
+    from crane_lsp.kernel.agent.probe.probe import (
         _shell,
     )
     from crane_lsp.kernel.agent.safe import (

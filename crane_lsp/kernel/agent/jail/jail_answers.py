@@ -32,14 +32,14 @@ import struct as _jan_struct
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semaphores, joined before
-    from crane_lsp.kernel.agent.jail_seccomp import (
+    from crane_lsp.kernel.agent.jail.jail_seccomp import (
         _JSC_X86_64,
         _jsc_describe,
         _jsc_libc,
         _jsc_path,
         _jsc_read,
     )
-    from crane_lsp.kernel.agent.jail_semaphores import (
+    from crane_lsp.kernel.agent.jail.jail_semaphores import (
         _JSE_INJECT,
         _jse_create,
         _jse_inject,

@@ -1,0 +1,1 @@
+"""The probe: what the kernel's objects are, read without running them (summaries, facts, stats)."""
