@@ -89,3 +89,18 @@ def test_registered_check_crash_and_near_miss_really_run(kernel, check_id: str) 
         pytest.fail(f"{check_id} has no crash case or no near miss")
     verify(kernel, crash)
     verify(kernel, near)
+
+
+def test_every_check_module_is_loaded_without_a_list_to_edit() -> None:
+    """A new module in crane_lsp/checks/ registers its checks with no other edit (found on disk)."""
+    from pathlib import Path
+
+    import crane_lsp.checks
+    from crane_lsp.checks.runner import CHECK_MODULES
+
+    on_disk = {
+        f"crane_lsp.checks.{p.stem}"
+        for p in Path(crane_lsp.checks.__file__).parent.glob("*.py")
+        if p.stem not in ("__init__", "registry", "runner")
+    }
+    assert set(CHECK_MODULES) == on_disk and len(CHECK_MODULES) == len(on_disk)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import pkgutil
 from collections.abc import Callable
 
 from crane_lsp.analysis.effects import PURE_LIBRARIES
@@ -22,8 +23,8 @@ from crane_lsp.snapshot import Snapshot
 
 _log = logging.getLogger(__name__)
 
-#: Modules whose import registers checks. A module that fails to import is logged and skipped.
-CHECK_MODULES: tuple[str, ...] = (
+#: The order the first check modules register in (a tie in position goes to the earlier check).
+_FIRST: tuple[str, ...] = (
     "crane_lsp.checks.python",
     "crane_lsp.checks.pandas",
     "crane_lsp.checks.arrays",
@@ -42,6 +43,24 @@ CHECK_MODULES: tuple[str, ...] = (
     "crane_lsp.checks.plot_columns",
     "crane_lsp.checks.plot_lengths",
 )
+#: Modules of this package that are not checks.
+_NOT_CHECKS = frozenset({"registry", "runner"})
+
+
+def _check_modules() -> tuple[str, ...]:
+    """Every module of ``crane_lsp.checks`` but the registry and the runner: ``_FIRST`` in its order,
+    then any other, found on disk (a new check module needs no edit here)."""
+    import crane_lsp.checks
+
+    found = sorted(
+        m.name for m in pkgutil.iter_modules(crane_lsp.checks.__path__) if m.name not in _NOT_CHECKS
+    )
+    rest = tuple(f"crane_lsp.checks.{name}" for name in found if f"crane_lsp.checks.{name}" not in _FIRST)
+    return _FIRST + rest
+
+
+#: Modules whose import registers checks. A module that fails to import is logged and skipped.
+CHECK_MODULES: tuple[str, ...] = _check_modules()
 
 
 @functools.cache
