@@ -87,6 +87,25 @@ def _unanswered(reason: NoVerdictReason, headline: str, text: str) -> Prediction
     return p
 
 
+def _observed(
+    outcome: DryRunOutcome, target: str, executed: Sequence[str], seen: str, note: str
+) -> Prediction:
+    """The crash a dry run saw, on its line, with the library's own message and the facts at the line
+    (cause, evidence, origins: ``causes.py``)."""
+    observed = Prediction(
+        crash=True,
+        certainty="observed",
+        exception=outcome.exception,
+        **line_position(target, outcome.line),
+        message=_one_line(outcome.exception, outcome.message),
+        raw_message=outcome.message or "",
+        diagnosis=seen + (f": {outcome.message}" if outcome.message else "") + ".",
+        source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
+        notes=[note, *(outcome.notes or [])],
+    )
+    return with_failure_facts(observed, outcome.facts, executed)
+
+
 def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequence[str] = ()) -> Prediction:
     took = f"{outcome.round_trip_s or 0:.2f} s" + (
         " (a copy prepared while you typed)" if outcome.prepared else ""
@@ -95,18 +114,7 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
     if outcome.outcome == "raised" and shape_level:
         at = f" at line {outcome.line}" if outcome.line else ""
         seen = f"raised {outcome.exception}{at} in a shape-level dry run {shape_level}"
-        observed = Prediction(
-            crash=True,
-            certainty="observed",
-            exception=outcome.exception,
-            **line_position(target, outcome.line),
-            message=_one_line(outcome.exception, outcome.message),
-            raw_message=outcome.message or "",
-            diagnosis=f"The cell {seen}" + (f": {outcome.message}" if outcome.message else "") + ".",
-            source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
-            notes=[f"{seen} in {took}", *(outcome.notes or [])],
-        )
-        return with_failure_facts(observed, outcome.facts, executed)
+        return _observed(outcome, target, executed, f"The cell {seen}", f"{seen} in {took}")
     if outcome.outcome == "completed" and shape_level:  # shapes only: never "ran clean"
         p = Prediction.nothing_found("no shape error seen in a shape-level dry run")
         p.source = Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000)
@@ -121,23 +129,11 @@ def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequenc
         stopped.notes.extend(outcome.notes or [])
         return stopped
     if outcome.outcome == "raised":
-        observed = Prediction(
-            crash=True,
-            certainty="observed",
-            exception=outcome.exception,
-            **line_position(target, outcome.line),
-            message=_one_line(outcome.exception, outcome.message),
-            raw_message=outcome.message or "",
-            diagnosis=(
-                f"Observed in a sandboxed copy of the kernel: the cell raised {outcome.exception}"
-                + (f" on line {outcome.line}" if outcome.line else "")
-                + (f": {outcome.message}" if outcome.message else "")
-                + "."
-            ),
-            source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
-            notes=[f"observed in a sandboxed copy of the kernel in {took}", *(outcome.notes or [])],
+        where = f" on line {outcome.line}" if outcome.line else ""
+        seen = f"Observed in a sandboxed copy of the kernel: the cell raised {outcome.exception}{where}"
+        return _observed(
+            outcome, target, executed, seen, f"observed in a sandboxed copy of the kernel in {took}"
         )
-        return with_failure_facts(observed, outcome.facts, executed)  # cause, evidence, origins
     if outcome.outcome == "completed":
         # Observed to run clean: final, the LLM has nothing to add. Other outcomes fall through.
         p = Prediction.ran_clean("ran clean in a sandboxed copy of the kernel")
