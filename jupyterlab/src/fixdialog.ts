@@ -8,16 +8,9 @@ import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import { APPLY, CANCEL, FIX_NOTE, FIX_TITLE, type FixRow } from './generated/cellVerdict';
+import { el } from './dom';
 import { fixDiff, fixLabel } from './fixes';
 
-function el(tag: string, cls: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = cls;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
 
 /**
  * The fix's label, its old and new lines and, unless `lead` is given (the run guard's question, whose

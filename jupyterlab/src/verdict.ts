@@ -4,6 +4,7 @@
  */
 
 import { FIX, LABEL, type FixRow } from './generated/cellVerdict';
+import { el } from './dom';
 import { fixLabel, topFix } from './fixes';
 import type { IVerdict } from './guard';
 
@@ -18,14 +19,6 @@ export interface IVerdictView {
 }
 
 
-function el(tag: string, cls: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = cls;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
 
 export function renderVerdict(view: IVerdictView): HTMLElement {
   const v = view.verdict;
