@@ -139,3 +139,21 @@ def test_dropping_an_argument_is_a_repair_only_when_python_refused_the_binding()
     assert does_less(call, dropped, 0).refused  # the same edit for another crash does less
     # a dropped subscript that is not a whole argument is still less work, binding or not
     assert does_less("t = df['gone'].sum()", "t = df.sum()", 0, binding=True).refused
+
+
+async def test_a_fix_that_runs_clean_but_leaves_a_name_unbound_does_less(prepared: TestKernel) -> None:
+    """The static guard sees ``fx_sum`` still assigned; the run in the child shows it never is (the
+    branch is never taken): a fix that binds less than the original would is refused after its run."""
+    cell = "fx_sum = fx_df['unit'].sum()\nfx_mean = fx_df['units'].mean()"
+    hidden = Fix(
+        description="d", start_line=0, end_line=1, new_text="if False: fx_sum = fx_df['units'].sum()"
+    )
+    honest = Fix(description="d", start_line=0, end_line=1, new_text="fx_sum = fx_df['units'].sum()")
+    async with await KernelLink.connect(prepared.connection_file) as link:
+        prediction, runner = await _predict(link, cell, {"dryrun"})
+        refused = (await verify_one(runner, cell, prediction, hidden, explicit=False)).verification
+        kept = (await verify_one(runner, cell, prediction, honest, explicit=False)).verification
+    assert refused is not None and refused.outcome == "no-verdict", refused
+    assert refused.notes[0] == "does less: the run left fx_sum unbound", refused
+    assert kept is not None and kept.outcome == "runs-clean" and "bound after the run" in kept.notes[-1], kept
+    assert "fx_sum" not in prepared.eval("sorted(k for k in globals() if k.startswith('fx_'))")

@@ -45,6 +45,7 @@ class DryRunOutcome(BaseModel):
     shortened: ShortenedRuns | None = None  # runs on samples beside a full run that did not finish
     facts: FailFacts | None = None  # what the failing line read (kernel/agent/dryrun/failfacts.py)
     standin: dict[str, Any] | None = None  # a shape-level run: why, names, devices (agent/dryrun/standin.py)
+    unbound: list[str] | None = None  # of ``expect_bound``, the names a completed run left unbound
 
 
 class DryRunPrepared(BaseModel):

@@ -72,13 +72,19 @@ class DryRunner:
             return max(self.settings.dry_run_recheck_budget_s, self.settings.dry_run_budget_s)
         return self.settings.dry_run_budget_s
 
-    async def run_outcome(self, source: str, explicit: bool = False) -> DryRunOutcome:
+    async def run_outcome(
+        self, source: str, explicit: bool = False, expect_bound: Sequence[str] = ()
+    ) -> DryRunOutcome:
+        """The sandbox's answer for ``source``; ``expect_bound``: names the run must leave bound (its
+        ``unbound`` lists those it did not, when it completes: a fix's verification asks)."""
         budget = self.budget(explicit)
         payload: dict[str, Any] = {
             "source": source,
             "budget_s": budget,
             "memory_mb": self.settings.dry_run_memory_mb,
         }
+        if expect_bound:
+            payload["expect_bound"] = list(expect_bound)
         if self.settings.dry_run_shorten:  # a slow cell runs again on a sample (Re-check: full run goes on)
             payload["shorten"] = {"after_s": min(0.5, budget / 4), "stop_full": not explicit}
             ran = getattr(self.link, "cell_seconds", None)  # the kernel's own timings (H6-for-H1.md)

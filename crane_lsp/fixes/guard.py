@@ -66,6 +66,33 @@ def _dropped_argument_ops(old: ast.AST, new: ast.AST, line: int, new_line: int) 
     return 0
 
 
+def always_bound(source: str) -> list[str]:
+    """Names the cell binds at its top level, whatever its branches and loops do (assignments,
+    imports, definitions, ``with ... as``): a run of it that completes leaves each of them bound."""
+    try:
+        tree = ast.parse(analyze(source).python)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for stmt in tree.body:
+        targets: list[ast.AST] = []
+        if isinstance(stmt, ast.Assign):
+            targets = list(stmt.targets)
+        elif isinstance(stmt, ast.AnnAssign | ast.AugAssign) and (
+            not isinstance(stmt, ast.AnnAssign) or stmt.value is not None
+        ):
+            targets = [stmt.target]
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(stmt.name)
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            names += [(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"]
+        for target in targets:
+            names += [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return list(dict.fromkeys(names))
+
+
 def _handlers(tree: ast.AST) -> int:
     return sum(1 for n in ast.walk(tree) if isinstance(n, ast.Try | ast.TryStar | ast.With))
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from crane_lsp.analysis.parse import analyze
 from crane_lsp.fixes.edit import apply, line_shift
-from crane_lsp.fixes.guard import does_less, rejects_binding
+from crane_lsp.fixes.guard import always_bound, does_less, rejects_binding
 from crane_lsp.prediction import Fix, Prediction, Verification
 
 if TYPE_CHECKING:
@@ -79,13 +79,21 @@ async def verify_one(runner: DryRunner, target: str, prediction: Prediction, fix
         screened = screen(analyze(edited))
         if not screened.safe:
             return _with(fix, Verification(outcome="no-verdict", notes=[f"not dry-run ({screened.reason})"]))
+    expected = always_bound(
+        target
+    )  # a completed run of the fix must leave these bound, as the original would
     try:
-        outcome = await runner.run_outcome(edited, explicit)
+        outcome = await runner.run_outcome(edited, explicit, expect_bound=expected)
     except Exception as exc:  # a busy or dead kernel: no verdict on this candidate, say why
         log.info("fix verification unavailable: %s", exc)
         return _with(fix, Verification(outcome="no-verdict", notes=[f"dry run unavailable: {exc}"]))
     verification = classify(outcome, crash_line, prediction.exception)
-    verification.notes.append(f"checked: {guard.checked}")
+    if verification.outcome == "runs-clean" and outcome.unbound:
+        unbound = ", ".join(outcome.unbound)
+        verification = Verification(
+            outcome="no-verdict", notes=[f"does less: the run left {unbound} unbound"]
+        )
+    verification.notes.append(f"checked: {guard.checked}" + ("; bound after the run" if expected else ""))
     return _with(fix, verification)
 
 

@@ -89,6 +89,7 @@ class DryRunWire(TypedDict, total=False):
     shortened: ShortenedRunsWire
     facts: dict[str, Any]  # wire.FailFactsWire: what the failing line read (failfacts.py)
     standin: dict[str, Any]  # a shape-level run: why, names, devices (standin.py)
+    unbound: list[str]  # of the payload's ``expect_bound``, the names a completed run left unbound
 
 
 class DryRunPreparedWire(TypedDict, total=False):

@@ -482,6 +482,8 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
         result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
     if result["outcome"] == "completed":
         result.update(_sb_exit_outcome(shell) or {})
+    if result["outcome"] == "completed" and payload.get("expect_bound"):  # a fix may not do less
+        result["unbound"] = [name for name in payload["expect_bound"] if name not in namespace][:50]
     needs = _sti_needed()  # values a shape-level run cannot have: no verdict, even if swallowed
     if needs and result["outcome"] in ("completed", "raised"):
         result.update(outcome="no_verdict", exception=None, message=needs[0], line=needs[1])
