@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import queue
+import tempfile
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,9 @@ SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
 
 def pytest_configure(config: pytest.Config) -> None:
     install_guard()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # pytest-xdist (optional, CONTRIBUTING.md): each worker's kernels keep their own files
+        os.environ["JUPYTER_RUNTIME_DIR"] = tempfile.mkdtemp(prefix=f"crane-test-{worker}-runtime-")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
