@@ -186,7 +186,8 @@ async def test_a_prompt_that_cannot_fit_is_not_sent_and_says_why() -> None:
     with FakeLLMServer(kind="llama.cpp", context=200) as server:
         p = await local(server, max_tokens=100).predict(Ask(" ".join(["x"] * 300), []))
         assert server.requests == []
-        assert p.certainty == "none" and p.message.startswith("prompt of ")
+        assert p.certainty == "none" and p.message.startswith("no verdict: prompt of ")
+        assert (p.verdict, p.no_verdict) == ("no-verdict", "too-long"), p
         assert "exceeds the model's context of 200" in p.message
 
 
