@@ -23,6 +23,9 @@ from typing import Any
 from tests.conftest import TestKernel
 
 FULL_S = 30.0  # the work each crash case is sized for (at least 20 s, with a margin)
+#: the least the slow part must really take: far beyond the budget (sized at the fixture's start,
+#: the work runs faster when the machine is quieter later, so not FULL_S itself)
+SLOW_FLOOR_S = 12.0
 TRAP_S = 8.0  # the work before each trap: more than the dry run's budget
 
 

@@ -24,7 +24,18 @@ from crane_lsp.pipeline import Pipeline
 from crane_lsp.prediction import Prediction
 from crane_lsp.settings import Settings
 from tests.conftest import TestKernel, start_test_kernel, stop_test_kernel
-from tests.slow_cells_util import CASES, SETUP, TORCH_CASE, TORCH_SETUP, TRAP_SLOW, TRAPS, Case, Truth, truth
+from tests.slow_cells_util import (
+    CASES,
+    SETUP,
+    SLOW_FLOOR_S,
+    TORCH_CASE,
+    TORCH_SETUP,
+    TRAP_SLOW,
+    TRAPS,
+    Case,
+    Truth,
+    truth,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # the truth: 20 s+ of real work per case
 BUDGET_S = 3.0
@@ -85,7 +96,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seen]:
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.name)
 def test_crash_after_slow_work_is_observed_in_a_shortened_run(seen: Seen, case: Case) -> None:
     real = seen.truths[case.name]
-    assert real.slow_s >= 20, f"the slow part ran only {real.slow_s:.1f} s for real"
+    assert real.slow_s >= SLOW_FLOOR_S, f"the slow part ran only {real.slow_s:.1f} s for real"
     assert real.raised["crash"] == case.exception  # the truth: it really crashes so
     said = seen.said[f"{case.name}: crash"]
     assert said.crash and said.certainty == "observed", (said.message, said.notes)

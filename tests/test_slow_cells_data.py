@@ -23,7 +23,7 @@ from crane_lsp.pipeline import Pipeline
 from crane_lsp.prediction import Prediction
 from crane_lsp.settings import Settings
 from tests.conftest import TestKernel, start_test_kernel, stop_test_kernel
-from tests.slow_cells_util import FULL_S, TRAP_S, Case, Trap, Truth, truth
+from tests.slow_cells_util import FULL_S, SLOW_FLOOR_S, TRAP_S, Case, Trap, Truth, truth
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 HAS_TORCH = importlib.util.find_spec("torch") is not None
@@ -247,7 +247,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seen]:
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.name)
 def test_crash_after_slow_work_is_observed_in_a_shortened_run(seen: Seen, case: Case) -> None:
     real = seen.truths[case.name]
-    assert real.slow_s >= 20, f"the slow part ran only {real.slow_s:.1f} s for real"
+    assert real.slow_s >= SLOW_FLOOR_S, f"the slow part ran only {real.slow_s:.1f} s for real"
     assert real.raised["crash"] == case.exception  # the truth: it really crashes so
     said = seen.said[f"{case.name}: crash"]
     assert said.crash and said.certainty == "observed", (said.message, said.notes)
