@@ -31,6 +31,7 @@ from crane_lsp.analysis.values import (
     root_name,
     val_from_summary,
 )
+from crane_lsp.kernel.agent.wire import SCHEMA_FRAME_KINDS
 from crane_lsp.snapshot import Snapshot
 
 #: ``ev``'s memo answer for a key it has not seen (None is a value: "not proven").
@@ -593,12 +594,7 @@ _NOT_ESTIMATOR: frozenset[ValKind] = frozenset(
         Kind.BOOL,
         Kind.COMPLEX,
         Kind.NONE,
-        Kind.POLARS_DATAFRAME,
-        Kind.POLARS_LAZYFRAME,
-        Kind.DASK_DATAFRAME,
-        Kind.DASK_SERIES,
-        Kind.SPARK_DATAFRAME,
-        Kind.PANDAS_ON_SPARK,
+        *SCHEMA_FRAME_KINDS,  # polars, Dask, Spark frames
         Kind.CATEGORICAL,
         Kind.LIST_LITERAL,
         Kind.CLASS,

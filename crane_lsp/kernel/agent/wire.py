@@ -107,7 +107,7 @@ class Kind:
 #: Kinds that hold a pandas frame or series (index lookups, column stats).
 PANDAS_KINDS: Final = frozenset((Kind.DATAFRAME, Kind.SERIES))
 #: Frames of other libraries, read from their schema only (``ObjectWire["frame"]`` says which).
-SCHEMA_FRAME_KINDS: Final = frozenset(
+SCHEMA_FRAME_KINDS: Final[frozenset[ObjectKind]] = frozenset(
     (
         Kind.POLARS_DATAFRAME,
         Kind.POLARS_LAZYFRAME,
