@@ -276,3 +276,13 @@ async def test_a_child_prepared_ahead_reports_the_facts_too(state: TestKernel) -
     assert outcome.facts is not None
     read = [(v.name, v.summary.shape, v.assigned) for v in outcome.facts.values]
     assert read == [("ff_a", [68], None), ("ff_b", [272], None), ("total", None, 1)]
+
+
+async def test_a_keyerror_worded_as_a_sentence_names_no_label(state: TestKernel) -> None:
+    """pandas words some KeyErrors as sentences ("Label(s) [1] do not exist"): not a key the line looks
+    up, so no "has no column 'Label(s) ...'" (the replay corpus showed it); the raw message stays."""
+    p = await _observe(state, "ff_summary = ff_titanic.agg({1: 'sum'})")
+    assert p.exception == "KeyError" and "do not exist" in p.raw_message, p
+    assert "has no column" not in p.message and p.cause == "", p.message
+    typo = await _observe(state, "ff_cabins = ff_titanic['Cabni'].dropna()")
+    assert "`ff_titanic` has no column 'Cabni'" in typo.message, typo.message  # a key on the line: named

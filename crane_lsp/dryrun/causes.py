@@ -24,6 +24,8 @@ from crane_lsp.render import format_shape
 Rule = Callable[[str, str, FailFacts, bool], "str | None"]
 #: the operands the rule now running named, in order (``_op``): read by ``cause``, never parsed back
 _NAMED: ContextVar[list[str] | None] = ContextVar("_NAMED", default=None)
+#: the failing line's code while the rules run (None: unknown), for what the line could look up
+_LINE: ContextVar[str | None] = ContextVar("_LINE", default=None)
 
 
 def _op(value: FailValue) -> str:
@@ -107,7 +109,7 @@ def _broadcast(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | Non
     return f"shapes {first} ({_op(a)}) and {second} ({_op(b)}) cannot be broadcast together"
 
 
-def _label_of(exc: str, msg: str) -> tuple[list[str], bool] | None:
+def _label_of(exc: str, msg: str, facts: FailFacts) -> tuple[list[str], bool] | None:
     """The missing labels (as the user wrote them) and whether pandas said 'not found in axis'."""
     m = re.search(r"\[(.*)\] not found in axis", msg)
     if m:
@@ -116,8 +118,22 @@ def _label_of(exc: str, msg: str) -> tuple[list[str], bool] | None:
         text = msg.strip()
         if text.startswith('"') and text.endswith('"'):
             text = text[1:-1]
-        return [text], False
+        return ([text], False) if _looked_up(text, facts) else None
     return None
+
+
+def _looked_up(label: str, facts: FailFacts) -> bool:
+    """Whether a KeyError's argument is a key the failing line looks up: written on the line (or on
+    the user function's line that raised), or the value of a name the line reads. A library that
+    words its KeyError as a sentence ("Column(s) [1, 2] do not exist") names no label."""
+    code = [text for text in (_LINE.get(), facts.frame.text if facts.frame else None) if text]
+    if not code:  # the line is unknown: as before, the argument is the label
+        return True
+    value = _literal(label)
+    spellings = {label, str(value), repr(value)}
+    if any(s in text for s in spellings for text in code):
+        return True
+    return any(v.summary.kind == Kind.STR and v.summary.value == str(value) for v in facts.values)
 
 
 def _literal(label: str) -> object:
@@ -128,7 +144,7 @@ def _literal(label: str) -> object:
 
 
 def _missing_label(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
-    got = _label_of(exc, msg)
+    got = _label_of(exc, msg, facts)
     if got is None:
         return None
     labels, in_axis = got
@@ -487,18 +503,20 @@ def cause(exception: str, message: str, facts: FailFacts, privacy: bool = False)
 
 
 def cause_and_operands(
-    exception: str, message: str, facts: FailFacts, privacy: bool = False
+    exception: str, message: str, facts: FailFacts, privacy: bool = False, line_text: str | None = None
 ) -> tuple[str | None, list[str]]:
-    """The cause (or None) and the variables it names, as the rule that wrote it recorded them."""
+    """The cause (or None) and the variables it names, as the rule that wrote it recorded them;
+    ``line_text``: the failing line's code, where known."""
     for rule in RULES:
         named: list[str] = []
-        token = _NAMED.set(named)
+        token, line = _NAMED.set(named), _LINE.set(line_text)
         try:
             found = rule(exception, message, facts, privacy)
         except (ValueError, IndexError, TypeError):  # a message that looks alike but is not: no cause
             found = None
         finally:
             _NAMED.reset(token)
+            _LINE.reset(line)
         if found:
             return found, named
     return None, []
@@ -509,13 +527,16 @@ def with_failure_facts(
     facts: FailFacts | None,
     executed: Sequence[str] = (),
     privacy: bool = False,
+    line_text: str | None = None,
 ) -> Prediction:
     """The observed verdict with its facts: a cause sentence as the message where the facts make it
-    plain (the raw message stays in the diagnosis), evidence rows and origins."""
+    plain (the raw message stays in the diagnosis), evidence rows and origins. ``line_text``: the
+    failing line's code."""
     if facts is None or not prediction.crash:
         return prediction
     privacy = privacy or facts.privacy
-    sentence, named = cause_and_operands(prediction.exception or "", prediction.raw_message, facts, privacy)
+    exception, raw = prediction.exception or "", prediction.raw_message
+    sentence, named = cause_and_operands(exception, raw, facts, privacy, line_text)
     if sentence:  # the raw message stays in the diagnosis, shown beneath
         prediction.cause = sentence
         prediction.message = f"{prediction.exception}: {sentence}"

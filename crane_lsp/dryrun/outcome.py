@@ -104,7 +104,9 @@ def _observed(
         source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),
         notes=[note, *(outcome.notes or [])],
     )
-    return with_failure_facts(observed, outcome.facts, executed)
+    lines = target.split("\n")
+    line_text = lines[outcome.line - 1] if outcome.line and 0 < outcome.line <= len(lines) else None
+    return with_failure_facts(observed, outcome.facts, executed, line_text=line_text)
 
 
 def outcome_to_prediction(outcome: DryRunOutcome, target: str, executed: Sequence[str] = ()) -> Prediction:
