@@ -12,6 +12,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from crane_lsp.analysis.origins import analyze_cached
 from crane_lsp.analysis.parse import analyze
 
 
@@ -70,7 +71,7 @@ def always_bound(source: str) -> list[str]:
     """Names the cell binds at its top level, whatever its branches and loops do (assignments,
     imports, definitions, ``with ... as``): a run of it that completes leaves each of them bound."""
     try:
-        tree = ast.parse(analyze(source).python)
+        tree = ast.parse(analyze_cached(source).python)
     except SyntaxError:
         return []
     names: list[str] = []
@@ -110,7 +111,7 @@ def does_less(
     out, a new ``try``/``with`` (suppress) around it, a name the original binds no longer bound.
     ``binding``: the crash is Python refusing the call's arguments (``rejects_binding``): dropping one
     whole argument of the failing call is then the repair, not less work."""
-    before, after = analyze(original), analyze(edited)
+    before, after = analyze_cached(original), analyze(edited)  # the original: once for every candidate
     bound = sorted({a.name for a in before.defines})
     checked = "binds " + (", ".join(bound) if bound else "no name") + " as the original"
     try:
