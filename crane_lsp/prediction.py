@@ -177,9 +177,20 @@ class Prediction(BaseModel):
         """No crash, and a headline the user must see (no verdict, and why), e.g. in a hover."""
         return self.verdict == "no-verdict"
 
+    def raw_headline(self) -> str:
+        """The exception and the first line of its own message ("KeyError: 'price'"): an observed
+        crash's ``message`` when nothing more (a cause, how it was observed) was said about it."""
+        return exception_line(self.exception, self.raw_message)
+
     def llm_unanswered(self) -> bool:
         """The LLM layer was asked and gave no usable answer (``check`` exits 2 for it)."""
         return self.no_verdict in ("llm-failed", "too-long")
+
+
+def exception_line(exception: str | None, message: str | None) -> str:
+    """``Exception: first line of its message``, or the exception alone when it said nothing."""
+    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    return f"{exception}: {first}" if first else str(exception)
 
 
 class LinePosition(TypedDict):

@@ -82,3 +82,29 @@ def test_the_json_carries_the_kind_and_the_reason() -> None:
         0, Prediction(crash=True, certainty="observed"), execution_counts=[1], executed_cells=[]
     )
     assert (crash.verdict, crash.no_verdict) == ("crash", None)
+
+
+def test_the_terminal_repeats_no_raw_message_and_decides_from_the_fields() -> None:
+    """``check``'s panel shows an observed crash's headline only when it says more than the library's
+    own message (which the diagnosis quotes): a cause, or a shortened run; never by comparing words."""
+    from crane_lsp.commands.render import cause_line
+    from crane_lsp.prediction import Source
+
+    def observed(message: str, raw: str, cause: str = "") -> Prediction:
+        return Prediction(
+            crash=True,
+            certainty="observed",
+            exception="KeyError",
+            message=message,
+            raw_message=raw,
+            cause=cause,
+            diagnosis=f"seen: {raw}. {raw}",  # the raw message quoted, however it is worded
+            source=Source(layer="dryrun"),
+        )
+
+    assert cause_line(observed("KeyError: 'price'", "'price'\nmore lines")) == ""
+    assert cause_line(observed("`df` has no column 'price'", "'price'", cause="no column")) != ""
+    shortened = "KeyError: 'price' (raised at line 2 in a shortened run: 1,000 of 90,000 rows)"
+    assert cause_line(observed(shortened, "'price'")) == shortened
+    checks = Prediction(crash=True, certainty="certain", exception="KeyError", message="m", raw_message="x")
+    assert cause_line(checks) == ""

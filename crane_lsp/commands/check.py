@@ -194,7 +194,6 @@ def run(args: argparse.Namespace) -> int:
 def _print_fixes(checked: list[CheckedCell]) -> None:
     """``--fix``: the diff of each crashing cell's top offered fix, with what its dry run showed."""
     from crane_lsp.fixes.edit import unified_diff
-    from crane_lsp.words import status_words
 
     for c in checked:
         if not c.prediction.crash:
@@ -204,7 +203,7 @@ def _print_fixes(checked: list[CheckedCell]) -> None:
             print(f"cell {c.position}: no verified fix")
             continue
         v = top.verification
-        status = status_words(v.outcome if v else None)
+        status = top.status()
         detail = f": {v.notes[0]}" if v is not None and v.outcome == "gets-further" and v.notes else ""
         print(f"cell {c.position}: {top.title or top.description} ({status}{detail})")
         print(unified_diff(c.source, top, f"cell {c.position}"), end="")

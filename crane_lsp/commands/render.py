@@ -38,14 +38,12 @@ def verdict_text(p: Prediction) -> Text:
 
 
 def cause_line(p: Prediction) -> str:
-    """The one-line cause of an observed crash when it says more than the raw message (which the
-    diagnosis holds): ``crane_lsp.dryrun.failure_facts`` wrote it from the facts at the failing line."""
-    if p.source.layer == "dryrun" and p.cause:
-        return p.message
-    body = p.message.removeprefix(f"{p.exception}: ")  # e.g. where a shortened run saw it
-    if p.source.layer != "dryrun" or not body or body in p.diagnosis:
+    """An observed crash's headline when it says more than the exception's own message (which the
+    diagnosis quotes): a cause from the facts at the failing line (``crane_lsp.dryrun.failure_facts``),
+    or how it was observed (a shortened run). Decided from the fields, never from the wording."""
+    if p.source.layer != "dryrun" or not p.crash:
         return ""
-    return p.message
+    return p.message if p.cause or p.message != p.raw_headline() else ""
 
 
 def caret_lines(source: str, p: Prediction) -> Text:

@@ -16,7 +16,7 @@ from crane_lsp.dryrun.causes import with_failure_facts
 from crane_lsp.dryrun.failure_facts import FailFacts
 from crane_lsp.dryrun.shortened import ShortenedRuns, judge
 from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName, PrepareOutcomeName
-from crane_lsp.prediction import NoVerdictReason, Prediction, Source, line_position
+from crane_lsp.prediction import NoVerdictReason, Prediction, Source, exception_line, line_position
 
 
 class DryRunOutcome(BaseModel):
@@ -69,11 +69,6 @@ def _shape_level(outcome: DryRunOutcome) -> str | None:
     return f"(tensors on {devices} stood in by their shapes)"
 
 
-def _one_line(exception: str | None, message: str | None) -> str:
-    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
-    return f"{exception}: {first}" if first else str(exception)
-
-
 def _note(text: str) -> Prediction:
     """Nothing decided here, said in a note: the next layer (or "nothing found") answers."""
     p = Prediction.nothing_found()
@@ -98,7 +93,7 @@ def _observed(
         certainty="observed",
         exception=outcome.exception,
         **line_position(target, outcome.line),
-        message=_one_line(outcome.exception, outcome.message),
+        message=exception_line(outcome.exception, outcome.message),
         raw_message=outcome.message or "",
         diagnosis=seen + (f": {outcome.message}" if outcome.message else "") + ".",
         source=Source(layer="dryrun", latency_ms=(outcome.round_trip_s or 0) * 1000),

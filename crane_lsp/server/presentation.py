@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from crane_lsp.server.documents import CellView, span_of, to_range
-from crane_lsp.words import HOVER_LABEL, status_words
+from crane_lsp.words import HOVER_LABEL
 
 if TYPE_CHECKING:  # both are slow to import (pydantic): not before ``initialize`` is answered
     from crane_lsp.prediction import Fix, Prediction
@@ -172,7 +172,7 @@ def hover_markdown(
         top = verified[0]
         v = top.verification
         assert v is not None
-        status = status_words(v.outcome)
+        status = top.status()
         head = "Verified fix" if v.outcome == "runs-clean" else "Fix (not verified to run clean)"
         parts += [f"**{head}:** {top.title or top.description} ({status})", ""]
         parts += [f"*{in_editor(n, cell)}*" for n in v.notes] + [""]
@@ -233,7 +233,7 @@ def code_actions(
     for fix in reversed(offered):  # verified in the jail: "Use 'region' (runs clean in a dry run)"
         edit = fix_edit(prediction, cell, encoding, fix)
         assert fix.verification is not None
-        status = status_words(fix.verification.outcome)
+        status = fix.status()
         if edit is not None:
             title = one_line(fix.title or fix.description, 80)
             actions.insert(
