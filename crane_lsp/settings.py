@@ -49,6 +49,11 @@ class Settings(BaseModel):
     dry_run_memory_mb: int = Field(default=4096, ge=64, alias="dryRunMemory")  # above the kernel's size
     # a slow cell's dry run is also run shortened, on a sample of its data (docs/slow-cells.md)
     dry_run_shorten: bool = Field(default=True, alias="dryRunShorten")
+    # undo the last cell: a jailed copy of the kernel held while each cell runs (docs/undo.md); off by
+    # default: every page a cell writes while it is held is copied (slower cells, more memory)
+    undo: bool = Field(default=False, alias="undo")
+    undo_reserve_mb: int = Field(default=1024, ge=0, alias="undoReserve")  # free memory always left
+    undo_hold_s: float = Field(default=600.0, gt=0, le=86_400, alias="undoHold")  # then released
     explain_certain: bool = Field(
         default=False, alias="explainCertain"
     )  # ask the LLM to explain check findings

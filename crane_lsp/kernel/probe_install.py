@@ -51,6 +51,9 @@ SOURCES = (
     "agent/shorten/shorten_rules.py",
     "agent/shorten/shorten.py",
     "agent/dryrun/dryrun_warm.py",
+    "agent/undo/undo_print.py",
+    "agent/undo/undo_hold.py",
+    "agent/undo/undo.py",
 )
 PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in SOURCES)
 PROBE_VERSION = hashlib.sha1(PROBE_SOURCE.encode()).hexdigest()[:10]

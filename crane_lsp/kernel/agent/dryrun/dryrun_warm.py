@@ -168,7 +168,11 @@ def _dw_watch(on):
 
 def _dw_on_cell(info=None):
     """Code starts in the kernel (a cell, or a silent execute that may change the state): the
-    prepared child goes first (reaped, so its pages are the kernel's alone)."""
+    prepared child goes first (reaped, so its pages are the kernel's alone). With undo on, undo
+    decides instead (``undo/undo_hold.py``: it may keep the child as the state before the cell)."""
+    hold = _dw_state.get("hold")
+    if hold is not None:
+        return hold(info)
     try:
         child = _dw_drop()
         if child is not None:
@@ -264,6 +268,8 @@ def _dw_child(payload, write_fd, handover_fd, request_fd):
             _dw_os.write(write_fd, b'{"outcome": "expired"}\n')
         _dw_os._exit(0)
     header, body = request
+    if "op" in header and "serve" in _dw_state:  # held as the state before a cell (undo/undo_hold.py)
+        _dw_state["serve"](header, request_fd, write_fd, shell)
     _sb_mark(result["phases_ms"], "received", payload["_begun"])
     import marshal
 

@@ -1,0 +1,131 @@
+"""Undo the last cell: the client side of ``kernel/agent/undo/`` (issue 37), for the server's
+``crane.undoLastCell`` and for scripts.
+
+The kernel holds a jailed copy of its state from the start of each cell while undo is on
+(``undo_configure``); this module turns it on, asks what the last cell changed, and asks for the
+undo. Every answer is a typed model: the kernel's JSON validated here, never read from a sentence.
+
+From a script, with a kernel's connection file::
+
+    from crane_lsp.undo import configure_sync, undo_last_cell_sync
+    configure_sync("kernel-123.json")          # before the cell
+    ...                                        # the cell runs (any client)
+    print(undo_last_cell_sync("kernel-123.json"))
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from crane_lsp.settings import Settings
+
+
+class _Caller(Protocol):
+    async def call(self, function: str, payload: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]: ...
+
+
+class KeptName(BaseModel):
+    """A name the undo could not bring back, and why (it stays as the cell left it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    reason: str
+
+
+class UndoAnswer(BaseModel):
+    """What ``undo_last_cell`` did, or ``refused`` (one line) with nothing changed."""
+
+    model_config = ConfigDict(extra="ignore")
+    refused: str | None = None
+    cell: int | None = Field(default=None, description="the undone cell's execution count (In [n])")
+    restored: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list, description="names the cell created, deleted")
+    kept: list[KeptName] = Field(default_factory=list)
+    ms: float | None = None
+
+
+class CellChanges(BaseModel):
+    """What the last cell changed in the kernel's namespace, or ``refused``."""
+
+    model_config = ConfigDict(extra="ignore")
+    refused: str | None = None
+    cell: int | None = None
+    bound: list[str] = Field(default_factory=list)
+    rebound: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    mutated: list[str] = Field(default_factory=list)
+
+    def sentence(self, line: int | None = None) -> str:
+        """In words: "before raising at line 7 the cell rebound `model` and mutated `df` in place"."""
+        parts = []
+        for verb, names, tail in (
+            ("bound", self.bound, ""),
+            ("rebound", self.rebound, ""),
+            ("deleted", self.deleted, ""),
+            ("mutated", self.mutated, " in place"),
+        ):
+            if names:
+                parts.append(f"{verb} " + ", ".join(f"`{n}`" for n in names[:5]) + tail)
+        if not parts:
+            return "the cell changed no name"
+        head = f"before raising at line {line} the cell " if line is not None else "the cell "
+        return head + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+
+
+def configure_payload(settings: Settings) -> dict[str, Any]:
+    """What ``undo_configure`` is sent for ``settings`` (the copy is forked as the dry run's is)."""
+    return {
+        "on": settings.undo,
+        "reserve_mb": settings.undo_reserve_mb,
+        "hold_s": settings.undo_hold_s,
+        "fork": {"memory_mb": settings.dry_run_memory_mb},
+    }
+
+
+async def configure(link: _Caller, settings: Settings) -> dict[str, Any]:
+    """Turn undo on or off in the kernel behind ``link`` (idempotent)."""
+    return await link.call("undo_configure", configure_payload(settings), timeout=5)
+
+
+async def changes(link: _Caller, expect_count: int | None = None) -> CellChanges:
+    """What the last cell (``expect_count``: the one that must be last) changed; changes nothing."""
+    payload = {"expect_count": expect_count} if expect_count is not None else {}
+    return CellChanges.model_validate(await link.call("undo_changes", payload, timeout=15))
+
+
+async def undo(link: _Caller, expect_count: int | None = None, timeout_s: float = 60.0) -> UndoAnswer:
+    """Undo the last cell (``expect_count``: the one that must be last, else a refusal)."""
+    payload: dict[str, Any] = {"timeout_s": timeout_s}
+    if expect_count is not None:
+        payload["expect_count"] = expect_count
+    return UndoAnswer.model_validate(await link.call("undo_last_cell", payload, timeout=timeout_s + 5))
+
+
+async def _with_link(connection_file: str | Path, work: Any) -> Any:
+    from crane_lsp.kernel.link import KernelLink
+
+    link = await KernelLink.connect(connection_file)
+    try:
+        return await work(link)
+    finally:
+        await link.close()
+
+
+def configure_sync(connection_file: str | Path, settings: Settings | None = None) -> dict[str, Any]:
+    """Turn undo on (``Settings(undo=True)`` unless given) in the kernel of ``connection_file``."""
+    chosen = settings if settings is not None else Settings(undo=True)
+    return asyncio.run(_with_link(connection_file, lambda link: configure(link, chosen)))  # type: ignore[no-any-return]
+
+
+def undo_last_cell_sync(connection_file: str | Path, expect_count: int | None = None) -> UndoAnswer:
+    """Undo the last cell in the kernel of ``connection_file``."""
+    return asyncio.run(_with_link(connection_file, lambda link: undo(link, expect_count)))  # type: ignore[no-any-return]
+
+
+def changes_sync(connection_file: str | Path, expect_count: int | None = None) -> CellChanges:
+    """What the last cell changed in the kernel of ``connection_file``."""
+    return asyncio.run(_with_link(connection_file, lambda link: changes(link, expect_count)))  # type: ignore[no-any-return]

@@ -1,0 +1,156 @@
+"""Undo of the last cell in a REAL kernel (issue 37): the copy of the state before a cell, held while
+it runs (kernel/agent/undo/), and what comes back from it.
+
+One kernel for the module (the restart test restarts it last). Each test turns undo on, runs a real
+cell through the shell channel, and asks the agent as the server does (a silent execute with
+``user_expressions`` only: no ``pre_execute``, the held copy stays).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import TestKernel, start_test_kernel, stop_test_kernel
+
+from crane_lsp.kernel.probe_install import call_expression, install_code
+
+PRINTS = "__import__('sys').modules['_crane_probe']._ufp_all(get_ipython().user_ns, get_ipython())"
+UNDO_ON = {"on": True, "reserve_mb": 64, "hold_s": 120}
+
+
+class UndoKernel:
+    def __init__(self, kernel: TestKernel) -> None:
+        self.k = kernel
+
+    def install(self) -> None:
+        self.k.run(install_code())
+
+    def call(self, function: str, payload: dict[str, Any] | None = None, timeout: float = 60) -> Any:
+        expr = call_expression(function, payload or {})
+        msg_id = self.k.client.execute("", silent=True, store_history=False, user_expressions={"r": expr})
+        value = self.k._reply(msg_id, timeout)["content"]["user_expressions"]["r"]
+        assert value["status"] == "ok", value
+        return value["data"]["application/json"]
+
+    def prints(self) -> dict[str, Any]:
+        return dict(eval(self.k.eval(PRINTS)))  # a dict literal of ints, strs and lists
+
+
+@pytest.fixture(scope="module")
+def uk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UndoKernel]:
+    kernel = start_test_kernel(tmp_path_factory.mktemp("undo-cwd"))
+    undo = UndoKernel(kernel)
+    undo.install()
+    undo.k.run("import numpy as np, pandas as pd")
+    yield undo
+    stop_test_kernel(kernel)
+
+
+def test_a_crash_after_in_place_changes_is_undone_exactly(uk: UndoKernel) -> None:
+    uk.call("undo_configure", UNDO_ON)
+    uk.k.run("arr = np.arange(100_000.0)\nitems = [1, 2, 3]\ncounts = {1: 2}")
+    uk.k.run("frame = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})")
+    before = uk.prints()
+    cell = "arr[:500] = -1\nitems.append(4)\ncounts[3] = 4\nframe.drop(columns='b', inplace=True)\n"
+    cell += "model = 7\nframe['zz']"
+    reply = uk.k.run(cell, allow_error=True)
+    assert reply["status"] == "error" and reply["ename"] == "KeyError"
+    changes = uk.call("undo_changes")
+    assert changes["cell"] == reply["execution_count"]
+    assert changes["bound"] == ["model"] and changes["rebound"] == [] and changes["deleted"] == []
+    assert sorted(changes["mutated"]) == ["arr", "counts", "frame", "items"]
+    answer = uk.call("undo_last_cell")
+    assert sorted(answer["restored"]) == ["arr", "counts", "frame", "items"], answer
+    assert (
+        answer["deleted"] == ["model"] and answer["kept"] == [] and answer["cell"] == reply["execution_count"]
+    )
+    after = uk.prints()
+    for name in ("arr", "items", "counts"):  # written back into the same objects: identity and all
+        assert after[name] == before[name], name
+    assert after["frame"]["columns"] == ["a", "b"] and after["frame"]["shape"] == [2, 2]
+    assert uk.k.eval("frame['b'].tolist()") == "[3, 4]"
+    assert "model" not in after
+    again = uk.call("undo_last_cell")
+    assert again["refused"].endswith("it was undone already"), again
+
+
+def test_a_clean_cell_is_undone(uk: UndoKernel) -> None:
+    uk.call("undo_configure", UNDO_ON)
+    uk.k.run("base = 10\nlabels = ['x']")
+    uk.k.run("base = base * 3\nderived = base + 1\ndel labels")
+    answer = uk.call("undo_last_cell")
+    assert sorted(answer["restored"]) == ["base", "labels"] and answer["deleted"] == ["derived"], answer
+    assert uk.k.eval("(base, labels, 'derived' in globals())") == "(10, ['x'], False)"
+
+
+def test_what_cannot_come_back_is_named_and_the_rest_is_restored(uk: UndoKernel, tmp_path: Any) -> None:
+    uk.call("undo_configure", UNDO_ON)
+    path = tmp_path / "notes.txt"
+    uk.k.run(f"handle = open({str(path)!r}, 'w')\nstream = (i for i in range(3))\nscore = 1.5")
+    uk.k.run("handle = None\nstream = None\nscore = 2.5\n1 / 0", allow_error=True)
+    answer = uk.call("undo_last_cell")
+    kept = {row["name"]: row["reason"] for row in answer["kept"]}
+    assert kept == {"handle": "an open file", "stream": "a generator: where it stopped cannot be copied"}
+    assert answer["restored"] == ["score"]
+    assert uk.k.eval("(handle, stream, score)") == "(None, None, 1.5)"
+
+
+def test_code_from_another_client_after_the_cell_refuses(uk: UndoKernel) -> None:
+    uk.call("undo_configure", UNDO_ON)
+    reply = uk.k.run("shared = [1]\nshared.append(2)")
+    other = uk.k.manager.blocking_client()  # a second client of the same kernel
+    other.start_channels()
+    try:
+        other.execute_interactive("shared.append(99)", silent=True, store_history=False, timeout=60)
+    finally:
+        other.stop_channels()
+    answer = uk.call("undo_last_cell", {"expect_count": reply["execution_count"]})
+    assert answer == {
+        "refused": f"cannot undo cell [{reply['execution_count']}]: released: code ran after it"
+    }
+    assert uk.k.eval("shared") == "[1, 2, 99]"  # a refusal changes nothing
+    later = uk.k.run("shared.append(3)")  # a cell after ours: a copy of the state before IT is held
+    answer = uk.call("undo_last_cell", {"expect_count": reply["execution_count"]})
+    assert answer["refused"].endswith("released: code ran after it"), answer
+    answer = uk.call("undo_last_cell", {"expect_count": later["execution_count"]})
+    assert answer["restored"] == ["shared"] and uk.k.eval("shared") == "[1, 2, 99]", answer
+
+
+def test_a_memory_bound_that_does_not_fit_never_holds_a_copy(uk: UndoKernel) -> None:
+    uk.call("undo_configure", {**UNDO_ON, "reserve_mb": 10**9})
+    uk.k.run("big = list(range(10))\nbig.clear()")
+    answer = uk.call("undo_last_cell")
+    assert "no copy held:" in answer["refused"] and "in reserve" in answer["refused"], answer
+    assert uk.k.eval("big") == "[]"
+
+
+def test_the_time_window_releases_the_copy(uk: UndoKernel) -> None:
+    uk.call("undo_configure", {**UNDO_ON, "hold_s": 0.3, "poll_s": 0.05})
+    uk.k.run("brief = 1\nbrief += 1")
+    time.sleep(1.5)
+    answer = uk.call("undo_last_cell")
+    assert answer["refused"].endswith("released: its time window passed"), answer
+
+
+def test_undo_off_releases_and_keeps_no_copy(uk: UndoKernel) -> None:
+    uk.call("undo_configure", UNDO_ON)
+    uk.k.run("kept_off = 1")
+    assert uk.call("undo_configure", {"on": False}) == {"on": False, "held": None}
+    uk.k.run("kept_off = 2")
+    answer = uk.call("undo_last_cell")
+    assert "refused" in answer and uk.k.eval("kept_off") == "2"
+    hooks = "[f.__name__ for f in get_ipython().events.callbacks['pre_execute'] if 'uh' in f.__name__]"
+    assert uk.k.eval(hooks) == "[]"
+
+
+def test_a_restart_refuses(uk: UndoKernel) -> None:
+    uk.call("undo_configure", UNDO_ON)
+    uk.k.run("lost = 1")
+    uk.k.manager.restart_kernel(now=True)
+    uk.k.client.wait_for_ready(timeout=120)
+    uk.install()  # as the link does after a restart
+    answer = uk.call("undo_last_cell")
+    assert "the kernel restarted since" in answer["refused"], answer
