@@ -26,8 +26,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Superseded(Exception):
-    """Raised inside the worker thread to stop a job whose result nobody waits for any more."""
+class Superseded(BaseException):
+    """Raised inside the worker thread to stop a job whose result nobody waits for any more.
+
+    A ``BaseException``, as ``asyncio.CancelledError`` and ``KeyboardInterrupt`` are: a stop, not an
+    error. The code it interrupts catches ``Exception`` to survive bad input (``analysis.parse.analyze``
+    turns any failure into "nothing trusted"); caught there, a stopped parse came back as a finished
+    one that trusted nothing, and a cell's SyntaxError was never shown (seen under load)."""
 
 
 @dataclass(eq=False)
