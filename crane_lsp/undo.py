@@ -16,12 +16,16 @@ From a script, with a kernel's connection file::
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from crane_lsp.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 class _Caller(Protocol):
@@ -89,6 +93,37 @@ def configure_payload(settings: Settings) -> dict[str, Any]:
 async def configure(link: _Caller, settings: Settings) -> dict[str, Any]:
     """Turn undo on or off in the kernel behind ``link`` (idempotent)."""
     return await link.call("undo_configure", configure_payload(settings), timeout=5)
+
+
+_CONFIGURED: dict[str, tuple[int, Any, bool, int]] = {}  # notebook URI -> what its kernel was told
+
+
+def configure_for(
+    uri: str,
+    link: Any,
+    settings: Settings,
+    rev: int,
+    background: Callable[[Coroutine[Any, Any, Any]], None],
+) -> None:
+    """Tell the kernel behind ``link`` (the notebook ``uri``'s) whether to hold copies, in the
+    background, once per link, kernel generation and settings revision (the server calls it where the
+    dry run prepares its child: the user edits, the kernel is idle). Never raises."""
+    if link is None:
+        return
+    key = (id(link), getattr(link, "generation", None), settings.undo, rev)
+    last = _CONFIGURED.get(uri)
+    if last == key:
+        return
+    _CONFIGURED[uri] = key
+    if settings.undo or (last is not None and last[2]):  # on, or just turned off
+        background(_configure_quietly(link, settings))
+
+
+async def _configure_quietly(link: _Caller, settings: Settings) -> None:
+    try:
+        await configure(link, settings)
+    except Exception as exc:  # a busy or gone kernel: the next edit tries again
+        log.debug("undo configure failed: %s", exc)
 
 
 async def changes(link: _Caller, expect_count: int | None = None) -> CellChanges:

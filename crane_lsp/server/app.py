@@ -322,6 +322,9 @@ class CraneServer(LanguageServer):
             return
         if self.kernels.attachment(nb.uri).link is not bound.raw:
             return
+        from crane_lsp.undo import configure_for  # undo: the kernel holds a copy from each cell's start
+
+        configure_for(nb.uri, bound.raw, self.settings, self.settings_rev, self._background)
         from crane_lsp.dryrun import DryRunner
 
         runner = bound.pipeline.dryrun

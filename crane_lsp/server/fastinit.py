@@ -29,6 +29,7 @@ COMMANDS = [
     "crane.attachKernel",
     "crane.showPrompt",
     "crane.ignoreFinding",
+    "crane.undoLastCell",
     "crane.cellVerdict",
 ]
 NOTEBOOK_SYNC = {

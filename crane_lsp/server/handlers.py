@@ -263,6 +263,10 @@ def register(ls: CraneServer) -> None:
         server.publish(nb, cell.uri)
         return {"ignored": True}
 
+    from crane_lsp.server import undo_command
+
+    undo_command.register(ls)  # crane.undoLastCell (docs/undo.md)
+
     @ls.feature(types.SHUTDOWN)
     async def shutdown(server: CraneServer, params: Any) -> None:
         await server.close()

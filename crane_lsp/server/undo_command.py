@@ -1,0 +1,122 @@
+"""``crane.undoLastCell``: undo the last cell run in a notebook's kernel (issue 37; docs/undo.md).
+
+One argument, ``{"uri": <the notebook's or `# %%` document's URI>}``. The answer is one typed model:
+``{"restored", "deleted", "kept": [{"name", "reason"}], "cell": <1-based code cell>, "executionCount"}``
+or ``{"error": <one line>}`` with nothing changed. The kernel is told to hold its copies
+(``undo_configure``) when the user starts editing with undo on (``crane_lsp.undo.configure_for``,
+from where the dry run prepares its child): a cell run before that has no copy, and undo says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import AliasGenerator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from crane_lsp import undo
+from crane_lsp.server.app import CraneServer  # pygls reads the handlers' annotations at runtime
+from crane_lsp.server.command_args import BadArguments, _Args, parse
+
+if TYPE_CHECKING:
+    from crane_lsp.kernel.link import KernelLink
+    from crane_lsp.server.app import NotebookState
+
+UNDO = "crane.undoLastCell"
+BUSY_WAIT_S = 10.0  # how long the command waits for a busy kernel (the server's own check) to be idle
+
+
+class UndoArgs(_Args):
+    """The notebook (or ``# %%`` document) whose last cell is undone."""
+
+    positional: ClassVar[tuple[str, ...]] = ("uri",)
+    uri: str
+
+
+class KeptRow(BaseModel):
+    name: str
+    reason: str
+
+
+class UndoLastCellAnswer(BaseModel):
+    """What the undo did, or ``error``: why it did nothing (one line)."""
+
+    model_config = ConfigDict(alias_generator=AliasGenerator(serialization_alias=to_camel), extra="forbid")
+    restored: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list, description="names the cell created")
+    kept: list[KeptRow] = Field(default_factory=list, description="names that could not come back")
+    cell: int | None = Field(default=None, description="the undone cell, 1-based among code cells")
+    execution_count: int | None = None
+    error: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+def _code_cell(nb: NotebookState, count: int | None) -> int | None:
+    """The 1-based position among code cells of the cell the editor says ran as ``count``."""
+    for position, cell in enumerate(nb.view.code_cells, start=1):
+        if count is not None and cell.execution_order == count:
+            return position
+    return None
+
+
+def _last_run(nb: NotebookState) -> int | None:
+    """The execution count of the notebook's last run cell, as the editor reports it (None when it
+    reports none: then the kernel's last cell is undone, whichever client ran it)."""
+    orders = [c.execution_order for c in nb.view.code_cells if c.execution_order is not None]
+    return max(orders) if orders else None
+
+
+async def _undo_when_idle(
+    link: KernelLink, expect: int | None, wait_s: float = BUSY_WAIT_S
+) -> undo.UndoAnswer:
+    """The undo once the kernel is idle: a check of the server's own may be in flight (a short wait);
+    never beside a running cell."""
+    from crane_lsp.kernel.link import KernelBusy
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return await undo.undo(link, expect_count=expect)
+        except KernelBusy:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def undo_last_cell(server: CraneServer, arguments: tuple[Any, ...]) -> UndoLastCellAnswer:
+    try:
+        args = parse(UndoArgs, arguments)
+    except BadArguments as exc:
+        return UndoLastCellAnswer(error=f"bad arguments: {exc}")
+    nb = server.notebook_of(args.uri)
+    if nb is None:
+        return UndoLastCellAnswer(error="no such notebook")
+    if not server.settings.undo:
+        return UndoLastCellAnswer(error="undo is off (the crane.undo setting)")
+    link = server.kernels.attachment(nb.uri).link
+    if link is None:
+        return UndoLastCellAnswer(error="no kernel attached")
+    try:
+        answer = await _undo_when_idle(link, _last_run(nb))
+    except Exception as exc:
+        return UndoLastCellAnswer(error=f"cannot undo: {exc}".splitlines()[0])
+    if answer.refused is not None:
+        return UndoLastCellAnswer(error=answer.refused)
+    server.state_changed(nb)  # the kernel's state moved back: predictions are re-checked
+    return UndoLastCellAnswer(
+        restored=answer.restored,
+        deleted=answer.deleted,
+        kept=[KeptRow(name=k.name, reason=k.reason) for k in answer.kept],
+        cell=_code_cell(nb, answer.cell),
+        execution_count=answer.cell,
+    )
+
+
+def register(ls: CraneServer) -> None:
+    @ls.command(UNDO)
+    async def undo_command(server: CraneServer, *arguments: Any) -> dict[str, Any]:
+        return (await undo_last_cell(server, arguments)).wire()

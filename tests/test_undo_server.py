@@ -1,0 +1,65 @@
+"""``crane.undoLastCell`` through the real server (issue 37): undo on, the user edits (the server tells
+the kernel to hold copies), a cell runs and crashes after changing the state, the command undoes it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.conftest import TestKernel
+from tests.server_client import CONFIG, Notebook, start, wait_status
+
+pytestmark = pytest.mark.timeout(120)
+
+CONFIGURED = "__import__('sys').modules['_crane_probe']._uh_state.get('config', {}).get('on') is True"
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient) -> Any:
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _undo(client: LanguageClient, uri: str) -> dict[str, Any]:
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="crane.undoLastCell", arguments=[{"uri": uri}])
+    )
+    assert isinstance(answer, dict), answer
+    return answer
+
+
+async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
+    client: LanguageClient, kernel: TestKernel
+) -> None:
+    kernel.run("srv_rows = [1, 2, 3]\nsrv_total = 6")
+    statuses = await start(client, {"debounce": 200, "dryRun": "on", "undo": True, "undoReserve": 64})
+    nb = Notebook(client, [("srv_rows = [1, 2, 3]\nsrv_total = 6", 1), ("srv_rows.pop()", None)])
+    nb.open()
+    nb.attach(kernel.connection_file)
+    await wait_status(statuses, lambda s: s.get("kernel") in ("attached", "busy"))
+    assert (await _undo(client, nb.uri))["error"].startswith("cannot undo"), "nothing ran yet"
+    deadline = time.monotonic() + 60
+    n = 0
+    while kernel.eval(CONFIGURED) != "True":  # an edit while attached and idle tells the kernel
+        assert time.monotonic() < deadline, statuses[-1:]
+        n += 1
+        nb.edit(1, f"srv_rows.pop()\nsrv_total = srv_total - 3\nsrv_new = {n}\nsrv_rows[9]")
+        await asyncio.sleep(0.5)
+    reply = kernel.run(nb.texts[1], allow_error=True)  # the user runs the cell: it crashes half-way
+    assert reply["ename"] == "IndexError"
+    nb.executed(1, reply["execution_count"])
+    answer = await _undo(client, nb.uri)
+    assert answer.get("error") is None, answer
+    assert sorted(answer["restored"]) == ["srv_rows", "srv_total"] and answer["deleted"] == ["srv_new"]
+    assert (
+        answer["cell"] == 2 and answer["executionCount"] == reply["execution_count"] and answer["kept"] == []
+    )
+    assert kernel.eval("(srv_rows, srv_total, 'srv_new' in globals())") == "([1, 2, 3], 6, False)"
+    again = await _undo(client, nb.uri)
+    assert again["error"] == f"cannot undo cell [{reply['execution_count']}]: it was undone already", again
