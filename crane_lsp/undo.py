@@ -50,6 +50,7 @@ class UndoAnswer(BaseModel):
     deleted: list[str] = Field(default_factory=list, description="names the cell created, deleted")
     kept: list[KeptName] = Field(default_factory=list)
     ms: float | None = None
+    phases_ms: dict[str, float] = Field(default_factory=dict, description="fingerprints, fetch, apply")
 
 
 class CellChanges(BaseModel):

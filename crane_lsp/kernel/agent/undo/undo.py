@@ -109,8 +109,6 @@ def undo_last_cell(payload_json):
             answer = _ud_undo(held, deadline)
         except (OSError, TimeoutError) as exc:  # before anything was changed: nothing is half-done
             return _JSONResult({"refused": f"cannot undo cell [{held.count}]: {exc}"})
-        _uh_state.pop("held", None)  # undone: the copy has served (the state is its state again)
-        _uh_drop(held)
         _uh_why(held.count, "it was undone already")
         _uh_state.setdefault("gone", {})[held.count] = "it was undone already"
     answer["ms"] = round((_ud_time.perf_counter() - started) * 1000, 1)
@@ -122,7 +120,10 @@ def _ud_undo(held, deadline):
     import pickle
 
     _shell, namespace = _ud_shell_ns()
+    clock = _ud_time.perf_counter
+    t0 = clock()
     _before, _after, diff = _ud_changes(held, deadline)
+    t1 = clock()
     wanted = [*diff["rebound"], *diff["mutated"], *diff["deleted"]]
     values, kept = {}, []
     if wanted:
@@ -141,6 +142,10 @@ def _ud_undo(held, deadline):
                 kept.append(
                     {"name": name, "reason": f"does not unpickle here: {type(exc).__name__}: {exc}"[:200]}
                 )
+    _uh_state.pop("held", None)  # every value is here: the copy has served. Gone BEFORE the values
+    _uh_drop(held)  # are written back, or each page written would first be copied for it
+    held.child.reap(timeout=2.0)
+    t2 = clock()
     restored = []
     for name in wanted:
         if name not in values:
@@ -152,7 +157,15 @@ def _ud_undo(held, deadline):
     for name in diff["bound"]:
         if namespace.pop(name, None) is not None or name not in namespace:
             deleted.append(name)
-    return {"cell": held.count, "restored": restored, "deleted": deleted, "kept": kept}
+    phases = {"fingerprints": t1 - t0, "fetch": t2 - t1, "apply": clock() - t2}
+    phases_ms = {k: round(v * 1000, 1) for k, v in phases.items()}
+    return {
+        "cell": held.count,
+        "restored": restored,
+        "deleted": deleted,
+        "kept": kept,
+        "phases_ms": phases_ms,
+    }
 
 
 def _ud_in_place(current, value):
