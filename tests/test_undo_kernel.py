@@ -77,6 +77,17 @@ def test_a_crash_after_in_place_changes_is_undone_exactly(uk: UndoKernel) -> Non
     assert again["refused"].endswith("it was undone already"), again
 
 
+def test_the_child_the_dry_run_prepared_becomes_the_copy(uk: UndoKernel) -> None:
+    uk.call("undo_configure", UNDO_ON)
+    uk.k.run("ready = [0]")
+    prepared = uk.call("dry_run_prepare", {"window_s": 60})
+    assert prepared["outcome"] == "prepared", prepared
+    uk.k.run("ready.append(1)")
+    held = "__import__('sys').modules['_crane_probe']._uh_state['held'].child.pid"
+    assert int(uk.k.eval(held)) == prepared["child_pid"]  # no second fork at the cell's start
+    assert uk.call("undo_last_cell")["restored"] == ["ready"] and uk.k.eval("ready") == "[0]"
+
+
 def test_a_clean_cell_is_undone(uk: UndoKernel) -> None:
     uk.call("undo_configure", UNDO_ON)
     uk.k.run("base = 10\nlabels = ['x']")
@@ -125,6 +136,16 @@ def test_a_memory_bound_that_does_not_fit_never_holds_a_copy(uk: UndoKernel) -> 
     answer = uk.call("undo_last_cell")
     assert "no copy held:" in answer["refused"] and "in reserve" in answer["refused"], answer
     assert uk.k.eval("big") == "[]"
+
+
+def test_memory_pressure_during_the_cell_releases_the_copy(uk: UndoKernel) -> None:
+    probe = "__import__('sys').modules['_crane_probe']"
+    free, rss = (float(uk.k.eval(f"{probe}.{f}()")) for f in ("_uh_available_mb", "_uh_rss_mb"))
+    reserve = int(free - rss - 500)  # fits now, with 500 MB to spare; the cell then takes 1500 MB
+    uk.call("undo_configure", {**UNDO_ON, "reserve_mb": reserve, "poll_s": 0.05})
+    uk.k.run("import time\nballast = np.ones(1500 * 2**20 // 8)\ntime.sleep(1.0)\ndel ballast")
+    answer = uk.call("undo_last_cell")
+    assert "released under memory pressure" in answer["refused"], answer
 
 
 def test_the_time_window_releases_the_copy(uk: UndoKernel) -> None:
