@@ -54,6 +54,12 @@ async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
     reply = kernel.run(nb.texts[1], allow_error=True)  # the user runs the cell: it crashes half-way
     assert reply["ename"] == "IndexError"
     nb.executed(1, reply["execution_count"])
+    changes = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="crane.cellChanges", arguments=[{"uri": nb.uri}])
+    )
+    assert changes["bound"] == ["srv_new"] and changes["mutated"] == ["srv_rows"], changes
+    assert changes["rebound"] == ["srv_total"] and changes["cell"] == 2, changes
+    assert changes["text"] == "the cell bound `srv_new`, rebound `srv_total` and mutated `srv_rows` in place"
     answer = await _undo(client, nb.uri)
     assert answer.get("error") is None, answer
     assert sorted(answer["restored"]) == ["srv_rows", "srv_total"] and answer["deleted"] == ["srv_new"]

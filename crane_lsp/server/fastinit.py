@@ -30,6 +30,7 @@ COMMANDS = [
     "crane.showPrompt",
     "crane.ignoreFinding",
     "crane.undoLastCell",
+    "crane.cellChanges",
     "crane.cellVerdict",
 ]
 NOTEBOOK_SYNC = {

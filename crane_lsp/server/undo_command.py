@@ -1,5 +1,8 @@
 """``crane.undoLastCell``: undo the last cell run in a notebook's kernel (issue 37; docs/undo.md).
 
+``crane.cellChanges`` takes the same argument and answers what the last cell bound, rebound, deleted and
+mutated in place (and a sentence), changing nothing.
+
 One argument, ``{"uri": <the notebook's or `# %%` document's URI>}``. The answer is one typed model:
 ``{"restored", "deleted", "kept": [{"name", "reason"}], "cell": <1-based code cell>, "executionCount"}``
 or ``{"error": <one line>}`` with nothing changed. The kernel is told to hold its copies
@@ -21,10 +24,10 @@ from crane_lsp.server.app import CraneServer  # pygls reads the handlers' annota
 from crane_lsp.server.command_args import BadArguments, _Args, parse
 
 if TYPE_CHECKING:
-    from crane_lsp.kernel.link import KernelLink
     from crane_lsp.server.app import NotebookState
 
 UNDO = "crane.undoLastCell"
+CHANGES = "crane.cellChanges"
 BUSY_WAIT_S = 10.0  # how long the command waits for a busy kernel (the server's own check) to be idle
 
 
@@ -63,6 +66,23 @@ def _code_cell(nb: NotebookState, count: int | None) -> int | None:
     return None
 
 
+class CellChangesAnswer(BaseModel):
+    """What the last cell changed in the kernel (nothing is changed by asking), or ``error``."""
+
+    model_config = ConfigDict(alias_generator=AliasGenerator(serialization_alias=to_camel), extra="forbid")
+    bound: list[str] = Field(default_factory=list)
+    rebound: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    mutated: list[str] = Field(default_factory=list, description="the same object, changed in place")
+    text: str | None = Field(default=None, description="in words: 'the cell rebound `model` and ...'")
+    cell: int | None = Field(default=None, description="1-based among code cells")
+    execution_count: int | None = None
+    error: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 def _last_run(nb: NotebookState) -> int | None:
     """The execution count of the notebook's last run cell, as the editor reports it (None when it
     reports none: then the kernel's last cell is undone, whichever client ran it)."""
@@ -70,17 +90,15 @@ def _last_run(nb: NotebookState) -> int | None:
     return max(orders) if orders else None
 
 
-async def _undo_when_idle(
-    link: KernelLink, expect: int | None, wait_s: float = BUSY_WAIT_S
-) -> undo.UndoAnswer:
-    """The undo once the kernel is idle: a check of the server's own may be in flight (a short wait);
-    never beside a running cell."""
+async def _when_idle(work: Any, wait_s: float = BUSY_WAIT_S) -> Any:
+    """``work()`` once the kernel is idle: a check of the server's own may be in flight (a short
+    wait); never beside a running cell."""
     from crane_lsp.kernel.link import KernelBusy
 
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            return await undo.undo(link, expect_count=expect)
+            return await work()
         except KernelBusy:
             if time.monotonic() > deadline:
                 raise
@@ -101,7 +119,8 @@ async def undo_last_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Und
     if link is None:
         return UndoLastCellAnswer(error="no kernel attached")
     try:
-        answer = await _undo_when_idle(link, _last_run(nb))
+        expect = _last_run(nb)
+        answer: undo.UndoAnswer = await _when_idle(lambda: undo.undo(link, expect_count=expect))
     except Exception as exc:
         return UndoLastCellAnswer(error=f"cannot undo: {exc}".splitlines()[0])
     if answer.refused is not None:
@@ -116,7 +135,42 @@ async def undo_last_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Und
     )
 
 
+async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellChangesAnswer:
+    try:
+        args = parse(UndoArgs, arguments)
+    except BadArguments as exc:
+        return CellChangesAnswer(error=f"bad arguments: {exc}")
+    nb = server.notebook_of(args.uri)
+    if nb is None:
+        return CellChangesAnswer(error="no such notebook")
+    if not server.settings.undo:
+        return CellChangesAnswer(error="undo is off (the crane.undo setting)")
+    link = server.kernels.attachment(nb.uri).link
+    if link is None:
+        return CellChangesAnswer(error="no kernel attached")
+    expect = _last_run(nb)
+    try:
+        answer: undo.CellChanges = await _when_idle(lambda: undo.changes(link, expect_count=expect))
+    except Exception as exc:
+        return CellChangesAnswer(error=f"cannot say: {exc}".splitlines()[0])
+    if answer.refused is not None:
+        return CellChangesAnswer(error=answer.refused)
+    return CellChangesAnswer(
+        bound=answer.bound,
+        rebound=answer.rebound,
+        deleted=answer.deleted,
+        mutated=answer.mutated,
+        text=answer.sentence(),
+        cell=_code_cell(nb, answer.cell),
+        execution_count=answer.cell,
+    )
+
+
 def register(ls: CraneServer) -> None:
     @ls.command(UNDO)
     async def undo_command(server: CraneServer, *arguments: Any) -> dict[str, Any]:
         return (await undo_last_cell(server, arguments)).wire()
+
+    @ls.command(CHANGES)
+    async def changes_command(server: CraneServer, *arguments: Any) -> dict[str, Any]:
+        return (await cell_changes(server, arguments)).wire()
