@@ -90,7 +90,8 @@ def test_the_child_the_dry_run_prepared_becomes_the_copy(uk: UndoKernel) -> None
 
 def test_a_clean_cell_is_undone(uk: UndoKernel) -> None:
     uk.call("undo_configure", UNDO_ON)
-    uk.k.run("base = 10\nlabels = ['x']")
+    uk.k.run("base = 10\nlabels = ['x']\nstamps = np.array(['2020-01-01'], dtype='datetime64[D]')")
+    uk.k.run("when = pd.DataFrame({'t': pd.to_datetime(['2020-01-01']), 'tag': ['a']})")  # stay unchanged
     uk.k.run("base = base * 3\nderived = base + 1\ndel labels")
     answer = uk.call("undo_last_cell")
     assert sorted(answer["restored"]) == ["base", "labels"] and answer["deleted"] == ["derived"], answer
@@ -100,12 +101,22 @@ def test_a_clean_cell_is_undone(uk: UndoKernel) -> None:
 def test_what_cannot_come_back_is_named_and_the_rest_is_restored(uk: UndoKernel, tmp_path: Any) -> None:
     uk.call("undo_configure", UNDO_ON)
     path = tmp_path / "notes.txt"
+    mapped = tmp_path / "mapped.bin"
     uk.k.run(f"handle = open({str(path)!r}, 'w')\nstream = (i for i in range(3))\nscore = 1.5")
-    uk.k.run("handle = None\nstream = None\nscore = 2.5\n1 / 0", allow_error=True)
+    uk.k.run(f"mapped = np.memmap({str(mapped)!r}, dtype='u1', mode='w+', shape=(8,))")
+    uk.k.run(
+        "handle = None\nstream = None\nscore = 2.5\nmapped[0] = 7\nmapped.flush()\nmapped = None\n1 / 0",
+        allow_error=True,
+    )
     answer = uk.call("undo_last_cell")
     kept = {row["name"]: row["reason"] for row in answer["kept"]}
-    assert kept == {"handle": "an open file", "stream": "a generator: where it stopped cannot be copied"}
+    assert kept == {
+        "handle": "an open file",
+        "stream": "a generator: where it stopped cannot be copied",
+        "mapped": "a memory-mapped file: undo never writes files",
+    }
     assert answer["restored"] == ["score"]
+    assert mapped.read_bytes()[0] == 7  # the file is as the cell left it: undo writes no file
     assert uk.k.eval("(handle, stream, score)") == "(None, None, 1.5)"
 
 

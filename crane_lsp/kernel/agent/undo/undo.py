@@ -181,7 +181,7 @@ def _ud_in_place(current, value):
         current.clear()
         current.update(value)
         return True
-    if _isa(current, "ndarray"):
+    if _isa(current, "ndarray") and cls is getattr(_sb_sys.modules.get("numpy"), "ndarray", None):
         if current.shape != value.shape or current.dtype != value.dtype or not current.flags.writeable:
             return False
         current[...] = value

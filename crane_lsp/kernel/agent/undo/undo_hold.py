@@ -171,8 +171,9 @@ def _uh_matches(child, count):
     """Whether a prepared child is the state right before cell ``count``: forked by this process at
     the count before it (a non-silent execute moves the count before ``pre_execute``; code run since
     the fork killed it), still alive."""
+    young = _uh_time.monotonic() - child.begun < child.window_s  # it waits window_s + 1 s, then exits
     return (child.key[0] == _uh_os.getpid() and isinstance(count, int)
-            and child.key[1] == count - 1 and child.alive())  # fmt: skip
+            and child.key[1] == count - 1 and child.alive() and young)  # fmt: skip
 
 
 def _uh_fork(config):
@@ -330,6 +331,9 @@ def _uh_why_not_pickled(value):
         base = getattr(_sb_sys.modules.get(module), name, None)
         if base is not None and base in type.__dict__["__mro__"].__get__(cls):
             return why
+    memmap = getattr(_sb_sys.modules.get("numpy"), "memmap", None)
+    if memmap is not None and memmap in type.__dict__["__mro__"].__get__(cls):
+        return "a memory-mapped file: undo never writes files"
     if _isa(value, "tensor"):
         device = getattr(getattr(value, "device", None), "type", "cpu")
         if device != "cpu":

@@ -80,8 +80,13 @@ def _ufp_array(value, out):
         out["hash"], sampled = _ufp_crc_memory(view.cast("B"))
         if sampled:
             out["sampled"] = True
-    except (TypeError, ValueError, BufferError):  # object arrays have no buffer: their items' ids
-        out["hash"] = _ufp_crc_ids(list(value.ravel()[:_UFP_ITEMS]))
+    except (TypeError, ValueError, BufferError):  # no buffer: datetimes as bytes, objects as their ids
+        if value.dtype.hasobject:
+            out["hash"] = _ufp_crc_ids(list(value.ravel()[:_UFP_ITEMS]))
+        elif value.flags.c_contiguous:
+            out["hash"] = _ufp_crc_memory(memoryview(value.view("u1")).cast("B"))[0]
+        else:
+            out["hash"] = None
 
 
 def _ufp_frame(value, out):
@@ -101,6 +106,9 @@ def _ufp_frame(value, out):
     crc = 0
     for arr in arrays:
         crc = _ufp_zlib.crc32(id(arr).to_bytes(8, "little"), crc)
+        if not _isa(arr, "ndarray"):  # an extension array backed by one (datetimes, categoricals)
+            with _ufp_contextlib.suppress(Exception):
+                arr = _lib_attr(arr, "_ndarray")
         if _isa(arr, "ndarray"):
             sub: dict[str, object] = {}
             _ufp_array(arr, sub)
