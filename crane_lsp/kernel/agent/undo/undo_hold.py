@@ -122,8 +122,8 @@ def _uh_on_pre(info=None):
     cell goes (the state moves on); a prepared child forked for exactly this state is set aside for
     ``pre_run_cell``. Registered while undo is on (dryrun_warm's hook defers here); never in the way."""
     try:
-        if _uh_state.get("in_code"):  # both hooks fire for one start (dryrun_warm's and ours): once
-            return
+        if _uh_state.get("in_code") or not _uh_main_thread():  # once per start (dryrun_warm's hook
+            return  # and ours); a subshell's request (its own thread) is not the kernel's cell
         _uh_state["in_code"] = True
         if _uh_state.get("held") is not None:
             _uh_release("released: code ran after it")
@@ -201,7 +201,7 @@ def _uh_keep(child, count, config):
 
 def _uh_on_post(result=None):
     """The code is over: the cell's number is known now, and the generation an undo must find."""
-    if not _uh_state.get("in_code"):  # an agent call (no code): nothing started
+    if not _uh_state.get("in_code") or not _uh_main_thread():  # an agent call, or a subshell's
         return
     _uh_state["in_code"] = False
     child = _uh_state.pop("candidate", None)  # a silent execute: no cell took it
@@ -216,6 +216,14 @@ def _uh_on_post(result=None):
         held.count = why[0] if why is not None else _uh_cell_number()
         held.finished = True
         held.generation = generation
+
+
+def _uh_main_thread():
+    """Whether this is the kernel's main thread (its cells); a subshell runs in a thread of its own."""
+    threading = _sb_sys.modules.get("threading")
+    if threading is None:
+        return True
+    return bool(threading.get_ident() == threading.main_thread().ident)
 
 
 def _uh_watcher(held, poll_s):
@@ -279,6 +287,7 @@ def undo_configure(payload_json):
     """Turn undo on (``{"on": true, "reserve_mb", "hold_s", "fork": {memory_mb...}}``) or off; off
     releases a held copy. Answers the state."""
     config = _uh_json.loads(payload_json)
+    _uh_state["in_code"] = False  # (asked between cells: a start seen without its end is over)
     if config.get("on"):
         _uh_state["config"] = config
         _dw_state["hold"] = _uh_on_pre  # dryrun_warm's pre_execute hook defers to undo
