@@ -51,6 +51,7 @@ class UndoAnswer(BaseModel):
     kept: list[KeptName] = Field(default_factory=list)
     ms: float | None = None
     phases_ms: dict[str, float] = Field(default_factory=dict, description="fingerprints, fetch, apply")
+    direct: list[str] = Field(default_factory=list, description="arrays written back from the copy's memory")
 
 
 class CellChanges(BaseModel):

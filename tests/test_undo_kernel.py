@@ -67,6 +67,7 @@ def test_a_crash_after_in_place_changes_is_undone_exactly(uk: UndoKernel) -> Non
     assert (
         answer["deleted"] == ["model"] and answer["kept"] == [] and answer["cell"] == reply["execution_count"]
     )
+    assert answer["direct"] == ["arr"]  # its bytes read from the copy's memory, only changed chunks written
     after = uk.prints()
     for name in ("arr", "items", "counts"):  # written back into the same objects: identity and all
         assert after[name] == before[name], name

@@ -53,6 +53,7 @@ SOURCES = (
     "agent/dryrun/dryrun_warm.py",
     "agent/undo/undo_print.py",
     "agent/undo/undo_hold.py",
+    "agent/undo/undo_direct.py",
     "agent/undo/undo.py",
 )
 PROBE_SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8") for name in SOURCES)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
     from crane_lsp.kernel.agent.dryrun.dryrun_warm import _dw_generation
     from crane_lsp.kernel.agent.guard import _JSONResult
     from crane_lsp.kernel.agent.safe import _isa
+    from crane_lsp.kernel.agent.undo.undo_direct import _udd_eligible, _udd_restore
     from crane_lsp.kernel.agent.undo.undo_hold import (
         _uh_drop,
         _uh_is_held,
@@ -116,38 +117,34 @@ def undo_last_cell(payload_json):
 
 
 def _ud_undo(held, deadline):
-    """Fetch every value first; then change the namespace (raises before any change, never after)."""
-    import pickle
-
+    """Fetch every value first, then change the namespace (raises before any change, never after);
+    an array changed in place is written back from the copy's memory directly (``undo_direct.py``)."""
     _shell, namespace = _ud_shell_ns()
     clock = _ud_time.perf_counter
     t0 = clock()
-    _before, _after, diff = _ud_changes(held, deadline)
+    before, _after, diff = _ud_changes(held, deadline)
     t1 = clock()
     wanted = [*diff["rebound"], *diff["mutated"], *diff["deleted"]]
-    values, kept = {}, []
-    if wanted:
-        _uh_request(held, {"op": "pickle", "names": wanted})
-        while True:
-            meta, buffers = _uh_read(held, deadline)
-            if meta.get("done"):
-                break
-            name = meta["name"]
-            if "reason" in meta:
-                kept.append({"name": name, "reason": meta["reason"]})
-                continue
-            try:
-                values[name] = pickle.loads(buffers[0], buffers=buffers[1:])
-            except Exception as exc:
-                kept.append(
-                    {"name": name, "reason": f"does not unpickle here: {type(exc).__name__}: {exc}"[:200]}
-                )
+    values: dict[str, object] = {}
+    kept: list[dict[str, str]] = []
+    direct = [n for n in diff["mutated"] if _udd_eligible(before.get(n), namespace.get(n))]
+    _ud_fetch(
+        held, [n for n in wanted if n not in direct], values, kept, deadline
+    )  # may raise: no change yet
+    done = []  # then the arrays changed in place: their bytes before the cell, read from the copy
+    for name in direct:
+        if _udd_restore(held.child.pid, before[name]["data"], namespace[name]):
+            done.append(name)
+        else:  # the read failed part-way: the whole value through the pipe finishes it
+            _ud_fetch(held, [name], values, kept, deadline)
     _uh_state.pop("held", None)  # every value is here: the copy has served. Gone BEFORE the values
     _uh_drop(held)  # are written back, or each page written would first be copied for it
     held.child.reap(timeout=2.0)
     t2 = clock()
     restored = []
     for name in wanted:
+        if name in done:
+            restored.append(name)
         if name not in values:
             continue
         if not (name in diff["mutated"] and _ud_in_place(namespace.get(name), values[name])):
@@ -165,7 +162,30 @@ def _ud_undo(held, deadline):
         "deleted": deleted,
         "kept": kept,
         "phases_ms": phases_ms,
+        "direct": done,  # written back from the copy's memory, not pickled
     }
+
+
+def _ud_fetch(held, names, values, kept, deadline):
+    """The values of ``names`` pickled by the copy (into ``values``), or why not (into ``kept``)."""
+    import pickle
+
+    if not names:
+        return
+    _uh_request(held, {"op": "pickle", "names": names})
+    while True:
+        meta, buffers = _uh_read(held, deadline)
+        if meta.get("done"):
+            return
+        name = meta["name"]
+        if "reason" in meta:
+            kept.append({"name": name, "reason": meta["reason"]})
+            continue
+        try:
+            values[name] = pickle.loads(buffers[0], buffers=buffers[1:])
+        except Exception as exc:
+            why = f"does not unpickle here: {type(exc).__name__}: {exc}"
+            kept.append({"name": name, "reason": why[:200]})
 
 
 def _ud_in_place(current, value):
