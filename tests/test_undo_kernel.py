@@ -179,6 +179,31 @@ def test_undo_off_releases_and_keeps_no_copy(uk: UndoKernel) -> None:
     assert uk.k.eval(hooks) == "[]"
 
 
+def test_the_script_api_through_a_connection_file(uk: UndoKernel) -> None:
+    from crane_lsp.kernel.link import SILENT_ID_PREFIX
+    from crane_lsp.undo import changes_sync, configure_sync, undo_last_cell_sync
+
+    # a new link's first request installs the agent (code): being crane's own, it releases no copy
+    assert uk.k.eval("__import__('sys').modules['_crane_probe']._UH_CRANE_PREFIX") == repr(SILENT_ID_PREFIX)
+    assert configure_sync(uk.k.connection_file)["on"] is True
+    uk.k.run("api_rows = [1]")
+    reply = uk.k.run("api_rows.append(2)\napi_extra = 1")
+    changes = changes_sync(uk.k.connection_file)
+    assert changes.refused is None, changes.refused
+    assert (changes.cell, changes.mutated, changes.bound) == (
+        reply["execution_count"],
+        ["api_rows"],
+        ["api_extra"],
+    )
+    assert (
+        changes.sentence(line=2)
+        == "before raising at line 2 the cell bound `api_extra` and mutated `api_rows` in place"
+    )
+    answer = undo_last_cell_sync(uk.k.connection_file, expect_count=reply["execution_count"])
+    assert (answer.refused, answer.restored, answer.deleted) == (None, ["api_rows"], ["api_extra"])
+    assert uk.k.eval("(api_rows, 'api_extra' in globals())") == "([1], False)"
+
+
 def test_a_restart_refuses(uk: UndoKernel) -> None:
     uk.call("undo_configure", UNDO_ON)
     uk.k.run("lost = 1")

@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
     from crane_lsp.kernel.agent.undo.undo_print import _ufp_all
 
 _UH_MAGIC = b"CRU1"  # every frame from the held copy starts so (anything else is not its answer)
+#: crane's own requests (``kernel/link.py``'s ``SILENT_ID_PREFIX``): their only code installs this agent
+_UH_CRANE_PREFIX = "crane-silent-"
 _uh_state: dict[str, Any] = {}  # "config", "held" (_UhHeld), "why": [cell number, reason]
 
 
@@ -124,6 +126,8 @@ def _uh_on_pre(info=None):
     try:
         if _uh_state.get("in_code") or not _uh_main_thread():  # once per start (dryrun_warm's hook
             return  # and ours); a subshell's request (its own thread) is not the kernel's cell
+        if _uh_crane_request():  # a new link installing the agent: no user code, the copy stays
+            return
         _uh_state["in_code"] = True
         if _uh_state.get("held") is not None:
             _uh_release("released: code ran after it")
@@ -216,6 +220,18 @@ def _uh_on_post(result=None):
         held.count = why[0] if why is not None else _uh_cell_number()
         held.finished = True
         held.generation = generation
+
+
+def _uh_crane_request():
+    """Whether the request being executed is crane's own (its message id says so)."""
+    ipython = _sb_sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    try:
+        parent = shell.kernel.get_parent("shell")  # type: ignore[union-attr]
+        msg_id = (parent.get("header") or {}).get("msg_id")
+    except Exception:
+        return False
+    return isinstance(msg_id, str) and msg_id.startswith(_UH_CRANE_PREFIX)
 
 
 def _uh_main_thread():
