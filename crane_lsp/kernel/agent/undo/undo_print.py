@@ -80,6 +80,7 @@ def _ufp_array(value, out):
         out["hash"], sampled = _ufp_crc_memory(view.cast("B"))
         if sampled:
             out["sampled"] = True
+        out["data"] = value.__array_interface__["data"][0]  # where its bytes are (undo reads them there)
     except (TypeError, ValueError, BufferError):  # no buffer: datetimes as bytes, objects as their ids
         if value.dtype.hasobject:
             out["hash"] = _ufp_crc_ids(list(value.ravel()[:_UFP_ITEMS]))
