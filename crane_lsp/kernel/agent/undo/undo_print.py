@@ -14,6 +14,7 @@ fingerprint).
 import contextlib as _ufp_contextlib
 import sys as _ufp_sys
 import zlib as _ufp_zlib
+from itertools import islice as _ufp_islice
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
@@ -136,12 +137,13 @@ def _ufp_print(value):
         elif cls in (list, tuple):
             out["len"] = len(value)
             out["hash"] = _ufp_crc_ids(value)
-        elif cls is dict:
+        elif cls is dict:  # the first _UFP_ITEMS items (insertion order): a huge dict is not copied
             out["len"] = len(value)
-            out["hash"] = _ufp_crc_ids([x for kv in list(value.items()) for x in kv])
+            items = _ufp_islice(value.items(), _UFP_ITEMS)
+            out["hash"] = _ufp_crc_ids([x for kv in items for x in kv])
         elif cls in (set, frozenset):
             out["len"] = len(value)
-            out["hash"] = _ufp_crc_ids(sorted(id(x) for x in value))
+            out["hash"] = _ufp_crc_ids(sorted(id(x) for x in _ufp_islice(value, _UFP_ITEMS)))
         elif _isa(value, "ndarray"):
             _ufp_array(value, out)
         elif _isa(value, "dataframe") or _isa(value, "series"):
