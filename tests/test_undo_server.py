@@ -1,5 +1,6 @@
-"""``crane.undoLastCell`` through the real server (issue 37): undo on, the user edits (the server tells
-the kernel to hold copies), a cell runs and crashes after changing the state, the command undoes it."""
+"""``crane.undoLastCell`` and ``crane.cellChanges`` through the real server (issue 37): undo on, the
+server binds the notebook's kernel (and tells it to hold copies), a cell runs and crashes after
+changing the state, the commands say what it changed and undo it."""
 
 from __future__ import annotations
 
@@ -45,12 +46,10 @@ async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
     await wait_status(statuses, lambda s: s.get("kernel") in ("attached", "busy"))
     assert (await _undo(client, nb.uri))["error"].startswith("cannot undo"), "nothing ran yet"
     deadline = time.monotonic() + 60
-    n = 0
-    while kernel.eval(CONFIGURED) != "True":  # an edit while attached and idle tells the kernel
+    while kernel.eval(CONFIGURED) != "True":  # the server tells the kernel once it binds its link
         assert time.monotonic() < deadline, statuses[-1:]
-        n += 1
-        nb.edit(1, f"srv_rows.pop()\nsrv_total = srv_total - 3\nsrv_new = {n}\nsrv_rows[9]")
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.2)
+    nb.edit(1, "srv_rows.pop()\nsrv_total = srv_total - 3\nsrv_new = 1\nsrv_rows[9]")
     reply = kernel.run(nb.texts[1], allow_error=True)  # the user runs the cell: it crashes half-way
     assert reply["ename"] == "IndexError"
     nb.executed(1, reply["execution_count"])

@@ -443,6 +443,9 @@ class CraneServer(LanguageServer):
         counted = CountedLink(link, self.stats) if link is not None else None
         pipeline = Pipeline.from_settings(self.settings, counted, llm=self._llm, offload=self.offload)
         bound = self._pipelines[nb.uri] = _Bound(pipeline, counted, link, self.settings_rev)
+        from crane_lsp.undo import configure_for  # a new link or new settings: undo on or off there
+
+        configure_for(nb.uri, link, self.settings, self.settings_rev, self._background)
         return bound
 
     async def _executed(

@@ -6,8 +6,9 @@ mutated in place (and a sentence), changing nothing.
 One argument, ``{"uri": <the notebook's or `# %%` document's URI>}``. The answer is one typed model:
 ``{"restored", "deleted", "kept": [{"name", "reason"}], "cell": <1-based code cell>, "executionCount"}``
 or ``{"error": <one line>}`` with nothing changed. The kernel is told to hold its copies
-(``undo_configure``) when the user starts editing with undo on (``crane_lsp.undo.configure_for``,
-from where the dry run prepares its child): a cell run before that has no copy, and undo says so.
+(``undo_configure``, ``crane_lsp.undo.configure_for``) when the server binds the notebook's kernel
+and when the user starts editing (where the dry run prepares its child): a cell run before that has
+no copy, and undo says so.
 """
 
 from __future__ import annotations
