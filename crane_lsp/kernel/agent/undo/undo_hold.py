@@ -143,7 +143,8 @@ def _uh_on_run(info=None):
     """A cell starts (``pre_run_cell``: not for a silent execute): hold the state before it, when
     undo is on and it fits (the prepared child set aside, else a fork made now)."""
     try:
-        _uh_run()
+        if _uh_main_thread():  # a cell sent to a subshell runs beside the kernel's: never held
+            _uh_run()
     except Exception as exc:  # never in the user's way
         _uh_why(None, f"no copy held: {type(exc).__name__}: {exc}")
 
