@@ -1,10 +1,11 @@
 """The copy of the state before a cell, held while it runs: STANDARD LIBRARY ONLY, joined after
 ``undo_print.py``.
 
-When undo is on (``undo_configure``), a cell's start (IPython's ``pre_execute``) keeps a jailed fork of
-the kernel as it is at that moment instead of killing it: the prepared dry-run child when one was
-forked for exactly this state (``dryrun_warm.py``: same pid, the execution count just before this
-cell, alive), else a fork made here. It never becomes the kernel; it only answers requests on the
+When undo is on (``undo_configure``), a cell's start (IPython's ``pre_run_cell``, after
+``pre_execute``; a silent execute has none) keeps a jailed fork of the kernel as it is at that
+moment: the prepared dry-run child when one was forked for exactly this state (``dryrun_warm.py``:
+same pid, the execution count just before this cell, alive; it is set aside at ``pre_execute``
+instead of being killed), else a fork made here. It never becomes the kernel; it only answers requests on the
 pipe crane opened (the jail lets it write nothing else): the fingerprints of the user's names
 (``undo_print.py``) and the pickled values of given names, one length-prefixed frame each.
 
