@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import stat
@@ -137,26 +138,75 @@ def _start_unprivileged(workdir: Path) -> tuple[TestKernel, subprocess.Popen[byt
     return TestKernel(SimpleNamespace(connection_file=str(conn)), client), proc  # type: ignore[arg-type]
 
 
+#: Who holds the search bits ``searchable_interpreter`` added, across processes: pytest-xdist runs
+#: several test modules with unprivileged kernels at once, and the first to finish must not take the
+#: bit from a folder another still needs (its kernel's next import would fail). One JSON file, under
+#: an exclusive lock: {folder: {"mode": the mode before, "holders": [pids]}}.
+_SEARCH_HOLDERS = Path(tempfile.gettempdir()) / "crane-tests-searchable.json"
+
+
+@contextlib.contextmanager
+def _holders() -> Iterator[dict[str, Any]]:
+    """The holders' record, read and written back under an exclusive lock."""
+    import fcntl
+    import json
+
+    with open(f"{_SEARCH_HOLDERS}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record: dict[str, Any] = {}
+        with contextlib.suppress(OSError, ValueError):
+            record = json.loads(_SEARCH_HOLDERS.read_text())
+        yield record
+        _SEARCH_HOLDERS.write_text(json.dumps(record))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def searchable_interpreter() -> Iterator[None]:
     """Let ``nobody`` reach this interpreter and its packages (e.g. under /root or a 0700 temp
-    folder): the search bit (o+x, not listing) on each ancestor lacking it, restored afterwards."""
-    changed: list[tuple[Path, int]] = []
+    folder): the search bit (o+x, not listing) on each ancestor lacking it, restored afterwards by
+    the last process that needs it (``_SEARCH_HOLDERS``; a holder that died no longer counts)."""
     roots = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable, *sys.path) if p}
+    folders = list(dict.fromkeys(f for root in roots for f in [root, *root.parents]))
+    me = os.getpid()
+    with _holders() as record:
+        for folder in folders:
+            key = str(folder)
+            if key in record:  # another process added the bit: hold it too
+                record[key]["holders"].append(me)
+                continue
+            try:
+                mode = folder.stat().st_mode
+            except OSError:
+                continue
+            if folder.is_dir() and not mode & stat.S_IXOTH:
+                os.chmod(folder, stat.S_IMODE(mode) | stat.S_IXOTH)
+                record[key] = {"mode": stat.S_IMODE(mode), "holders": [me]}
     try:
-        for root in roots:
-            for folder in [root, *root.parents]:
-                try:
-                    mode = folder.stat().st_mode
-                except OSError:
-                    continue
-                if folder.is_dir() and not mode & stat.S_IXOTH and (folder, mode) not in changed:
-                    changed.append((folder, mode))
-                    os.chmod(folder, stat.S_IMODE(mode) | stat.S_IXOTH)
         yield
     finally:
-        for folder, mode in reversed(changed):
-            os.chmod(folder, stat.S_IMODE(mode))
+        with _holders() as record:
+            for key in sorted(record, key=len, reverse=True):  # deepest first, as they were opened
+                entry = record[key]
+                holders = list(entry["holders"])
+                if me in holders:
+                    holders.remove(me)  # one release: this process may hold it for two modules
+                holders = [pid for pid in holders if pid == me or _alive(pid)]
+                if holders:
+                    entry["holders"] = holders
+                    continue
+                with contextlib.suppress(OSError):
+                    os.chmod(key, entry["mode"])
+                del record[key]
 
 
 def jail_kernels(user: str) -> Iterator[JailKernel]:
@@ -230,3 +280,27 @@ def alive(pid: int) -> bool:
 def verdict(result: dict) -> tuple:
     """A dry run's answer as (outcome, exception, line, message), for assertions and their messages."""
     return result["outcome"], result.get("exception"), result.get("line"), result.get("message")
+
+
+#: What multiprocessing and joblib leave on the machine: named semaphores (/dev/shm) and worker folders.
+WORKER_TEMP = re.compile(r"^(pymp-|joblib|loky-|tmp.*joblib)")
+
+
+def machine_leftovers() -> set[str]:
+    """The entries of /dev/shm and the worker folders of /tmp that exist now (paths)."""
+    shm = {f"/dev/shm/{n}" for n in os.listdir("/dev/shm")}
+    return shm | {f"/tmp/{n}" for n in os.listdir("/tmp") if WORKER_TEMP.match(n)}
+
+
+def assert_nothing_left_since(before: set[str], settle_s: float = 10.0) -> None:
+    """No entry of ``machine_leftovers`` that was not there ``before`` stays. A dry run's copy never
+    cleans up (it is killed), so what it left stays; other test modules' real runs (pytest-xdist
+    workers, running at the same time) make such entries too, but only while their pools live,
+    so a new entry is given ``settle_s`` to go before it counts."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        new = machine_leftovers() - before
+        if not new:
+            return
+        assert time.monotonic() < deadline, f"left on the machine: {sorted(new)}"
+        time.sleep(0.1)

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from jail_util import NOBODY, JailKernel, jail_kernels, verdict
+from jail_util import NOBODY, JailKernel, assert_nothing_left_since, jail_kernels, machine_leftovers, verdict
 
 from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
 from crane_lsp.kernel.agent.jail.jail_answers import (
@@ -198,7 +198,7 @@ def test_a_crash_through_a_fallback_answer_is_no_verdict(jk: JailKernel) -> None
 
 @PATHS
 def test_semaphores_are_kept_in_the_copy(jk: JailKernel, prepared: bool) -> None:
-    before = sorted(os.listdir("/dev/shm"))
+    before = machine_leftovers()
     lock = jk.dry_run(
         "import multiprocessing\nlock = multiprocessing.Lock()\nwith lock:\n    x = 1", prepared=prepared
     )
@@ -217,7 +217,7 @@ def test_semaphores_are_kept_in_the_copy(jk: JailKernel, prepared: bool) -> None
     # joblib's probe is still refused: it runs serially in the copy, where processes are stopped
     serial = jk.dry_run("import joblib\nfrom joblib._multiprocessing_helpers import mp\nassert mp is None")
     assert serial["outcome"] == "completed", verdict(serial)
-    assert sorted(os.listdir("/dev/shm")) == before  # nothing reached /dev/shm
+    assert_nothing_left_since(before)  # nothing reached /dev/shm
 
 
 def test_a_verdict_the_jail_shaped_is_not_a_crash(jk: JailKernel) -> None:

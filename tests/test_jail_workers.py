@@ -10,21 +10,26 @@ process, no file in /dev/shm or /tmp.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
 
 import pytest
-from jail_util import JailKernel, children_of, jail_kernels, no_process_in_group, verdict
+from jail_util import (
+    JailKernel,
+    assert_nothing_left_since,
+    children_of,
+    jail_kernels,
+    machine_leftovers,
+    no_process_in_group,
+    verdict,
+)
 
 pytest.importorskip("sklearn")
 pytest.importorskip("joblib")
 
 PATHS = pytest.mark.parametrize("prepared", [False, True], ids=["cold", "prepared"])
 WORLD = "worker processes kept in the copy (a single-process world): "
-#: what the libraries leave in /tmp for their workers (other jobs on the machine use /tmp too)
-WORKER_TEMP = re.compile(r"^(pymp-|joblib|loky-|tmp.*joblib)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -41,12 +46,6 @@ def _world(result: dict, *words: str) -> str:
     for word in words:
         assert word in notes[0], notes
     return notes[0]
-
-
-def _leftovers() -> tuple[list[str], list[str]]:
-    shm = sorted(os.listdir("/dev/shm"))
-    tmp = sorted(n for n in os.listdir("/tmp") if WORKER_TEMP.match(n))
-    return shm, tmp
 
 
 def _real(jk: JailKernel, cell: str) -> tuple[str, str | None, int | None]:
@@ -67,7 +66,7 @@ def _children(jk: JailKernel) -> list[int]:
 def _dry_then_real(jk: JailKernel, cell: str, prepared: bool = False) -> dict:
     """Dry-run ``cell`` (nothing may outlive it), then run it for real: the verdicts must agree."""
     before_children = _children(jk)
-    before_files = _leftovers()
+    before_files = machine_leftovers()
     result = jk.dry_run(cell, budget_s=60, prepared=prepared)
     deadline = time.monotonic() + 10  # the child is killed at once, and reaped by a thread of the kernel
     while time.monotonic() < deadline and not (
@@ -76,7 +75,7 @@ def _dry_then_real(jk: JailKernel, cell: str, prepared: bool = False) -> dict:
         time.sleep(0.05)
     assert no_process_in_group(result["child_pid"])  # nor any thread or process it started
     assert _children(jk) == before_children, (children_of(jk.pid), before_children)
-    assert _leftovers() == before_files
+    assert_nothing_left_since(before_files)
     outcome, exception, line = _real(jk, cell)
     assert (result["outcome"], result.get("exception")) == (outcome, exception), (verdict(result), outcome)
     if outcome == "raised":
@@ -165,10 +164,10 @@ def test_scikit_learn_with_two_jobs(jk: JailKernel) -> None:
 def test_a_spawned_pool_still_ends_the_run(jk: JailKernel) -> None:
     """``spawn`` starts a fresh interpreter (the notebook's functions are not importable there): the
     copy cannot be one, so the run ends as before, and nothing reaches the machine."""
-    before = _leftovers()
+    before = machine_leftovers()
     cell = "import multiprocessing\nwith multiprocessing.get_context('spawn').Pool(2) as pool:\n"
     cell += "    pool.map(abs, [1])"
     result = jk.dry_run(cell, budget_s=60)
     assert result["outcome"] == "blocked", verdict(result)
     assert not any(n.startswith(WORLD) for n in result.get("notes") or []), result["notes"]
-    assert _leftovers() == before
+    assert_nothing_left_since(before)
