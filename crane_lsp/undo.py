@@ -134,6 +134,63 @@ async def changes(link: _Caller, expect_count: int | None = None) -> CellChanges
     return CellChanges.model_validate(await link.call("undo_changes", payload, timeout=15))
 
 
+#: Read in the kernel by a silent ``user_expressions`` request, never running user code: for each frame
+#: of the last exception IPython showed (``sys.last_traceback``), the execution count of the cell the
+#: frame's code came from (IPython's compiler maps a cell's file name to it) and the frame's line.
+_RAISED_AT_EXPRESSION = (
+    "__import__('json').dumps([[getattr(__import__('IPython').get_ipython().compile, '_filename_map', {})"
+    ".get(f.f_code.co_filename), n] for f, n in __import__('traceback').walk_tb("
+    "getattr(__import__('sys'), 'last_traceback', None))])"
+)
+
+
+def raised_line(frames: list[Any], count: int) -> int | None:
+    """The 1-based line of cell ``[count]`` from which its exception came (its outermost frame in that
+    cell: the cell's own statement), or None when the last exception shown is not that cell's."""
+    for frame in frames:
+        if isinstance(frame, list) and len(frame) == 2 and frame[0] == count and isinstance(frame[1], int):
+            return frame[1]
+    return None
+
+
+async def raised_at(link: Any, count: int, timeout: float = 5.0) -> int | None:
+    """The line at which cell ``[count]`` raised when the kernel reported an error for that run (the
+    exception IPython showed last is from that cell), else None. Execution counts are unique within a
+    kernel process, so a traceback left by an earlier cell never answers for this one. One silent
+    request on the main shell, only when the kernel is idle; any failure answers None."""
+    import ast
+    import json
+
+    if getattr(link, "busy", True):
+        return None
+    content = {
+        "code": "",
+        "silent": True,
+        "store_history": False,
+        "user_expressions": {"r": _RAISED_AT_EXPRESSION},
+        "allow_stdin": False,
+        "stop_on_error": False,
+    }
+    try:  # the link's own request path (a silent msg_id: never counted as a cell by any crane link)
+        reply = await link._request("shell", "execute_request", content, timeout)
+        result = reply.get("content", {}).get("user_expressions", {}).get("r", {})
+        if result.get("status") != "ok":
+            return None
+        frames = json.loads(ast.literal_eval(result["data"]["text/plain"]))
+    except Exception as exc:
+        log.debug("where the cell raised is unknown: %s", exc)
+        return None
+    return raised_line(frames, count) if isinstance(frames, list) else None
+
+
+def crash_line(changes: CellChanges, line: int) -> str:
+    """The one line a crashed cell's changes read as: "Before raising at line 7 the cell rebound
+    `model` and mutated `df` in place. Undo: command crane.undoLastCell." """
+    sentence = changes.sentence(line)
+    changed = changes.bound or changes.rebound or changes.deleted or changes.mutated
+    return sentence[:1].upper() + sentence[1:] + (". Undo: command crane.undoLastCell." if changed else ".")
+
+
 async def undo(link: _Caller, expect_count: int | None = None, timeout_s: float = 60.0) -> UndoAnswer:
     """Undo the last cell (``expect_count``: the one that must be last, else a refusal)."""
     payload: dict[str, Any] = {"timeout_s": timeout_s}

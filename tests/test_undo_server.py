@@ -59,6 +59,11 @@ async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
     assert changes["bound"] == ["srv_new"] and changes["mutated"] == ["srv_rows"], changes
     assert changes["rebound"] == ["srv_total"] and changes["cell"] == 2, changes
     assert changes["text"] == "the cell bound `srv_new`, rebound `srv_total` and mutated `srv_rows` in place"
+    assert changes["raisedAt"] == 4, changes  # from the kernel's traceback of that run
+    assert changes["line"] == (
+        "Before raising at line 4 the cell bound `srv_new`, rebound `srv_total` and mutated `srv_rows`"
+        " in place. Undo: command crane.undoLastCell."
+    )
     answer = await _undo(client, nb.uri)
     assert answer.get("error") is None, answer
     assert sorted(answer["restored"]) == ["srv_rows", "srv_total"] and answer["deleted"] == ["srv_new"]
@@ -68,3 +73,16 @@ async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
     assert kernel.eval("(srv_rows, srv_total, 'srv_new' in globals())") == "([1, 2, 3], 6, False)"
     again = await _undo(client, nb.uri)
     assert again["error"] == f"cannot undo cell [{reply['execution_count']}]: it was undone already", again
+
+
+async def test_raised_at_reads_only_that_runs_traceback(kernel: TestKernel) -> None:
+    """The line comes from the kernel's last traceback only when it is that run's: a clean cell after a
+    crash answers None (the earlier cell's traceback is still ``sys.last_traceback``)."""
+    from crane_lsp.kernel.link import KernelLink
+    from crane_lsp.undo import raised_at
+
+    crashed = kernel.run("ra_x = 1\n\nra_y = {}['no']", allow_error=True)
+    clean = kernel.run("ra_z = 2")
+    async with await KernelLink.connect(kernel.connection_file) as link:
+        assert await raised_at(link, crashed["execution_count"]) == 3
+        assert await raised_at(link, clean["execution_count"]) is None

@@ -1,7 +1,9 @@
 """``crane.undoLastCell``: undo the last cell run in a notebook's kernel (issue 37; docs/undo.md).
 
 ``crane.cellChanges`` takes the same argument and answers what the last cell bound, rebound, deleted and
-mutated in place (and a sentence), changing nothing.
+mutated in place (and a sentence), changing nothing; when the kernel reported an error for that run,
+also the line it raised from and one line to show on the crashed cell ("Before raising at line 7 the
+cell rebound `model` ... Undo: command crane.undoLastCell.").
 
 One argument, ``{"uri": <the notebook's or `# %%` document's URI>}``. The answer is one typed model:
 ``{"restored", "deleted", "kept": [{"name", "reason"}], "cell": <1-based code cell>, "executionCount"}``
@@ -76,6 +78,10 @@ class CellChangesAnswer(BaseModel):
     deleted: list[str] = Field(default_factory=list)
     mutated: list[str] = Field(default_factory=list, description="the same object, changed in place")
     text: str | None = Field(default=None, description="in words: 'the cell rebound `model` and ...'")
+    raised_at: int | None = Field(default=None, description="1-based line the cell raised from, if it did")
+    line: str | None = Field(
+        default=None, description="when it raised: 'Before raising at line 7 the cell rebound ... Undo: ...'"
+    )
     cell: int | None = Field(default=None, description="1-based among code cells")
     execution_count: int | None = None
     error: str | None = None
@@ -156,7 +162,10 @@ async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellC
         return CellChangesAnswer(error=f"cannot say: {exc}".splitlines()[0])
     if answer.refused is not None:
         return CellChangesAnswer(error=answer.refused)
+    raised = await undo.raised_at(link, answer.cell) if answer.cell is not None else None
     return CellChangesAnswer(
+        raised_at=raised,
+        line=undo.crash_line(answer, raised) if raised is not None else None,
         bound=answer.bound,
         rebound=answer.rebound,
         deleted=answer.deleted,
