@@ -26,6 +26,7 @@ import {
   readCraneOptions,
   type CraneOptions,
 } from './settings';
+import { UNDO_COMMAND, undoLastCell } from './undoCommand';
 import { INITIAL_STATUS, parseStatus, renderStatus, type ClientState, type ServerState, type StatusView } from './status';
 
 export const STATUS_NOTIFICATION = 'crane/status';
@@ -486,6 +487,8 @@ export class Controller implements Disposable {
         return this.showPrompt(args, next);
       case 'crane.attachKernel':
         return this.attachKernel(args, next);
+      case UNDO_COMMAND:
+        return undoLastCell(args, next, this.host);
       default:
         return next(command, args);
     }

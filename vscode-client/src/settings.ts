@@ -23,6 +23,12 @@ export interface CraneOptions {
   maxColumns?: number;
   dryRun?: DryRunMode;
   dryRunBudget?: number;
+  /** Undo the last cell (docs/undo.md): the kernel holds a copy of its state while each cell runs. */
+  undo?: boolean;
+  /** MiB of free memory a held copy always leaves. */
+  undoReserve?: number;
+  /** Seconds a copy is held at most. */
+  undoHold?: number;
   /** A kernel's connection file, used for every notebook that has no kernel attached by the editor. */
   connectionFile?: string;
 }
@@ -48,6 +54,9 @@ export const SETTINGS: Readonly<Record<keyof CraneOptions, Kind>> = {
   maxColumns: { type: 'int', min: 1, max: 5000 },
   dryRun: { type: 'enum', values: DRY_RUN_MODES },
   dryRunBudget: { type: 'number', min: 0, max: 120, exclusiveMin: true },
+  undo: { type: 'bool' },
+  undoReserve: { type: 'int', min: 0, max: 1_048_576 },
+  undoHold: { type: 'number', min: 0, max: 86_400, exclusiveMin: true },
   connectionFile: { type: 'string' },
 };
 

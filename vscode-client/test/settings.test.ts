@@ -43,6 +43,9 @@ describe('settings mapping', () => {
       maxColumns: 20,
       dryRun: 'safe',
       dryRunBudget: 3,
+      undo: false,
+      undoReserve: 1024,
+      undoHold: 600,
     });
   });
 
