@@ -35,6 +35,15 @@ async def _undo(client: LanguageClient, uri: str) -> dict[str, Any]:
     return answer
 
 
+async def _hover_text(client: LanguageClient, uri: str, line: int) -> str:
+    hover = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, 2))
+    )
+    return (
+        hover.contents.value if hover is not None and isinstance(hover.contents, types.MarkupContent) else ""
+    )
+
+
 async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
     client: LanguageClient, kernel: TestKernel
 ) -> None:
@@ -64,6 +73,17 @@ async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
         "Before raising at line 4 the cell bound `srv_new`, rebound `srv_total` and mutated `srv_rows`"
         " in place. Undo: command crane.undoLastCell."
     )
+    hover = None  # the crashed cell's hover at the line it raised from, once the server has asked
+    deadline = time.monotonic() + 30
+    while hover is None and time.monotonic() < deadline:
+        hover = await client.text_document_hover_async(
+            types.HoverParams(types.TextDocumentIdentifier(nb.cell_uris[1]), types.Position(3, 2))
+        )
+        if hover is None:
+            await asyncio.sleep(0.2)
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent), "no hover in 30 s"
+    assert hover.contents.value.endswith(changes["line"]), hover.contents.value
+    assert "Before raising" not in await _hover_text(client, nb.cell_uris[1], 0)  # not another line
     answer = await _undo(client, nb.uri)
     assert answer.get("error") is None, answer
     assert sorted(answer["restored"]) == ["srv_rows", "srv_total"] and answer["deleted"] == ["srv_new"]
@@ -71,6 +91,7 @@ async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
         answer["cell"] == 2 and answer["executionCount"] == reply["execution_count"] and answer["kept"] == []
     )
     assert kernel.eval("(srv_rows, srv_total, 'srv_new' in globals())") == "([1, 2, 3], 6, False)"
+    assert "Before raising" not in await _hover_text(client, nb.cell_uris[1], 3)  # undone: gone
     again = await _undo(client, nb.uri)
     assert again["error"] == f"cannot undo cell [{reply['execution_count']}]: it was undone already", again
 

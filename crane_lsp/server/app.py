@@ -90,6 +90,9 @@ class NotebookState:
     anchor: int | None = None  # the cell edited or run last: checking starts near it
     backlog: list[str] = field(default_factory=list)  # cells to re-check after the ones in flight
     kernel_generation: int | None = None  # the kernel's execution count when last looked at
+    # the last run when it raised, undo on: (execution count, 1-based line, "Before raising at line 7
+    # the cell rebound ...") for the crashed cell's hover; gone when the next cell runs (issue 37)
+    undo_line: tuple[int, int, str] | None = None
 
 
 @dataclass
@@ -405,15 +408,22 @@ class CraneServer(LanguageServer):
     def _on_kernel_event(self, notebook_uri: str, event: KernelEvent) -> None:
         nb = self.notebooks.get(notebook_uri)
         if event.kind == "cell_started":
+            if nb is not None:
+                nb.undo_line = None
             self.stats.kernel_busy = True
             self.send_status(notebook_uri)
             return
         self.stats.kernel_busy = False
         if nb is None:
             return
+        nb.undo_line = None  # true of the last cell only: another cell or a restart ends it
         if event.kind == "cell_finished" and event.generation is not None:
             # only real cells finish (the link never reports silent requests): the state moved on
             nb.kernel_generation = event.generation  # the watcher compares from here on
+            if self.settings.undo:  # did it raise, and what had it changed: asked in the background
+                from crane_lsp.server.undo_command import follow_run
+
+                self._background(follow_run(self, nb, event.generation))
         log.debug("kernel event %s (generation %s): re-checking %s", event.kind, event.generation, nb.uri)
         self.state_changed(nb)
 

@@ -36,6 +36,8 @@ def _cell(server: CraneServer, arguments: tuple[Any, ...]) -> tuple[NotebookStat
 
 
 def register(ls: CraneServer) -> None:
+    from crane_lsp.server import undo_command  # crane.undoLastCell, crane.cellChanges, the crash line
+
     @ls.feature(types.INITIALIZE)
     def initialize(server: CraneServer, params: types.InitializeParams) -> None:
         options = plain(params.initialization_options)
@@ -195,18 +197,27 @@ def register(ls: CraneServer) -> None:
         if found is None:
             return None
         nb, cell = found
+        undone = undo_command.hover_line(nb, cell, params.position.line)  # the last run raised here
         result = nb.results.get(cell.key)
         if result is None or result.stamp.text != cell.text:
-            return None
+            return _undo_hover(undone)
         if not result.prediction.crash and not result.prediction.says_why_not():
-            return None
+            return _undo_hover(undone)
         rng = presentation.prediction_range(result.prediction, cell, server.encoding)
         if not rng.start.line <= params.position.line <= rng.end.line:
-            return None
+            return _undo_hover(undone)
         text = presentation.hover_markdown(result.prediction, result.executed, cell)
+        if undone is not None:
+            text += "\n\n" + undone
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=rng
         )
+
+    def _undo_hover(line: str | None) -> types.Hover | None:
+        """A crashed run's "Before raising at line 7 ..." alone, where no verdict has a hover."""
+        if line is None:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=line))
 
     @ls.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -262,8 +273,6 @@ def register(ls: CraneServer) -> None:
         nb.ignored[cell.key] = cell.text
         server.publish(nb, cell.uri)
         return {"ignored": True}
-
-    from crane_lsp.server import undo_command
 
     undo_command.register(ls)  # crane.undoLastCell (docs/undo.md)
 

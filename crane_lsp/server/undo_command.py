@@ -16,6 +16,7 @@ no copy, and undo says so.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -28,6 +29,9 @@ from crane_lsp.server.command_args import BadArguments, _Args, parse
 
 if TYPE_CHECKING:
     from crane_lsp.server.app import NotebookState
+    from crane_lsp.server.documents import CellView
+
+log = logging.getLogger(__name__)
 
 UNDO = "crane.undoLastCell"
 CHANGES = "crane.cellChanges"
@@ -132,6 +136,7 @@ async def undo_last_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Und
         return UndoLastCellAnswer(error=f"cannot undo: {exc}".splitlines()[0])
     if answer.refused is not None:
         return UndoLastCellAnswer(error=answer.refused)
+    nb.undo_line = None
     server.state_changed(nb)  # the kernel's state moved back: predictions are re-checked
     return UndoLastCellAnswer(
         restored=answer.restored,
@@ -174,6 +179,44 @@ async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellC
         cell=_code_cell(nb, answer.cell),
         execution_count=answer.cell,
     )
+
+
+FOLLOW_WAIT_S = 10.0  # how long the follow-up of a finished run waits for the kernel to be idle
+
+
+async def follow_run(server: CraneServer, nb: NotebookState, count: int) -> None:
+    """After cell ``[count]`` finished with undo on: did it raise (its traceback in the kernel), and
+    if so what had it changed; kept as ``nb.undo_line`` for the crashed cell's hover, which never
+    waits for it. Two silent requests per crashed run, one per clean run; never raises."""
+    link = server.kernels.attachment(nb.uri).link
+    if link is None:
+        return
+    try:
+        deadline = time.monotonic() + FOLLOW_WAIT_S
+        while link.busy and time.monotonic() < deadline:  # the server's own re-check may be in flight
+            await asyncio.sleep(0.2)
+        raised = await undo.raised_at(link, count)
+        if raised is None:
+            return
+        answer: undo.CellChanges = await _when_idle(
+            lambda: undo.changes(link, expect_count=count), FOLLOW_WAIT_S
+        )
+    except Exception as exc:  # a kernel gone or busy: no line, the command still answers
+        log.debug("what cell [%s] changed is unknown: %s", count, exc)
+        return
+    last = nb.kernel_generation == count and getattr(link, "generation", count) == count  # none since
+    if answer.refused is None and answer.cell == count and last:
+        nb.undo_line = (count, raised, undo.crash_line(answer, raised))
+
+
+def hover_line(nb: NotebookState, cell: CellView, line: int) -> str | None:
+    """The crashed cell's undo line when ``line`` (0-based, the editor's) is the line it raised from
+    and that run, the kernel's last cell, is the one the editor says this cell ran as
+    (``execution_order``: notebook cells; a ``# %%`` script has none, so no line there yet)."""
+    if nb.undo_line is None or cell.execution_order != nb.undo_line[0]:
+        return None
+    _count, raised, text = nb.undo_line
+    return text if line - cell.first_line == raised - 1 else None
 
 
 def register(ls: CraneServer) -> None:
