@@ -181,7 +181,7 @@ async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellC
     )
 
 
-FOLLOW_WAIT_S = 10.0  # how long the follow-up of a finished run waits for the kernel to be idle
+FOLLOW_WAIT_S = 30.0  # how long the follow-up of a finished run waits for the kernel to be idle
 
 
 async def follow_run(server: CraneServer, nb: NotebookState, count: int) -> None:
