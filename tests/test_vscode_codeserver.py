@@ -713,6 +713,17 @@ def test_user_settings_apply_in_the_remote_window(workbench: Workbench) -> None:
     ), text
 
 
+def test_undo_last_cell_from_the_command_palette(workbench: Workbench) -> None:
+    """'crane: Undo last cell' reaches the server with the active notebook and shows its one-line
+    answer: here why it does nothing (crane.undo is off by default; docs/undo.md)."""
+    bench = workbench
+    bench.open_file("analysis.ipynb", ".notebookOverlay .cell-editor-container .view-line")
+    bench.palette("crane: Undo last cell")
+    said = "crane: undo is off (the crane.undo setting)"
+    toast = bench.page.locator(".notifications-toasts", has_text=said)
+    toast.first.wait_for(timeout=15_000)
+
+
 def test_closing_the_window_stops_its_server(workbench: Workbench) -> None:
     bench = workbench
     servers = crane_servers(bench.server.pid)
