@@ -116,19 +116,29 @@ async def _when_idle(work: Any, wait_s: float = BUSY_WAIT_S) -> Any:
             await asyncio.sleep(0.2)
 
 
-async def undo_last_cell(server: CraneServer, arguments: tuple[Any, ...]) -> UndoLastCellAnswer:
+def _target(server: CraneServer, arguments: tuple[Any, ...]) -> tuple[NotebookState, Any] | str:
+    """The notebook named by the command's ``{uri}`` and its kernel link, or why there is none (one
+    line): both commands answer the same refusals the same way."""
     try:
         args = parse(UndoArgs, arguments)
     except BadArguments as exc:
-        return UndoLastCellAnswer(error=f"bad arguments: {exc}")
+        return f"bad arguments: {exc}"
     nb = server.notebook_of(args.uri)
     if nb is None:
-        return UndoLastCellAnswer(error="no such notebook")
+        return "no such notebook"
     if not server.settings.undo:
-        return UndoLastCellAnswer(error="undo is off (the crane.undo setting)")
+        return "undo is off (the crane.undo setting)"
     link = server.kernels.attachment(nb.uri).link
     if link is None:
-        return UndoLastCellAnswer(error="no kernel attached")
+        return "no kernel attached"
+    return nb, link
+
+
+async def undo_last_cell(server: CraneServer, arguments: tuple[Any, ...]) -> UndoLastCellAnswer:
+    target = _target(server, arguments)
+    if isinstance(target, str):
+        return UndoLastCellAnswer(error=target)
+    nb, link = target
     try:
         expect = _last_run(nb)
         answer: undo.UndoAnswer = await _when_idle(lambda: undo.undo(link, expect_count=expect))
@@ -148,18 +158,10 @@ async def undo_last_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Und
 
 
 async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellChangesAnswer:
-    try:
-        args = parse(UndoArgs, arguments)
-    except BadArguments as exc:
-        return CellChangesAnswer(error=f"bad arguments: {exc}")
-    nb = server.notebook_of(args.uri)
-    if nb is None:
-        return CellChangesAnswer(error="no such notebook")
-    if not server.settings.undo:
-        return CellChangesAnswer(error="undo is off (the crane.undo setting)")
-    link = server.kernels.attachment(nb.uri).link
-    if link is None:
-        return CellChangesAnswer(error="no kernel attached")
+    target = _target(server, arguments)
+    if isinstance(target, str):
+        return CellChangesAnswer(error=target)
+    nb, link = target
     expect = _last_run(nb)
     try:
         answer: undo.CellChanges = await _when_idle(lambda: undo.changes(link, expect_count=expect))
