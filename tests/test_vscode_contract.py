@@ -102,7 +102,7 @@ async def test_attach_kernel_as_the_extension_does_then_diagnostics(
     await wait_for(client, nb.cell_uris[1], has("NameError", line=1))
 
     # "crane: Re-check cell" / "crane: Show last prompt" from the palette: the cell URI as the only argument
-    recheck, _attach, show_prompt = CONTRACT["serverCommands"]
+    recheck, _attach, show_prompt = CONTRACT["serverCommands"][:3]
     rechecked = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=recheck, arguments=[nb.cell_uris[1]])
     )

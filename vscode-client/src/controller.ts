@@ -62,7 +62,7 @@ export type ExecuteNext = (command: string, args: unknown[]) => Promise<unknown>
  * shapes these through `middleware.executeCommand`, and registers stand-ins only while the server
  * does not provide them.
  */
-export const SERVER_COMMANDS = ['crane.recheckCell', 'crane.attachKernel', 'crane.showPrompt'] as const;
+export const SERVER_COMMANDS = ['crane.recheckCell', 'crane.attachKernel', 'crane.showPrompt', 'crane.undoLastCell'] as const;
 
 /** The cell under the cursor: a notebook cell URI, or a `# %%` file with the cursor line. */
 export interface ActiveCell {
