@@ -421,9 +421,10 @@ class CraneServer(LanguageServer):
             # only real cells finish (the link never reports silent requests): the state moved on
             nb.kernel_generation = event.generation  # the watcher compares from here on
             if self.settings.undo:  # did it raise, and what had it changed: asked in the background
-                from crane_lsp.server.undo_command import follow_run
+                from crane_lsp.server.undo_follow import follow_run
 
-                self._background(follow_run(self, nb, event.generation))
+                link = self.kernels.attachment(nb.uri).link
+                self._background(follow_run(link, nb, event.generation))
         log.debug("kernel event %s (generation %s): re-checking %s", event.kind, event.generation, nb.uri)
         self.state_changed(nb)
 

@@ -15,9 +15,7 @@ no copy, and undo says so.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import AliasGenerator, BaseModel, ConfigDict, Field
@@ -26,6 +24,7 @@ from pydantic.alias_generators import to_camel
 from crane_lsp import undo
 from crane_lsp.server.app import CraneServer  # pygls reads the handlers' annotations at runtime
 from crane_lsp.server.command_args import BadArguments, _Args, parse
+from crane_lsp.server.undo_follow import when_idle
 
 if TYPE_CHECKING:
     from crane_lsp.server.app import NotebookState
@@ -35,7 +34,6 @@ log = logging.getLogger(__name__)
 
 UNDO = "crane.undoLastCell"
 CHANGES = "crane.cellChanges"
-BUSY_WAIT_S = 10.0  # how long the command waits for a busy kernel (the server's own check) to be idle
 
 
 class UndoArgs(_Args):
@@ -101,21 +99,6 @@ def _last_run(nb: NotebookState) -> int | None:
     return max(orders) if orders else None
 
 
-async def _when_idle(work: Any, wait_s: float = BUSY_WAIT_S) -> Any:
-    """``work()`` once the kernel is idle: a check of the server's own may be in flight (a short
-    wait); never beside a running cell."""
-    from crane_lsp.kernel.link import KernelBusy
-
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return await work()
-        except KernelBusy:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-
-
 def _target(server: CraneServer, arguments: tuple[Any, ...]) -> tuple[NotebookState, Any] | str:
     """The notebook named by the command's ``{uri}`` and its kernel link, or why there is none (one
     line): both commands answer the same refusals the same way."""
@@ -141,7 +124,7 @@ async def undo_last_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Und
     nb, link = target
     try:
         expect = _last_run(nb)
-        answer: undo.UndoAnswer = await _when_idle(lambda: undo.undo(link, expect_count=expect))
+        answer: undo.UndoAnswer = await when_idle(lambda: undo.undo(link, expect_count=expect))
     except Exception as exc:
         return UndoLastCellAnswer(error=f"cannot undo: {exc}".splitlines()[0])
     if answer.refused is not None:
@@ -164,7 +147,7 @@ async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellC
     nb, link = target
     expect = _last_run(nb)
     try:
-        answer: undo.CellChanges = await _when_idle(lambda: undo.changes(link, expect_count=expect))
+        answer: undo.CellChanges = await when_idle(lambda: undo.changes(link, expect_count=expect))
     except Exception as exc:
         return CellChangesAnswer(error=f"cannot say: {exc}".splitlines()[0])
     if answer.refused is not None:
@@ -181,34 +164,6 @@ async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellC
         cell=_code_cell(nb, answer.cell),
         execution_count=answer.cell,
     )
-
-
-FOLLOW_WAIT_S = 30.0  # how long the follow-up of a finished run waits for the kernel to be idle
-
-
-async def follow_run(server: CraneServer, nb: NotebookState, count: int) -> None:
-    """After cell ``[count]`` finished with undo on: did it raise (its traceback in the kernel), and
-    if so what had it changed; kept as ``nb.undo_line`` for the crashed cell's hover, which never
-    waits for it. Two silent requests per crashed run, one per clean run; never raises."""
-    link = server.kernels.attachment(nb.uri).link
-    if link is None:
-        return
-    try:
-        deadline = time.monotonic() + FOLLOW_WAIT_S
-        while link.busy and time.monotonic() < deadline:  # the server's own re-check may be in flight
-            await asyncio.sleep(0.2)
-        raised = await undo.raised_at(link, count)
-        if raised is None:
-            return
-        answer: undo.CellChanges = await _when_idle(
-            lambda: undo.changes(link, expect_count=count), FOLLOW_WAIT_S
-        )
-    except Exception as exc:  # a kernel gone or busy: no line, the command still answers
-        log.debug("what cell [%s] changed is unknown: %s", count, exc)
-        return
-    last = nb.kernel_generation == count and getattr(link, "generation", count) == count  # none since
-    if answer.refused is None and answer.cell == count and last:
-        nb.undo_line = (count, raised, undo.crash_line(answer, raised))
 
 
 def hover_line(nb: NotebookState, cell: CellView, line: int) -> str | None:
