@@ -10,13 +10,50 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from crane_lsp.dryrun.causes import with_failure_facts
 from crane_lsp.dryrun.failure_facts import FailFacts
 from crane_lsp.dryrun.shortened import ShortenedRuns, judge
-from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName, PrepareOutcomeName
+from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName, PrepareOutcomeName, PreviewChangeName
 from crane_lsp.prediction import NoVerdictReason, Prediction, Source, exception_line, line_position
+
+
+class PreviewValue(BaseModel):
+    """A value's facts before or after a preview's cell: exactly ``dryrun_wire.PreviewValueWire``'s keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str | None = None
+    shape: list[int] | None = None
+    len: int | None = None
+    columns: list[str] | None = None  # a DataFrame's first 200
+    dtype: str | None = None
+
+
+class PreviewChange(BaseModel):
+    """One name a preview's cell changed: exactly ``dryrun_wire.PreviewChangeWire``'s keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    change: PreviewChangeName
+    before: PreviewValue | None = None  # absent for a name the cell bound
+    after: PreviewValue | None = None  # absent for a name it deleted
+
+
+class PreviewFacts(BaseModel):
+    """What a preview saw in the sandbox (``agent/dryrun/preview.py``): ``dryrun_wire.PreviewWire``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stdout: str = ""
+    stdout_cut: bool = False
+    result: str | None = None  # the last expression's value as IPython shows it
+    result_cut: bool = False
+    changes: list[PreviewChange] = Field(default_factory=list)
+    more: int = 0  # changed names beyond those listed
+    error: str | None = None  # why there is no diff
 
 
 class DryRunOutcome(BaseModel):
@@ -46,6 +83,7 @@ class DryRunOutcome(BaseModel):
     facts: FailFacts | None = None  # what the failing line read (kernel/agent/dryrun/failfacts.py)
     standin: dict[str, Any] | None = None  # a shape-level run: why, names, devices (agent/dryrun/standin.py)
     unbound: list[str] | None = None  # of ``expect_bound``, the names a completed run left unbound
+    preview: PreviewFacts | None = None  # asked with ``preview``: "Try in sandbox" (crane_lsp/preview.py)
 
 
 class DryRunPrepared(BaseModel):

@@ -36,7 +36,7 @@ def _cell(server: CraneServer, arguments: tuple[Any, ...]) -> tuple[NotebookStat
 
 
 def register(ls: CraneServer) -> None:
-    from crane_lsp.server import undo_command  # crane.undoLastCell, crane.cellChanges, the crash line
+    from crane_lsp.server import preview_command, undo_command  # crane.previewCell, crane.undoLastCell...
 
     @ls.feature(types.INITIALIZE)
     def initialize(server: CraneServer, params: types.InitializeParams) -> None:
@@ -275,6 +275,7 @@ def register(ls: CraneServer) -> None:
         return {"ignored": True}
 
     undo_command.register(ls)  # crane.undoLastCell (docs/undo.md)
+    preview_command.register(ls)  # crane.previewCell: a cell tried in the sandbox (docs/undo.md)
 
     @ls.feature(types.SHUTDOWN)
     async def shutdown(server: CraneServer, params: Any) -> None:

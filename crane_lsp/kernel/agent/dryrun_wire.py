@@ -67,6 +67,35 @@ class ShortenedRunsWire(TypedDict, total=False):
     tf_started: bool  # the kernel started TensorFlow's runtime (its thread pools stay there)
 
 
+#: How a preview's name changed (undo_print.py's ``_ufp_diff``): new, another object, gone, in place.
+PreviewChangeName = Literal["bound", "rebound", "deleted", "mutated"]
+
+
+class PreviewValueWire(TypedDict, total=False):
+    type: str
+    shape: list[int]
+    len: int
+    columns: list[str]  # a DataFrame's first 200
+    dtype: str
+
+
+class PreviewChangeWire(TypedDict, total=False):
+    name: str
+    change: PreviewChangeName
+    before: PreviewValueWire  # absent for a name the cell bound
+    after: PreviewValueWire  # absent for a name it deleted
+
+
+class PreviewWire(TypedDict, total=False):
+    stdout: str  # what it printed and the text of what it displayed (the first ``stdout_chars``)
+    stdout_cut: bool
+    result: str  # its last expression's value as IPython shows it (text/plain)
+    result_cut: bool
+    changes: list[PreviewChangeWire]
+    more: int  # changed names beyond those listed
+    error: str  # why there is no diff
+
+
 class DryRunWire(TypedDict, total=False):
     outcome: DryRunOutcomeName
     exception: str
@@ -90,6 +119,7 @@ class DryRunWire(TypedDict, total=False):
     facts: dict[str, Any]  # wire.FailFactsWire: what the failing line read (failfacts.py)
     standin: dict[str, Any]  # a shape-level run: why, names, devices (standin.py)
     unbound: list[str]  # of the payload's ``expect_bound``, the names a completed run left unbound
+    preview: PreviewWire  # the payload asked ``preview``: a "Try in sandbox" (dryrun/preview.py)
 
 
 class DryRunPreparedWire(TypedDict, total=False):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
     from crane_lsp.kernel.agent.dryrun.dryrun_timeit import _dti_run_once
     from crane_lsp.kernel.agent.dryrun.failfacts import _ff_collect
+    from crane_lsp.kernel.agent.dryrun.preview import _pv_execute
     from crane_lsp.kernel.agent.dryrun.refusal import _frm_refusal
     from crane_lsp.kernel.agent.dryrun.standin import _sti_begin, _sti_needed, _sti_note, _StiNoVerdict
     from crane_lsp.kernel.agent.guard import _JSONResult, _SandboxBlocked
@@ -357,24 +358,6 @@ def _sb_exit_outcome(shell):
     return None
 
 
-def _sb_execute(code, namespace, async_mode):
-    """Run the compiled cell as the kernel would: a top-level ``await`` is awaited, and where the
-    kernel runs its cells inside an event loop, so does the child (``asyncio.run`` then raises)."""
-    if not async_mode and not code.co_flags & 0x80:  # CO_COROUTINE: the cell has a top-level await
-        exec(code, namespace)
-        return
-    import asyncio
-
-    async def _cell():
-        value = eval(code, namespace)
-        if asyncio.iscoroutine(value):
-            await value
-
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    loop.run_until_complete(_cell())
-
-
 def _sb_tf_started():
     """Whether the kernel started TensorFlow's runtime: a compiled function fed by ``tf.data`` (a Keras
     ``fit`` on arrays) may then wait forever in a fork for thread pools that stayed in the kernel. The
@@ -449,7 +432,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             _shp_report_where(write_fd, float(payload["_report_where"]))
         standin = _sb_standin(namespace, code, payload, result, write_fd, started)
         with standin["mode"] if standin else _sb_contextlib.nullcontext():
-            _sb_execute(code, namespace, payload.get("async_mode", False))
+            _pv_execute(code, namespace, payload, result)  # a preview captures around it (preview.py)
     except (_SandboxBlocked, _StiNoVerdict):
         pass
     except MemoryError:

@@ -330,7 +330,7 @@ def _dw_send(fd, data, deadline):
     return True
 
 
-_DW_HEADER_KEYS = ("source", "privacy", "facts", "budget_s", "_report_where", "expect_bound")
+_DW_HEADER_KEYS = ("source", "privacy", "facts", "budget_s", "_report_where", "expect_bound", "preview")
 
 
 def _dw_use(child, payload, compiled, entered, started):

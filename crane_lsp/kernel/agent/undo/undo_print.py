@@ -1,5 +1,5 @@
 """Fingerprints of the user's names, and what a cell changed: STANDARD LIBRARY ONLY, joined after
-``dryrun_warm.py``.
+``standin.py`` (a preview, ``dryrun/preview.py``, diffs with them too).
 
 The same code runs on both sides of a cell: in the held copy (the state before the cell, a jailed
 fork: ``undo_hold.py``) and in the kernel after the cell. A fingerprint is cheap and never runs user
