@@ -67,7 +67,9 @@ async def test_preview_cell_answers_what_the_cell_would_do_and_leaves_the_kernel
         ({"uri": "file:///tmp/nowhere.ipynb", "cell": 1}, "no such notebook"),
     ]:
         assert await _preview(client, arguments) == {"error": error}
-    for arguments in ({"uri": nb.uri}, {"uri": nb.uri, "cell": 0}, {"cell": 1}):
+    by_uri = await _preview(client, {"uri": nb.cell_uris[1]})  # the cell under the cursor (VS Code)
+    assert by_uri["cell"] == 2 and by_uri["result"] == "[0.25, 0.25]", by_uri
+    for arguments in ({"uri": nb.uri, "cell": 0}, {"cell": 1}, {"uri": nb.uri, "cell": "two"}):
         assert (await _preview(client, arguments))["error"].startswith("bad arguments: "), arguments
 
 

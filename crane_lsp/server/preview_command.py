@@ -26,11 +26,14 @@ PREVIEW = "crane.previewCell"
 
 
 class PreviewArgs(_Args):
-    """The notebook (or ``# %%`` document) and its code cell, 1-based."""
+    """The notebook (or ``# %%`` document) and its code cell, 1-based; without ``cell``, the cell
+    ``uri`` names (a notebook cell's URI) or holds ``line`` (0-based, a ``# %%`` document's), as the
+    editors' "cell under the cursor" commands send it."""
 
     positional: ClassVar[tuple[str, ...]] = ("uri", "cell")
     uri: str
-    cell: int = Field(ge=1)
+    cell: int | None = Field(default=None, ge=1)
+    line: int | None = Field(default=None, ge=0)
 
 
 class DiffRow(BaseModel):
@@ -70,14 +73,17 @@ async def preview_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Previ
     if nb is None:
         return PreviewCellAnswer(error="no such notebook")
     cells = nb.view.code_cells
-    if args.cell > len(cells):
-        return PreviewCellAnswer(error=f"no code cell {args.cell} (the notebook has {len(cells)})")
+    position = args.cell if args.cell is not None else _position(server, args)
+    if position is None:
+        return PreviewCellAnswer(error="no code cell there: name it (cell, 1-based among code cells)")
+    if position > len(cells):
+        return PreviewCellAnswer(error=f"no code cell {position} (the notebook has {len(cells)})")
     if server.settings.dry_run == "off":
         return PreviewCellAnswer(error="the dry run is off (the crane.dryRun setting)")
     link = server.kernels.attachment(nb.uri).link
     if link is None:
         return PreviewCellAnswer(error="no kernel attached")
-    source = cells[args.cell - 1].text
+    source = cells[position - 1].text
     try:
         answer: preview.Preview = await when_idle(lambda: preview.preview(link, source, server.settings))
     except Exception as exc:
@@ -95,8 +101,18 @@ async def preview_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Previ
         result_cut=answer.result_cut or None,
         more=answer.more or None,
         note=answer.note,
-        cell=args.cell,
+        cell=position,
     )
+
+
+def _position(server: CraneServer, args: PreviewArgs) -> int | None:
+    """The 1-based position among code cells of the cell ``args.uri`` names or holds ``args.line``."""
+    found = server.find_cell(args.uri, args.line or 0, args.uri)
+    if found is None or found[1].kind != "code":
+        return None
+    nb, cell = found
+    keys = [c.key for c in nb.view.code_cells]
+    return keys.index(cell.key) + 1 if cell.key in keys else None
 
 
 def register(ls: CraneServer) -> None:
