@@ -6,7 +6,7 @@
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { Dialog, ICommandPalette, showDialog } from '@jupyterlab/apputils';
+import { Dialog, ICommandPalette, Notification, showDialog } from '@jupyterlab/apputils';
 import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ServerConnection } from '@jupyterlab/services';
@@ -22,11 +22,13 @@ import { ILspDiagnostic } from './marks';
 import { NotebookSync } from './notebook';
 import { RpcClient } from './rpc';
 import { ConnectionState, IServerStatus, statusLine } from './statustext';
+import { UNDO_PALETTE_LABEL } from './undo';
 
 const PLUGIN_ID = 'crane-lsp:plugin';
 const SERVER = 'crane-lsp';
 const RECHECK = 'crane:recheck-cell';
 const IGNORE = 'crane:ignore-finding';
+const UNDO = 'crane:undo-last-cell';
 const RUN_COMMANDS = new Set([
   'notebook:run-cell',
   'notebook:run-cell-and-select-next',
@@ -39,6 +41,9 @@ interface ISettings {
   runGuard: boolean;
   debounceMs: number;
   dryRun: string;
+  undo: boolean;
+  undoReserve: number;
+  undoHold: number;
 }
 
 class StatusItem extends Widget {
@@ -60,7 +65,14 @@ class StatusItem extends Widget {
 class Crane {
   readonly syncs = new Map<NotebookPanel, NotebookSync>();
   readonly status = new StatusItem();
-  settings: ISettings = { runGuard: false, debounceMs: 500, dryRun: 'safe' };
+  settings: ISettings = {
+    runGuard: false,
+    debounceMs: 500,
+    dryRun: 'safe',
+    undo: false,
+    undoReserve: 1024,
+    undoHold: 600
+  };
   private client: RpcClient | null = null;
   private connection: ConnectionState = 'connecting';
   private detail: string | undefined;
@@ -156,12 +168,13 @@ class Crane {
   }
 
   private serverSettings(): any {
-    return { debounce: this.settings.debounceMs, dryRun: this.settings.dryRun };
+    const s = this.settings;
+    return { debounce: s.debounceMs, dryRun: s.dryRun, undo: s.undo, undoReserve: s.undoReserve, undoHold: s.undoHold };
   }
 
   applySettings(settings: ISettings): void {
-    const changed =
-      settings.debounceMs !== this.settings.debounceMs || settings.dryRun !== this.settings.dryRun;
+    const sent = (s: ISettings) => [s.debounceMs, s.dryRun, s.undo, s.undoReserve, s.undoHold].join('|');
+    const changed = sent(settings) !== sent(this.settings);
     this.settings = settings;
     if (changed && this.client && this.client.isReady) {
       this.client.notify('workspace/didChangeConfiguration', { settings: { crane: this.serverSettings() } });
@@ -218,7 +231,8 @@ class Crane {
           self.client ? self.client.request(m, p, t) : Promise.reject(new Error('crane-lsp is not connected'))
       },
       this.rootUri,
-      () => this.refresh()
+      () => this.refresh(),
+      () => this.settings.undo
     );
     this.syncs.set(panel, sync);
     panel.disposed.connect(() => {
@@ -372,19 +386,44 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
+    app.commands.addCommand(UNDO, {
+      label: UNDO_PALETTE_LABEL,
+      caption: "Put back what the notebook's last cell changed in the kernel (needs crane's undo setting)",
+      isEnabled: () => crane.current() !== null,
+      execute: async () => {
+        const sync = crane.current();
+        if (!sync) {
+          return;
+        }
+        // the answer shows on the undone cell; a refusal with no cell to show it on, as a notification
+        const got = await sync.undo.undoLast();
+        if (!got.shown) {
+          if (got.ok) {
+            Notification.info(`crane: ${got.text}`, { autoClose: 8000 });
+          } else {
+            Notification.warning(`crane: ${got.text}`, { autoClose: 8000 });
+          }
+        }
+      }
+    });
     if (palette) {
       palette.addItem({ command: RECHECK, category: 'crane' });
       palette.addItem({ command: IGNORE, category: 'crane' });
+      palette.addItem({ command: UNDO, category: 'crane' });
     }
     app.contextMenu.addItem({ command: RECHECK, selector: '.jp-Notebook .jp-Cell', rank: 60 });
     app.contextMenu.addItem({ command: IGNORE, selector: '.jp-Notebook .jp-Cell', rank: 61 });
+    app.contextMenu.addItem({ command: UNDO, selector: '.jp-Notebook .jp-Cell', rank: 62 });
 
     const load = (s: ISettingRegistry.ISettings) => {
       const c = s.composite as any;
       crane.applySettings({
         runGuard: Boolean(c.runGuard),
         debounceMs: typeof c.debounceMs === 'number' ? c.debounceMs : 500,
-        dryRun: typeof c.dryRun === 'string' ? c.dryRun : 'safe'
+        dryRun: typeof c.dryRun === 'string' ? c.dryRun : 'safe',
+        undo: Boolean(c.undo),
+        undoReserve: typeof c.undoReserve === 'number' ? c.undoReserve : 1024,
+        undoHold: typeof c.undoHold === 'number' ? c.undoHold : 600
       });
     };
     const ready = registry

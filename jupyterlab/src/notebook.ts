@@ -16,6 +16,7 @@ import { IVerdict, shouldAsk } from './guard';
 import { ILspDiagnostic, toMarks } from './marks';
 import { ICellSnapshot, INotebookSnapshot, NotebookDocumentState, cellIdOf, cellUri, notebookUri } from './protocol';
 import type { IServerStatus } from './statustext';
+import { CellUndo } from './undobox';
 import { renderVerdict } from './verdict';
 
 export interface IClient {
@@ -43,14 +44,29 @@ export class NotebookSync {
   private attachedKernel: string | null = null;
   private disposed = false;
   private verdictSeqs = new Map<string, number>();
+  /** the crashed last cell's undo line and button (docs/undo.md) */
+  readonly undo: CellUndo;
 
   constructor(
     readonly panel: NotebookPanel,
     private client: IClient,
     private rootUri: string | undefined,
-    private changed: () => void
+    private changed: () => void,
+    undoOn: () => boolean = () => false
   ) {
     this.uri = notebookUri(rootUri, panel.context.path);
+    const self = this; // the uri changes with the notebook's path
+    this.undo = new CellUndo({
+      get uri() {
+        return self.uri;
+      },
+      enabled: undoOn,
+      cells: () => this.snapshot().cells,
+      kernelIdle: () => this.panel.sessionContext.session?.kernel?.status === 'idle',
+      widget: id => this.widget(id),
+      flush: () => this.flush(),
+      request: (m, p, t) => this.client.request(m, p, t)
+    });
     void panel.context.ready.then(() => {
       if (this.disposed) {
         return;
@@ -81,6 +97,7 @@ export class NotebookSync {
       shown.node.remove();
     }
     this.verdicts.clear();
+    this.undo.dispose();
   }
 
   /** The connection came (back): the server knows nothing of this notebook. */
@@ -150,6 +167,7 @@ export class NotebookSync {
       }
     }
     this.markStale(snap);
+    this.undo.update(snap.cells);
   }
 
   private onCells(): void {
@@ -190,6 +208,7 @@ export class NotebookSync {
 
   private onKernel(): void {
     this.attachedKernel = null;
+    this.undo.restarted();
     this.attach();
     this.changed();
   }
@@ -198,8 +217,12 @@ export class NotebookSync {
     const status = this.panel.sessionContext.session?.kernel?.status;
     if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
       this.attachedKernel = null; // attach again once it is back
+      this.undo.restarted();
     } else if (status === 'idle' || status === 'busy') {
       this.attach();
+      if (status === 'idle' && this.client.isReady) {
+        this.undo.update(this.snapshot().cells); // a crashed run is asked about once the kernel is idle
+      }
     }
     this.changed();
   }
