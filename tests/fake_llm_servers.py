@@ -106,9 +106,10 @@ def crash_answer(
     exception: str | None = "KeyError",
     reasoning: str = "The column does not exist.",
     evidence: list[str] | None = None,
-    fix: str | None = None,
+    fix: dict[str, Any] | str | None = None,
 ) -> dict[str, Any]:
-    """A schema-valid answer object; ``crash=False`` nulls the crash fields."""
+    """A schema-valid answer object; ``crash=False`` nulls the crash fields. ``fix`` is the edit
+    (``{"line", "code", "why"}``); a string plays an answer in the old schema, whose fix was prose."""
     if not crash:
         return {
             "reasoning": reasoning,

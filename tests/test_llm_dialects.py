@@ -89,11 +89,14 @@ def test_the_bounded_schema_fits_the_cap_and_is_the_same_answer() -> None:
     (about 3.5 characters a token), and it still parses as the answer schema."""
     for cap in (64, 256, 512, 2048):
         fields = dialects.bounded_schema(cap)["properties"]
-        chars = fields["reasoning"]["maxLength"] + fields["fix"]["maxLength"]
+        edit = dialects.fix_object(dialects.bounded_schema(cap))["properties"]
+        chars = fields["reasoning"]["maxLength"] + edit["code"]["maxLength"] + edit["why"]["maxLength"]
         chars += fields["evidence"]["maxItems"] * fields["evidence"]["items"]["maxLength"]
-        assert chars / 3.5 + 60 <= max(cap, 200), cap  # 60: keys, punctuation, an exception name
+        assert chars / 3.5 + 70 <= max(cap, 200), cap  # 70: keys, punctuation, an exception name, a line
+        assert set(edit) == {"line", "code", "why"} and "maxLength" not in edit["line"]
         assert set(fields) == set(ANSWER_SCHEMA["properties"])
     assert "maxLength" not in ANSWER_SCHEMA["properties"]["reasoning"]  # the shared schema is untouched
+    assert "maxLength" not in dialects.fix_object(ANSWER_SCHEMA)["properties"]["code"]
 
 
 @pytest.mark.parametrize(

@@ -69,8 +69,15 @@ def bounded_schema(max_tokens: int) -> dict[str, Any]:
     fields["reasoning"]["maxLength"] = max(120, int(max_tokens * 1.5))
     fields["evidence"]["maxItems"] = 3
     fields["evidence"]["items"]["maxLength"] = max(60, max_tokens // 4)
-    fields["fix"]["maxLength"] = max(80, int(max_tokens * 0.4))
+    edit = fix_object(schema)["properties"]  # the fix's edit: its code and its one sentence
+    edit["code"]["maxLength"] = max(48, int(max_tokens * 0.2))
+    edit["why"]["maxLength"] = max(24, int(max_tokens * 0.08))
     return schema
+
+
+def fix_object(schema: dict[str, Any]) -> dict[str, Any]:
+    """The object branch of the answer schema's nullable ``fix`` (``anyOf`` [object, null])."""
+    return next(branch for branch in schema["properties"]["fix"]["anyOf"] if branch.get("type") == "object")
 
 
 def request_fields(dialect: str, schema: dict[str, Any] = ANSWER_SCHEMA) -> dict[str, Any]:

@@ -409,12 +409,45 @@ class LLMPredictor:
             message=f"{best.exception or 'a crash'} predicted: {_first_sentence(best.reasoning)}",
             diagnosis=best.reasoning,
             evidence=_evidence(best.evidence),
-            fix=Fix(description=best.fix) if best.fix else None,
+            fix=self._fix(best, target, notes),
             source=source,
             notes=notes,
         )
         self._place(prediction, line, target)
         return prediction
+
+    @staticmethod
+    def _fix(answer: LLMAnswer, target: str, notes: list[str]) -> Fix | None:
+        """The answer's fix as a ``Fix``: an edit of one line of the cell (0-based, end exclusive, as
+        every candidate; ``code`` may be several lines), which crane_lsp.fixes dry-runs before it is
+        offered. An old-style string is a description with no edit; an edit that does not fit the
+        cell is dropped, and the notes say why."""
+        if answer.fix_dropped is not None:
+            notes.append(f"the LLM's fix was dropped: not an edit ({answer.fix_dropped})")
+        fix = answer.fix
+        if fix is None:
+            return None
+        if isinstance(fix, str):
+            return Fix(description=fix, layer="llm")
+        rows = target.split("\n")
+        if not 1 <= fix.line <= len(rows):
+            lines = "line" if len(rows) == 1 else f"{len(rows)} lines"
+            notes.append(f"the LLM's fix was dropped: it edits line {fix.line}, outside this cell's {lines}")
+            return None
+        code = fix.code
+        row = rows[fix.line - 1]
+        indent = row[: len(row) - len(row.lstrip())]
+        if indent and not code[:1].isspace():  # the model wrote the code flush left
+            code = "\n".join(indent + part if part.strip() else part for part in code.split("\n"))
+        first = code.strip().split("\n")[0]
+        return Fix(
+            description=fix.why or f"replace line {fix.line}",
+            start_line=fix.line - 1,
+            end_line=fix.line,
+            new_text=code,
+            title=f"Use {first}" if len(first) <= 60 else f"Use {first[:57]}...",
+            layer="llm",
+        )
 
     @staticmethod
     def _place(prediction: Prediction, line: int | None, target: str) -> None:

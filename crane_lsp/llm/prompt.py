@@ -19,14 +19,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 if TYPE_CHECKING:
     from crane_lsp.layers import KnownCrash
 
 
 #: Bump when the prompt or schema changes: it is part of every cache key.
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"  # 2: the fix is an edit (line, code, why), not prose
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,56 @@ class Message:
 
     def as_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
+
+
+def _line_number(value: Any) -> Any:
+    """``"line 7"`` -> 7: local models write numbers as text."""
+    if isinstance(value, str):
+        m = re.search(r"\d+", value)
+        return int(m.group()) if m else None
+    return value
+
+
+class LLMFix(BaseModel):
+    """The model's fix as an edit: ``code`` replaces 1-based ``line`` of the target cell; ``why`` is the
+    one sentence a user reads. An edit, not prose, so that the jail can dry-run it (crane_lsp.fixes)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    line: int
+    code: str
+    why: str = ""
+
+    @field_validator("line", mode="before")
+    @classmethod
+    def _line(cls, value: Any) -> Any:
+        return _line_number(value)
+
+    @field_validator("code")
+    @classmethod
+    def _code(cls, value: str) -> str:
+        code = value.strip("\n").rstrip()
+        if not code.strip():
+            raise ValueError("the fix has no code")
+        return code
+
+
+def read_fix(value: Any) -> tuple[LLMFix | str | None, str | None]:
+    """The answer's ``fix`` and, when it cannot be used, why: an edit object; an old-style string (a
+    description with no edit); null. A malformed object is dropped with the reason, never an error
+    that would cost the verdict."""
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        return (value.strip() or None), None
+    if not isinstance(value, dict):
+        return None, f"a {type(value).__name__}, not an edit"
+    try:
+        return LLMFix.model_validate(value), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return None, f"{where}: {first['msg']}" if where else first["msg"]
 
 
 class LLMAnswer(BaseModel):
@@ -48,7 +106,24 @@ class LLMAnswer(BaseModel):
     line: int | None = None  # 1-based within the target cell
     exception: str | None = None  # class name, e.g. "KeyError"
     evidence: list[str] = Field(default_factory=list)
-    fix: str | None = None
+    fix: LLMFix | str | None = None  # a string: an answer in the old schema (prose, no edit)
+    #: why the answer's fix object was dropped (malformed); the verdict stands without it
+    _fix_dropped: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _tolerant_fix(cls, data: Any, handler: Any) -> Any:
+        dropped = None
+        if isinstance(data, dict) and "fix" in data:
+            fix, dropped = read_fix(data["fix"])
+            data = {**data, "fix": fix}
+        answer = handler(data)
+        answer._fix_dropped = dropped
+        return answer
+
+    @property
+    def fix_dropped(self) -> str | None:
+        return self._fix_dropped
 
     @field_validator("crash", mode="before")
     @classmethod
@@ -64,10 +139,7 @@ class LLMAnswer(BaseModel):
     @field_validator("line", mode="before")
     @classmethod
     def _line(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            m = re.search(r"\d+", value)
-            return int(m.group()) if m else None
-        return value
+        return _line_number(value)
 
     @field_validator("exception", mode="before")
     @classmethod
@@ -92,7 +164,22 @@ def _nullable(kind: str) -> dict[str, Any]:
     return {"type": [kind, "null"]}
 
 
-#: The strict JSON schema (OpenAI structured outputs: every property required, no extras).
+#: The fix as an edit: ``code`` (the replacement line or lines, indented as the cell) replaces 1-based
+#: ``line`` of the target cell; ``why`` in one short sentence. The descriptions say so to the model
+#: (OpenAI and Gemini show them; the system prompt only says "a fix edit", within its token budget).
+FIX_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "line": {"type": "integer", "description": "the target line to replace"},
+        "code": {"type": "string", "description": "its new code, indented as in the cell"},
+        "why": {"type": "string", "description": "one short sentence"},
+    },
+    "required": ["line", "code", "why"],
+    "additionalProperties": False,
+}
+
+#: The strict JSON schema (OpenAI structured outputs: every property required, no extras; a nullable
+#: object is an ``anyOf`` with null, which OpenAI, llama.cpp's grammars, vLLM and Ollama all take).
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -101,7 +188,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
         "line": _nullable("integer"),
         "exception": _nullable("string"),
         "evidence": {"type": "array", "items": {"type": "string"}},
-        "fix": _nullable("string"),
+        "fix": {"anyOf": [FIX_SCHEMA, {"type": "null"}]},
     },
     "required": ["reasoning", "crash", "line", "exception", "evidence", "fix"],
     "additionalProperties": False,
@@ -112,7 +199,7 @@ SYSTEM = (
     "Will the target Jupyter cell crash? The executed cells ran without error, in this order."
     "{runtime}{facts} Target lines are numbered. Reason step by step, briefly. crash: true only if "
     'confident; then give the line, exception class, evidence (facts like "df.shape = (10, 3)") and a '
-    "short fix or null; else null."
+    "fix edit or null; else null."
 )
 _RUNTIME_CLAUSE = " Runtime info describes the target's variables now."
 _FACTS_CLAUSE = " Verified facts come from exact checks."
@@ -126,7 +213,8 @@ _OBSERVED_CLAUSE = (
 JSON_INSTRUCTIONS = (
     "Answer with one JSON object and nothing else: "
     '{"reasoning": string, "crash": boolean, "line": integer|null, "exception": string|null, '
-    '"evidence": [string], "fix": string|null}'
+    '"evidence": [string], "fix": {"line": integer, "code": string, "why": string}|null} '
+    "(fix: code replaces that target line, indented as in the cell; why: one sentence)"
 )
 
 

@@ -31,7 +31,14 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from crane_lsp.llm import dialects
 from crane_lsp.llm.errors import ConfigError, MissingKeyError, ProviderError
 from crane_lsp.llm.probe import ServerInfo, count_tokens, probe_server
-from crane_lsp.llm.prompt import ANSWER_SCHEMA, ANSWER_SCHEMA_NAME, JSON_INSTRUCTIONS, Message, redact_secrets
+from crane_lsp.llm.prompt import (
+    ANSWER_SCHEMA,
+    ANSWER_SCHEMA_NAME,
+    FIX_SCHEMA,
+    JSON_INSTRUCTIONS,
+    Message,
+    redact_secrets,
+)
 from crane_lsp.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -509,6 +516,18 @@ def _gemini_schema() -> Any:
         return types.Schema(type=kind, nullable=True)
 
     order = list(ANSWER_SCHEMA["properties"])
+    edit = list(FIX_SCHEMA["properties"])
+    kinds = {"integer": types.Type.INTEGER, "string": types.Type.STRING}
+    fix = types.Schema(  # the edit (prompt.FIX_SCHEMA): Gemini says "nullable" where JSON Schema says anyOf
+        type=types.Type.OBJECT,
+        nullable=True,
+        properties={
+            name: types.Schema(type=kinds[field["type"]], description=field["description"])
+            for name, field in FIX_SCHEMA["properties"].items()
+        },
+        required=edit,
+        property_ordering=edit,
+    )
     return types.Schema(
         type=types.Type.OBJECT,
         properties={
@@ -517,7 +536,7 @@ def _gemini_schema() -> Any:
             "line": nullable(types.Type.INTEGER),
             "exception": nullable(types.Type.STRING),
             "evidence": types.Schema(type=types.Type.ARRAY, items=types.Schema(type=types.Type.STRING)),
-            "fix": nullable(types.Type.STRING),
+            "fix": fix,
         },
         required=order,
         property_ordering=order,  # reasoning before the verdict
