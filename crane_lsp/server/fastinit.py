@@ -31,6 +31,7 @@ COMMANDS = [
     "crane.ignoreFinding",
     "crane.undoLastCell",
     "crane.cellChanges",
+    "crane.previewCell",
     "crane.cellVerdict",
 ]
 NOTEBOOK_SYNC = {

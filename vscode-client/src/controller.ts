@@ -26,6 +26,7 @@ import {
   readCraneOptions,
   type CraneOptions,
 } from './settings';
+import { PREVIEW_COMMAND, previewCell } from './previewCommand';
 import { UNDO_COMMAND, undoLastCell } from './undoCommand';
 import { INITIAL_STATUS, parseStatus, renderStatus, type ClientState, type ServerState, type StatusView } from './status';
 
@@ -62,7 +63,13 @@ export type ExecuteNext = (command: string, args: unknown[]) => Promise<unknown>
  * shapes these through `middleware.executeCommand`, and registers stand-ins only while the server
  * does not provide them.
  */
-export const SERVER_COMMANDS = ['crane.recheckCell', 'crane.attachKernel', 'crane.showPrompt', 'crane.undoLastCell'] as const;
+export const SERVER_COMMANDS = [
+  'crane.recheckCell',
+  'crane.attachKernel',
+  'crane.showPrompt',
+  'crane.undoLastCell',
+  'crane.previewCell',
+] as const;
 
 /** The cell under the cursor: a notebook cell URI, or a `# %%` file with the cursor line. */
 export interface ActiveCell {
@@ -489,6 +496,8 @@ export class Controller implements Disposable {
         return this.attachKernel(args, next);
       case UNDO_COMMAND:
         return undoLastCell(args, next, this.host);
+      case PREVIEW_COMMAND:
+        return previewCell(args, next, this.host);
       default:
         return next(command, args);
     }

@@ -28,7 +28,7 @@ class FakeClient implements LspClient {
   requests: { method: string; params: unknown }[] = [];
   handlers = new Map<string, (params: unknown) => void>();
   requestResult: unknown = null;
-  commands = ['crane.recheckCell', 'crane.attachKernel', 'crane.showPrompt', 'crane.ignoreFinding', 'crane.undoLastCell'];
+  commands = ['crane.recheckCell', 'crane.attachKernel', 'crane.showPrompt', 'crane.ignoreFinding', 'crane.undoLastCell', 'crane.previewCell'];
   constructor(
     readonly spec: ClientSpec,
     private readonly failStart = false,
@@ -475,9 +475,9 @@ describe('controller: status and commands', () => {
     assert.deepEqual([...host.fallbacks.keys()], []);
     host.serverCommandList = ['crane.recheckCell'];
     await controller.restart();
-    assert.deepEqual([...host.fallbacks.keys()].sort(), ['crane.attachKernel', 'crane.showPrompt', 'crane.undoLastCell']);
+    assert.deepEqual([...host.fallbacks.keys()].sort(), ['crane.attachKernel', 'crane.previewCell', 'crane.showPrompt', 'crane.undoLastCell']);
     await controller.stop();
-    assert.deepEqual([...host.fallbacks.keys()].sort(), ['crane.attachKernel', 'crane.recheckCell', 'crane.showPrompt', 'crane.undoLastCell']);
+    assert.deepEqual([...host.fallbacks.keys()].sort(), ['crane.attachKernel', 'crane.previewCell', 'crane.recheckCell', 'crane.showPrompt', 'crane.undoLastCell']);
   });
 
   it('passes an explicit {notebookUri, connectionFile} straight to the server', async () => {

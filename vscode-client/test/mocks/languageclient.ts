@@ -22,7 +22,7 @@ export enum RevealOutputChannelOn {
 
 export class LanguageClient {
   static instances: LanguageClient[] = [];
-  static serverCommands = ['crane.recheckCell', 'crane.attachKernel', 'crane.showPrompt', 'crane.ignoreFinding', 'crane.undoLastCell'];
+  static serverCommands = ['crane.recheckCell', 'crane.attachKernel', 'crane.showPrompt', 'crane.ignoreFinding', 'crane.undoLastCell', 'crane.previewCell'];
   initializeResult: { capabilities: { executeCommandProvider?: { commands: string[] } } } | undefined;
   private registrations: { dispose(): unknown }[] = [];
   running = false;
