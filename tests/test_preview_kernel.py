@@ -99,6 +99,21 @@ async def test_a_cell_that_runs_too_long_has_no_verdict_and_says_why(
     assert answer.diff == [] and answer.note is not None and "stopped" in answer.note
 
 
+async def test_magics_top_level_await_and_stdin_as_the_kernel_runs_them(
+    kernel: TestKernel, link: KernelLink
+) -> None:
+    """A cell IPython transforms (a blank first line, a magic) or awaits keeps its value and lines; a
+    cell that waits for a person is stopped, with what it printed before."""
+    magic = await _preview(kernel, link, "\n%time pv_y = 2\npv_y")
+    assert magic.result == "2" and "Wall time" in magic.stdout, magic
+    assert [row.change for row in magic.diff] == ["creates `pv_y`"]
+    awaited = await _preview(kernel, link, "import asyncio\nawait asyncio.sleep(0)\npv_items[0] + 4")
+    assert awaited.verdict == "ran clean" and awaited.result == "5", awaited
+    asks = await _preview(kernel, link, "print('name?')\npv_name = input()")
+    assert asks.outcome == "blocked" and asks.verdict.startswith("no verdict: the sandbox stopped it"), asks
+    assert asks.stdout == "name?\n" and asks.diff == [], asks
+
+
 async def test_a_prepared_child_previews_too(kernel: TestKernel, link: KernelLink) -> None:
     """The child forked while the user types gets the preview option with the cell (dryrun_warm.py)."""
     prepared = await link.call("dry_run_prepare", {"memory_mb": SETTINGS.dry_run_memory_mb}, timeout=10)
