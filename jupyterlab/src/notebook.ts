@@ -63,6 +63,7 @@ export class NotebookSync {
       enabled: undoOn,
       cells: () => this.snapshot().cells,
       kernelIdle: () => this.panel.sessionContext.session?.kernel?.status === 'idle',
+      running: () => this.anyRunning(),
       widget: id => this.widget(id),
       flush: () => this.flush(),
       request: (m, p, t) => this.client.request(m, p, t)
@@ -138,6 +139,21 @@ export class NotebookSync {
       }
     }
     return { uri: this.uri, cells };
+  }
+
+  /** Whether a code cell of this notebook is running or queued (JupyterLab marks both 'running'). */
+  private anyRunning(): boolean {
+    const model = this.panel.content.model;
+    if (!model) {
+      return false;
+    }
+    for (let i = 0; i < model.cells.length; i++) {
+      const cell = model.cells.get(i);
+      if (cell.type === 'code' && (cell as ICodeCellModel).executionState === 'running') {
+        return true;
+      }
+    }
+    return false;
   }
 
   // ------------------------------------------------------------------ sync

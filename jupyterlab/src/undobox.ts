@@ -31,6 +31,8 @@ export interface IUndoHost {
   enabled(): boolean;
   cells(): ICellSnapshot[];
   kernelIdle(): boolean;
+  /** a cell is running or queued: the last run is about to change */
+  running(): boolean;
   widget(cellId: string): Cell | undefined;
   /** sends the notebook's pending changes (execution counts) before a command reads them */
   flush(): void;
@@ -50,7 +52,9 @@ const RETRY_MS = 1000;
 
 export class CellUndo {
   private shown: IShown | null = null;
-  private asked = new Set<number>(); // execution counts asked about, in this kernel process
+  /** the crashed run asked about: not again while it stays the last run (a count can recur after a
+   * restart, or in a notebook saved with its outputs, so a run is forgotten once it is not the last) */
+  private asked: ICrashedRun | null = null;
   private disposed = false;
 
   constructor(private host: IUndoHost) {}
@@ -60,25 +64,25 @@ export class CellUndo {
     if (this.disposed) {
       return;
     }
-    if (this.shown && !this.isLast(cells, this.shown.run)) {
+    const running = this.host.running();
+    if (this.shown && (running || !this.isLast(cells, this.shown.run))) {
       this.remove();
     }
     const run = crashedLastRun(cells);
-    if (!run || this.shown || !this.host.enabled() || !this.host.kernelIdle() || this.asked.has(run.executionCount)) {
+    if (this.asked && !sameRun(this.asked, run)) {
+      this.asked = null;
+    }
+    if (!run || this.asked || this.shown || running || !this.host.enabled() || !this.host.kernelIdle()) {
       return;
     }
-    this.asked.add(run.executionCount);
+    this.asked = run;
     void this.ask(run, 0);
   }
 
   /** A restart or another kernel: the state the line spoke of is gone, and counts start again. */
   restarted(): void {
     this.remove();
-    this.asked.clear();
-    const run = crashedLastRun(this.host.cells());
-    if (run) {
-      this.asked.add(run.executionCount); // that crash was in the old process
-    }
+    this.asked = crashedLastRun(this.host.cells()); // that crash was in the old process: not asked
   }
 
   dispose(): void {
@@ -135,7 +139,7 @@ export class CellUndo {
     } catch {
       changes = null; // not connected, or timed out: asked again below
     }
-    if (this.disposed || this.shown || !this.asked.has(run.executionCount)) {
+    if (this.disposed || this.shown || !sameRun(this.asked, run)) {
       return;
     }
     const line = crashLine(changes, run);
@@ -146,14 +150,14 @@ export class CellUndo {
           if (!this.disposed && !this.shown && this.host.kernelIdle()) {
             void this.ask(run, attempt + 1);
           } else if (!this.shown) {
-            this.asked.delete(run.executionCount); // asked again when the kernel is idle
+            this.asked = null; // asked again when the kernel is idle
           }
         }, RETRY_MS);
       }
       return;
     }
-    if (!this.isLast(this.host.cells(), run)) {
-      return; // another cell ran meanwhile
+    if (!this.isLast(this.host.cells(), run) || this.host.running()) {
+      return; // another cell ran meanwhile, or runs
     }
     const shown = this.place(run);
     if (!shown) {
@@ -235,6 +239,10 @@ export class CellUndo {
       this.shown = null;
     }
   }
+}
+
+function sameRun(a: ICrashedRun | null, b: ICrashedRun | null): boolean {
+  return Boolean(a && b && a.cellId === b.cellId && a.executionCount === b.executionCount);
 }
 
 /** A line with its `names` as code: textContent only (names and reasons come from the kernel). */
