@@ -21,7 +21,7 @@ from crane_lsp.fixes.verify import LIMIT_EXPLICIT, LIMIT_TYPING, verify_all
 
 if TYPE_CHECKING:
     from crane_lsp.dryrun import DryRunner
-    from crane_lsp.prediction import Prediction
+    from crane_lsp.prediction import Fix, Prediction
 
 __all__ = ["LIMIT_EXPLICIT", "LIMIT_TYPING", "candidates", "offer_fixes"]
 
@@ -55,18 +55,32 @@ async def offer_fixes(
     own = prediction.fix
     if offered:
         result.fix = offered[0]
-    elif own is not None and any(
-        f.new_text == own.new_text and f.verification and f.verification.outcome != "no-verdict"
-        for f in dropped
-    ):
-        result.fix = None  # the verdict's own fix crashes the same way: not offered
+    elif own is not None and any(f.new_text == own.new_text and _refuted(f) for f in dropped):
+        result.fix = None  # the verdict's own fix crashes the same way (the LLM's: or fails): not offered
     tried = len(offered) + len(dropped)
     note = f"fixes: {tried} candidate(s) dry-run in {seconds * 1000:.0f} ms, {len(offered)} offered"
     if dropped:
         why = Counter(_reason(f) for f in dropped)
         note += f", {len(dropped)} dropped (" + ", ".join(f"{n} {w}" for w, n in why.items()) + ")"
+        llm = Counter(_reason(f) for f in dropped if f.layer == "llm")
+        if llm:  # the user asked an LLM: say that its fix was tried and refused, and why
+            count = sum(llm.values())
+            reasons = ", ".join(w if n == 1 else f"{n} {w}" for w, n in llm.items())
+            note += f"; {count} LLM fix{'es' if count > 1 else ''} dropped ({reasons})"
     result.notes.append(note)
     return result
+
+
+def _refuted(fix: Fix) -> bool:
+    """The dry run spoke against ``fix``: the same crash; for the LLM's fix, also another error or
+    doing less (a check's fix stays, unverified, unless it crashes the same way). A fix the dry run
+    could not judge (a timeout, no dry run) is not refuted."""
+    v = fix.verification
+    if v is None:
+        return False
+    if fix.layer != "llm":
+        return v.outcome != "no-verdict"
+    return v.outcome == "same-crash" or _reason(fix) in ("does less", "raises another error")
 
 
 async def _observed(runner: DryRunner, target: str, prediction: Prediction, explicit: bool) -> Prediction:
@@ -98,4 +112,6 @@ def _reason(fix: object) -> str:
         return "same crash"
     if v.notes and v.notes[0].startswith("does less"):
         return "does less"
+    if v.notes and v.notes[0].startswith("raises "):
+        return "raises another error"
     return "no verdict"

@@ -515,10 +515,12 @@ def _saga(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
 
 
 def llm_line(p: Prediction, line: _Line) -> Iterator[Fix]:
-    """The LLM's fix is prose (its answer schema asks for "a short fix"); where it quotes a line of code
+    """The LLM's fix when it is prose: an answer in the old schema, whose ``fix`` was a string. The
+    LLM's edit (the schema's ``{line, code, why}``, see crane_lsp.llm.prompt) is the verdict's own
+    fix and ``candidates`` takes it as it is; only prose is read here: where it quotes a line of code
     that parses and shares a name with the failing line, that line replaces it (indentation kept)."""
     fix = p.fix
-    if fix is None or fix.new_text is not None:  # the checks always give new_text: this is prose
+    if fix is None or fix.new_text is not None:  # an edit (the checks', the LLM's) is taken as it is
         return
     quoted = re.findall(r"`{1,3}(?:python\n)?([^`]+)`{1,3}", fix.description) or [fix.description]
     names = {n.id for n in line.nodes if isinstance(n, ast.Name)}
@@ -603,7 +605,8 @@ def candidates(prediction: Prediction, target: str) -> list[Fix]:
     """Every candidate fix for a crashing ``prediction`` of ``target``, the smallest change first.
 
     The verdict's own fix comes first in its layer (a check's determined repair, or the LLM's edit);
-    the families add what the exception, message and evidence at the failing line make standard."""
+    the LLM's prose (an old-style answer) is read by ``llm_line``; the families add what the
+    exception, message and evidence at the failing line make standard."""
     if not prediction.crash:
         return []
     found: list[Fix] = []
