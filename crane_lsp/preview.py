@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crane_lsp.dryrun.outcome import DryRunOutcome, PreviewChange, PreviewValue
 from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName
 from crane_lsp.settings import Settings
+from crane_lsp.words import PREVIEW_VERB
 
 STDOUT_CHARS = 20_000  # what the sandbox keeps of the output (the first characters)
 RESULT_CHARS = 5_000  # of the last expression's text
@@ -181,10 +182,9 @@ def phrase(change: PreviewChange) -> str:
     """One change in words: "creates `model`", "deletes `tmp`", "adds column `ratio` to `df`",
     "rebinds `X_train` (800 → 640 rows)", "changes `items` in place (3 → 5 items)"."""
     name = f"`{change.name}`"
-    if change.change == "bound":
-        return f"creates {name}"
-    if change.change == "deleted":
-        return f"deletes {name}"
+    verb = PREVIEW_VERB[change.change]
+    if change.change in ("bound", "deleted"):
+        return f"{verb} {name}"
     before, after = change.before, change.after
     added, dropped = _columns(before, after)
     sizes = _sizes(before, after) if not (added or dropped) else None
@@ -195,20 +195,20 @@ def phrase(change: PreviewChange) -> str:
     tail = f" ({sizes})" if sizes else ""
     if change.change == "rebound":
         if before is not None and after is not None and _short(before.type) != _short(after.type):
-            return f"rebinds {name} ({_short(before.type)} → {_short(after.type)})"
+            return f"{verb} {name} ({_short(before.type)} → {_short(after.type)})"
         parts = [
             *([f"adds {_names(added)}"] if added else []),
             *([f"drops {_names(dropped)}"] if dropped else []),
         ]
         parts += [sizes] if sizes else []
-        return f"rebinds {name}" + (f" ({'; '.join(parts)})" if parts else "")
+        return f"{verb} {name}" + (f" ({'; '.join(parts)})" if parts else "")
     if added and dropped:
         return f"adds {_names(added)} to {name} and drops {_names(dropped)}{tail}"
     if added:
         return f"adds {_names(added)} to {name}{tail}"
     if dropped:
         return f"drops {_names(dropped)} from {name}{tail}"
-    return f"changes {name} in place{tail}"
+    return f"{verb} {name} in place{tail}"
 
 
 async def _with_link(connection_file: str | Path, source: str, settings: Settings | None) -> Preview:

@@ -46,6 +46,15 @@ FIX_NOTE: Final = "Applying the fix edits the cell, as an edit you can undo; it 
 APPLY: Final = "Apply"
 RUN_WITH_FIX: Final = "Run with the fix"
 
+#: "Try in sandbox" (crane.previewCell): how each kind of change a cell would make starts, before the
+#: name ("creates `model`", "rebinds `X_train` (800 → 640 rows)"; crane_lsp/preview.py phrases the rest)
+PREVIEW_VERB: Final[dict[str, str]] = {
+    "bound": "creates",
+    "rebound": "rebinds",
+    "deleted": "deletes",
+    "mutated": "changes",
+}
+
 
 def label(certainty: str) -> str:
     """The short label of a verdict: "will crash", "crashed in a sandboxed dry run"..."""
