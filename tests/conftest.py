@@ -125,9 +125,31 @@ class TestKernel:
             try:
                 msg = self.client.get_shell_msg(timeout=timeout)
             except queue.Empty as exc:
-                raise TimeoutError("kernel did not reply") from exc
+                raise TimeoutError(f"kernel did not reply in {timeout:g} s; {self.doing()}") from exc
             if msg["parent_header"].get("msg_id") == msg_id:
                 return msg
+
+    def doing(self) -> str:
+        """What the kernel process is doing, for a timeout's message: alive or not, and each
+        thread's state and kernel wait channel (a hung kernel and a busy one read differently)."""
+        if not self.manager.is_alive():
+            return "the kernel process is dead"
+        pid = getattr(self.manager.provisioner, "pid", None)
+        tasks = Path(f"/proc/{pid}/task")
+        if pid is None or not tasks.is_dir():
+            return "the kernel process is alive"
+        threads = []
+        for task in sorted(tasks.iterdir()):
+            try:
+                stat = (task / "stat").read_text()
+                wchan = (task / "wchan").read_text() or "-"
+            except OSError:
+                continue
+            name, state = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2]
+            threads.append(f"{name}:{state}:{wchan}")
+        children = Path(f"/proc/{pid}/task/{pid}/children")
+        kids = children.read_text().split() if children.exists() else []
+        return f"alive, threads {', '.join(threads)}; children {kids or 'none'}"
 
     def reset(self) -> None:
         self.run("%reset -f")

@@ -66,6 +66,11 @@ class _ShHelper:
         self.full_cancel = _sh_os.pipe()  # written: the full run is superseded
         self.own_cancel = _sh_os.pipe()  # written: the full run answered, the helper stops
         self.second_cancel = _sh_os.pipe()  # written: the second sample is not needed
+        # The pipes are closed by the last of their users (``finish`` and the helper threads): a
+        # straggler that outlives ``finish`` (a slow fork or teardown on a busy machine) must never
+        # poll or write a descriptor number the kernel has meanwhile given to something else.
+        self.pipe_lock = _thread.allocate_lock()
+        self.pipe_users = 2  # finish() and the helper thread; the second sample's thread adds itself
         self.runs: list[dict[str, Any]] = []
         self.error = None
         self.skipped = None  # why no shortened run was started
@@ -106,11 +111,16 @@ class _ShHelper:
                 return
             if self.skip_full:  # only now: a cell with nothing to shorten keeps its full run
                 self.superseded = True
-                _sh_os.write(self.full_cancel[1], b"x")
+                self._signal(self.full_cancel)
             second: dict[str, Any] = {}
             second_done = _thread.allocate_lock()
             second_done.acquire()
-            _thread.start_new_thread(self._second, (second, second_done))
+            self._hold_pipes()
+            try:
+                _thread.start_new_thread(self._second, (second, second_done))
+            except BaseException:
+                self._release_pipes()
+                raise
             first = self._run(_SH_RUNS[0], self.own_cancel[0])
             if first is None or first.get("outcome") != "raised":
                 self._cancel_second()
@@ -121,11 +131,31 @@ class _ShHelper:
                     self.runs.append(second["run"])
             if self.stop_full and self._trusted():
                 self.superseded = True
-                _sh_os.write(self.full_cancel[1], b"x")
+                self._signal(self.full_cancel)
         except BaseException as exc:  # never in the kernel's way: the full run's verdict stands
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             self.done.release()
+            self._release_pipes()
+
+    def _hold_pipes(self):
+        with self.pipe_lock:
+            self.pipe_users += 1
+
+    def _release_pipes(self):
+        """One user is done with the pipes; the last one closes them."""
+        with self.pipe_lock:
+            self.pipe_users -= 1
+            last = self.pipe_users == 0
+        if last:
+            for fd in (*self.full_cancel, *self.own_cancel, *self.second_cancel):
+                with _sb_contextlib.suppress(OSError):
+                    _sh_os.close(fd)
+
+    def _signal(self, pipe):
+        """Wake whoever polls ``pipe`` (the caller holds the pipes: they are open)."""
+        with _sb_contextlib.suppress(OSError):
+            _sh_os.write(pipe[1], b"x")
 
     def _trusted(self):
         """Two runs that raised alike, of a kind that cannot hinge on the sample (shorten_rules.py):
@@ -144,10 +174,10 @@ class _ShHelper:
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             done.release()
+            self._release_pipes()
 
     def _cancel_second(self):
-        with _sb_contextlib.suppress(OSError):
-            _sh_os.write(self.second_cancel[1], b"x")
+        self._signal(self.second_cancel)
 
     def _run(self, plan, cancel_fd):
         left = self.deadline - _sb_time.monotonic()
@@ -180,12 +210,13 @@ class _ShHelper:
         data = result._data if result is not None else {}  # None: the full run was interrupted
         outcome = data.get("outcome")
         if outcome not in ("timeout", "superseded"):
-            _sh_os.write(self.own_cancel[1], b"x")  # the full run answered: stop the helper
+            self._signal(self.own_cancel)  # the full run answered: stop the helper
             self._cancel_second()
-        self.done.acquire(timeout=max(1.0, self.deadline - _sb_time.monotonic() + 5.0))
-        for fd in (*self.full_cancel, *self.own_cancel, *self.second_cancel):
-            with _sb_contextlib.suppress(OSError):
-                _sh_os.close(fd)
+        if not self.done.acquire(timeout=max(1.0, self.deadline - _sb_time.monotonic() + 5.0)):
+            # a straggler (its fork or teardown is slow): told to stop, it closes the pipes at its end
+            self._signal(self.own_cancel)
+            self._cancel_second()
+        self._release_pipes()
         if result is None:
             return None
         if outcome == "superseded" and self.skip_full:
