@@ -97,7 +97,10 @@ async def configure(link: _Caller, settings: Settings) -> dict[str, Any]:
     return await link.call("undo_configure", configure_payload(settings), timeout=5)
 
 
-_CONFIGURED: dict[str, tuple[int, Any, bool, int]] = {}  # notebook URI -> what its kernel was told
+#: notebook URI -> what its kernel confirmed (link, its restarts, undo on, settings revision); a
+#: request in flight is in ``_ASKING`` and counts only once it succeeds
+_CONFIGURED: dict[str, tuple[int, Any, bool, int]] = {}
+_ASKING: dict[str, tuple[int, Any, bool, int]] = {}
 
 
 def configure_for(
@@ -108,24 +111,34 @@ def configure_for(
     background: Callable[[Coroutine[Any, Any, Any]], None],
 ) -> None:
     """Tell the kernel behind ``link`` (the notebook ``uri``'s) whether to hold copies, in the
-    background, once per link, kernel generation and settings revision (the server calls it where the
-    dry run prepares its child: the user edits, the kernel is idle). Never raises."""
+    background, once per link, kernel process and settings revision (the server calls it when it binds
+    the kernel, where the dry run prepares its child, and after each cell while undo is on). A request
+    that fails (a cell was running: Run All right after opening) is forgotten, so the next call asks
+    again. Never raises."""
     if link is None:
         return
-    key = (id(link), getattr(link, "generation", None), settings.undo, rev)
+    key = (id(link), getattr(link, "restarts", None), settings.undo, rev)
     last = _CONFIGURED.get(uri)
-    if last == key:
+    if key in (last, _ASKING.get(uri)):
         return
-    _CONFIGURED[uri] = key
-    if settings.undo or (last is not None and last[2]):  # on, or just turned off
-        background(_configure_quietly(link, settings))
+    if not settings.undo and (last is None or not last[2]):  # off, and never turned on there
+        _CONFIGURED[uri] = key
+        return
+    _ASKING[uri] = key
+    background(_configure_quietly(uri, key, link, settings))
 
 
-async def _configure_quietly(link: _Caller, settings: Settings) -> None:
+async def _configure_quietly(
+    uri: str, key: tuple[int, Any, bool, int], link: _Caller, settings: Settings
+) -> None:
     try:
         await configure(link, settings)
-    except Exception as exc:  # a busy or gone kernel: the next edit tries again
+        _CONFIGURED[uri] = key
+    except Exception as exc:  # a busy or gone kernel: the next call asks again
         log.debug("undo configure failed: %s", exc)
+    finally:
+        if _ASKING.get(uri) == key:
+            del _ASKING[uri]
 
 
 async def changes(link: _Caller, expect_count: int | None = None) -> CellChanges:
@@ -163,17 +176,8 @@ async def raised_at(link: Any, count: int, timeout: float = 5.0) -> int | None:
 
     if getattr(link, "busy", True):
         return None
-    content = {
-        "code": "",
-        "silent": True,
-        "store_history": False,
-        "user_expressions": {"r": _RAISED_AT_EXPRESSION},
-        "allow_stdin": False,
-        "stop_on_error": False,
-    }
-    try:  # the link's own request path (a silent msg_id: never counted as a cell by any crane link)
-        reply = await link._request("shell", "execute_request", content, timeout)
-        result = reply.get("content", {}).get("user_expressions", {}).get("r", {})
+    try:
+        result = (await link.evaluate({"r": _RAISED_AT_EXPRESSION}, timeout)).get("r", {})
         if result.get("status") != "ok":
             return None
         frames = json.loads(ast.literal_eval(result["data"]["text/plain"]))

@@ -491,6 +491,25 @@ class KernelLink:
         finally:
             self._forget(msg_id)
 
+    async def evaluate(self, expressions: dict[str, str], timeout: float = 5.0) -> dict[str, Any]:
+        """Each of ``expressions`` evaluated in the user namespace by one silent request on the main
+        shell (``user_expressions``: no code runs, no count moves, no cell is seen by any crane link):
+        name -> ``{"status": "ok", "data": {"text/plain": ...}}`` or the error's fields. Only while
+        the kernel is idle: a running cell would hold the request in the queue."""
+        if self.busy:
+            raise KernelBusy(self._busy_message(allow_busy=False))
+        content = {
+            "code": "",
+            "silent": True,
+            "store_history": False,
+            "user_expressions": dict(expressions),
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        reply = await self._request("shell", "execute_request", content, timeout)
+        answered = reply.get("content", {}).get("user_expressions", {})
+        return answered if isinstance(answered, dict) else {}
+
     async def _await_reply(
         self, fut: asyncio.Future[dict[str, Any]], timeout: float, what: str
     ) -> dict[str, Any]:

@@ -422,8 +422,10 @@ class CraneServer(LanguageServer):
             nb.kernel_generation = event.generation  # the watcher compares from here on
             if self.settings.undo:  # did it raise, and what had it changed: asked in the background
                 from crane_lsp.server.undo_follow import follow_run
+                from crane_lsp.undo import configure_for  # told already, or asked again (it was busy)
 
                 link = self.kernels.attachment(nb.uri).link
+                configure_for(nb.uri, link, self.settings, self.settings_rev, self._background)
                 self._background(follow_run(link, nb, event.generation))
         log.debug("kernel event %s (generation %s): re-checking %s", event.kind, event.generation, nb.uri)
         self.state_changed(nb)
