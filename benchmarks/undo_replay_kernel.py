@@ -1,0 +1,75 @@
+"""Run inside the kernel by ``undo_replay.py`` (as the text of a module of its own, never a user name):
+keep a deep copy of every user name with its ``id()`` before the target, and say afterwards which names
+differ, are missing, are new, or are new objects."""
+
+import copy
+import json
+import pickle
+import types
+
+kept: dict = {}
+failed: dict = {}
+
+
+def user_names(shell):
+    for name, value in list(shell.user_ns.items()):
+        if name.startswith("_") or name in shell.user_ns_hidden or isinstance(value, types.ModuleType):
+            continue
+        yield name, value
+
+
+def same(a, b, depth=0):
+    """Equal values: frames and arrays with NaN equal to NaN, objects by their attributes."""
+    import numpy as np
+
+    if type(a) is not type(b):
+        return False
+    try:
+        import pandas as pd
+
+        if isinstance(a, (pd.DataFrame, pd.Series, pd.Index)):
+            return a.equals(b) and list(getattr(a, "columns", [])) == list(getattr(b, "columns", []))
+    except ImportError:
+        pass
+    if isinstance(a, np.ndarray):
+        nan_equal = a.dtype.kind in "fc"
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b, equal_nan=nan_equal))
+    if isinstance(a, (list, tuple)) and depth < 4:
+        return len(a) == len(b) and all(same(x, y, depth + 1) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and depth < 4:
+        return a.keys() == b.keys() and all(same(a[k], b[k], depth + 1) for k in a)
+    if hasattr(a, "__dict__") and not callable(a) and depth < 4:
+        return same(vars(a), vars(b), depth + 1)
+    try:
+        eq = a == b
+        if isinstance(eq, bool):
+            return eq
+    except Exception:
+        pass
+    try:
+        return pickle.dumps(a) == pickle.dumps(b)
+    except Exception:
+        return True  # neither comparable nor picklable: not judged here
+
+
+def keep(shell):
+    kept.clear()
+    failed.clear()
+    for name, value in user_names(shell):
+        try:
+            kept[name] = (copy.deepcopy(value), id(value))
+        except Exception as exc:
+            failed[name] = type(exc).__name__
+
+
+def report(shell):
+    ns = shell.user_ns
+    return json.dumps(
+        {
+            "missing": [n for n in kept if n not in ns],
+            "extra": [n for n, _ in user_names(shell) if n not in kept and n not in failed],
+            "differ": [n for n, (v, _) in kept.items() if n in ns and not same(ns[n], v)],
+            "moved": [n for n, (_, i) in kept.items() if n in ns and id(ns[n]) != i],
+            "uncopied": sorted(failed),
+        }
+    )
