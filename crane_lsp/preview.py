@@ -92,8 +92,8 @@ def from_outcome(outcome: DryRunOutcome) -> Preview:
         exception=outcome.exception if outcome.outcome == "raised" else None,
         line=outcome.line if outcome.outcome == "raised" else None,
     )
-    if seen is None:  # the child was stopped (budget, a forbidden call) or died: nothing came back
-        answer.note = "the sandboxed copy was stopped before it answered: no output and no diff"
+    if seen is None:  # nothing came back: the cell never started, or the copy was stopped or died
+        answer.note = _UNSEEN.get(outcome.outcome, _UNSEEN["timeout"])
         return answer
     answer.stdout, answer.stdout_cut = seen.stdout, seen.stdout_cut
     answer.result, answer.result_cut = seen.result, seen.result_cut
@@ -106,6 +106,15 @@ def from_outcome(outcome: DryRunOutcome) -> Preview:
         notes.append("a shape-level run: tensors stood in by their shapes, their values unknown")
     answer.note = "; ".join(notes) or None
     return answer
+
+
+#: why a run has no output and no diff, by its outcome
+_UNSEEN = {
+    "raised": "the cell did not start (it does not compile): nothing ran",
+    "exits": "the cell ended the sandboxed copy: no output and no diff came back",
+    "timeout": "the sandboxed copy was stopped before it answered: no output and no diff",
+    "blocked": "the sandbox stopped the copy at a forbidden call: no output and no diff came back",
+}
 
 
 def verdict(outcome: DryRunOutcome) -> str:

@@ -96,7 +96,10 @@ async def test_a_cell_that_runs_too_long_has_no_verdict_and_says_why(
 ) -> None:
     answer = await _preview(kernel, link, "print('start')\nwhile True:\n    pass")
     assert answer.outcome == "timeout" and answer.verdict == "no verdict: did not finish in 2 s", answer
-    assert answer.diff == [] and answer.note is not None and "stopped" in answer.note
+    assert (
+        answer.diff == []
+        and answer.note == "the sandboxed copy was stopped before it answered: no output and no diff"
+    )
 
 
 async def test_magics_top_level_await_and_stdin_as_the_kernel_runs_them(
@@ -109,6 +112,9 @@ async def test_magics_top_level_await_and_stdin_as_the_kernel_runs_them(
     assert [row.change for row in magic.diff] == ["creates `pv_y`"]
     awaited = await _preview(kernel, link, "import asyncio\nawait asyncio.sleep(0)\npv_items[0] + 4")
     assert awaited.verdict == "ran clean" and awaited.result == "5", awaited
+    broken = await _preview(kernel, link, "print('a')\npv_z = (1,")
+    assert broken.outcome == "raised" and broken.exception == "SyntaxError", broken
+    assert broken.note == "the cell did not start (it does not compile): nothing ran", broken
     asks = await _preview(kernel, link, "print('name?')\npv_name = input()")
     assert asks.outcome == "blocked" and asks.verdict.startswith("no verdict: the sandbox stopped it"), asks
     assert asks.stdout == "name?\n" and asks.diff == [], asks
