@@ -26,6 +26,7 @@ from openai import AsyncOpenAI
 from crane_lsp.layers import Ask
 from crane_lsp.llm import dialects
 from crane_lsp.llm.predictor import LLMPredictor
+from crane_lsp.llm.prompt import LLMFix, parse_answer
 from crane_lsp.llm.providers import OpenAICompatibleProvider
 from crane_lsp.settings import Settings
 
@@ -175,6 +176,11 @@ async def test_its_own_dialect_is_sent_and_a_refused_one_gets_one_retry_remember
     assert formats[0]["type"] == "json_schema"
     bounded = dialects.bounded_schema(48)  # lengths that fit the cap, which its grammar honours
     assert formats[1] == {"type": "json_object", "schema": bounded}, formats
+    # the fix is an edit, its code and sentence bounded too: {line, code, why} or null
+    edit = dialects.fix_object(formats[1]["schema"])
+    assert edit["required"] == ["line", "code", "why"] and edit["additionalProperties"] is False
+    assert edit["properties"]["code"]["maxLength"] == 48 and edit["properties"]["why"]["maxLength"] == 24
+    assert dialects.fix_object(formats[0]["json_schema"]["schema"])["required"] == ["line", "code", "why"]
     assert all(b["max_tokens"] == 48 and b["stream"] is True for b in bodies[:2])
     assert exchange.samples[0].completions, exchange.samples[0].error  # the retry was answered
     assert provider.dialect == "json_object"
@@ -183,6 +189,27 @@ async def test_its_own_dialect_is_sent_and_a_refused_one_gets_one_retry_remember
     await again.predict(Ask("y = 1\n" + TARGET, EXECUTED))
     assert bodies[len(formats)]["response_format"] == {"type": "json_object", "schema": bounded}
     dialects.forget()
+
+
+async def test_the_grammar_holds_the_fix_to_an_edit_and_it_lands_in_the_cell(llama_server: str) -> None:
+    """Under the server's grammar the tiny model writes the fix as the edit object or null, never prose;
+    whatever line it names, the verdict stands: an edit of the cell, or dropped with a note."""
+    llm = predictor(llama_server, max_tokens=160)
+    target = "total = df['b'].sum()\nhalf = total / 2"
+    prediction, exchange = await llm.predict_exchange(Ask(target, EXECUTED, explicit=True))
+    if not prediction.source.votes:  # a cut-off answer: a failure that says so, not a fix
+        assert prediction.certainty == "none" and prediction.notes
+        return
+    answer = parse_answer(exchange.raw_answers[-1])
+    assert answer.fix is None or isinstance(answer.fix, LLMFix), answer.fix  # the schema was enforced
+    if not prediction.crash or answer.fix is None or not isinstance(answer.fix, LLMFix):
+        assert prediction.fix is None
+    elif 1 <= answer.fix.line <= 2:
+        fix = prediction.fix
+        assert fix is not None and fix.layer == "llm" and fix.new_text is not None
+        assert (fix.start_line, fix.end_line) == (answer.fix.line - 1, answer.fix.line)
+    else:
+        assert prediction.fix is None and any("outside this cell" in n for n in prediction.notes)
 
 
 async def test_a_base_url_without_v1_is_named_with_a_hint(llama_server: str) -> None:
