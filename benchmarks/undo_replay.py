@@ -151,6 +151,11 @@ def report(rows: list[Run], console: Console) -> None:
             + ", ".join(f"{v} {n}" for v, n in counts.items())
             + (f"; undo median {statistics.median(times):.0f} ms, max {max(times):.0f} ms" if times else "")
         )
+    unjudged = sorted({f"{r.case}:{n}" for r in rows for n in r.uncopied})
+    console.print(
+        f"names not judged (no deep copy, or unequal to their own copy at once): {len(unjudged)}"
+        + (f" ({', '.join(unjudged[:8])}{' ...' if len(unjudged) > 8 else ''})" if unjudged else "")
+    )
     moved = sum(bool(r.moved) for r in rows)
     console.print(f"runs where a restored name is a new object (new id()): {moved} of {len(rows)}")
 

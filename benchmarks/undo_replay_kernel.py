@@ -38,6 +38,16 @@ def same(a, b, depth=0):
         return len(a) == len(b) and all(same(x, y, depth + 1) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and depth < 4:
         return a.keys() == b.keys() and all(same(a[k], b[k], depth + 1) for k in a)
+    if isinstance(a, types.MethodType):  # ``from random import randint``: the method of an object
+        return a.__func__ is b.__func__ and same(a.__self__, b.__self__, depth + 1)
+    if callable(a) and a is b:
+        return True
+    getstate = getattr(a, "getstate", None)  # random.Random, numpy's RandomState: state in C
+    if callable(getstate) and not isinstance(a, type):
+        try:
+            return same(getstate(), b.getstate(), depth + 1)
+        except Exception:
+            pass
     if hasattr(a, "__dict__") and not callable(a) and depth < 4:
         return same(vars(a), vars(b), depth + 1)
     try:
@@ -53,6 +63,8 @@ def same(a, b, depth=0):
 
 
 def keep(shell):
+    """A deep copy of each name; one this module cannot tell equal to its own copy at once is not
+    judged later (``unjudged``): the comparison, not the undo, would fail on it."""
     kept.clear()
     failed.clear()
     for name, value in user_names(shell):
@@ -60,6 +72,14 @@ def keep(shell):
             kept[name] = (copy.deepcopy(value), id(value))
         except Exception as exc:
             failed[name] = type(exc).__name__
+            continue
+        try:
+            equal = same(value, kept[name][0])
+        except Exception:
+            equal = False
+        if not equal:
+            del kept[name]
+            failed[name] = "unjudged"
 
 
 def report(shell):

@@ -43,6 +43,11 @@ class DryRunner:
         last = self._prepared
         return last is None or last[0] != generation or time.monotonic() - last[1] >= PREPARE_WINDOW_S
 
+    def forget_prepared(self) -> None:
+        """The kernel's prepared child was used by another request (a preview): the next edit
+        prepares again instead of leaving the next dry run to fork cold."""
+        self._prepared = None
+
     async def prepare(self, generation: object = None) -> DryRunPrepared | None:
         """Have the kernel fork and jail the next dry run's child now; never raises (debug log)."""
         self._prepared = (generation, time.monotonic())
@@ -92,7 +97,7 @@ class DryRunner:
             payload["shorten"].update(self.slow_cells.forecast(source, budget, ran))
         payload["privacy"] = self.settings.privacy  # the failing line's facts honour it
         payload.update(_standin())  # a shape-level run forced from here (agent/dryrun/standin.py)
-        self._prepared = None  # a prepared child is used (or discarded) now: the next edit prepares again
+        self.forget_prepared()  # a prepared child is used (or discarded) now: the next edit prepares again
         raw = await self.link.call("dry_run", payload, timeout=budget + 10)
         outcome = DryRunOutcome.model_validate(raw)
         self.slow_cells.learn(source, budget, outcome.outcome, outcome.shortened)

@@ -10,7 +10,7 @@ current text, run or not). The answer is one typed model, ``{"stdout", "result",
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import AliasGenerator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -19,6 +19,9 @@ from crane_lsp import preview
 from crane_lsp.server.app import CraneServer  # pygls reads the handlers' annotations at runtime
 from crane_lsp.server.command_args import BadArguments, _Args, parse
 from crane_lsp.server.undo_follow import when_idle
+
+if TYPE_CHECKING:
+    from crane_lsp.server.app import NotebookState
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +91,8 @@ async def preview_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Previ
         answer: preview.Preview = await when_idle(lambda: preview.preview(link, source, server.settings))
     except Exception as exc:
         return PreviewCellAnswer(error=f"cannot preview: {exc}".splitlines()[0])
+    finally:
+        await _forget_prepared(server, nb)
     if answer.refused is not None:
         return PreviewCellAnswer(error=answer.refused)
     return PreviewCellAnswer(
@@ -103,6 +108,18 @@ async def preview_cell(server: CraneServer, arguments: tuple[Any, ...]) -> Previ
         note=answer.note,
         cell=position,
     )
+
+
+async def _forget_prepared(server: CraneServer, nb: NotebookState) -> None:
+    """The preview used (or dropped) the kernel's prepared child: the next edit prepares again."""
+    from crane_lsp.dryrun import DryRunner
+
+    try:
+        runner = (await server.pipeline(nb)).dryrun
+    except Exception:  # no pipeline to tell
+        return
+    if isinstance(runner, DryRunner):
+        runner.forget_prepared()
 
 
 def _position(server: CraneServer, args: PreviewArgs) -> int | None:
