@@ -234,7 +234,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seen]:
             cells[f"trap: {trap.name}"] = slow + trap.tail
         result = Seen(state_before=kernel.eval(STATE))
         result.said, result.took_s = asyncio.run(_verdicts(kernel, cells))
-        result.state_after = kernel.eval(STATE)
+        result.state_after = kernel.eval(STATE, timeout=180)  # a busy machine: its message says why
         for case in ALL_CASES:  # the truth, once per case: the slow part for real, then each ending
             result.truths[case.name] = truth(kernel, case.slow, {"crash": case.crash, "clean": case.clean})
         for trap, slow in TRAPS:  # a trap's tail may continue its slow part's loop: run as one cell
