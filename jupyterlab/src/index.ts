@@ -22,6 +22,7 @@ import { ILspDiagnostic } from './marks';
 import { NotebookSync } from './notebook';
 import { RpcClient } from './rpc';
 import { ConnectionState, IServerStatus, statusLine } from './statustext';
+import { PREVIEW_CAPTION, PREVIEW_LABEL } from './preview';
 import { UNDO_PALETTE_LABEL } from './undo';
 
 const PLUGIN_ID = 'crane-lsp:plugin';
@@ -29,6 +30,7 @@ const SERVER = 'crane-lsp';
 const RECHECK = 'crane:recheck-cell';
 const IGNORE = 'crane:ignore-finding';
 const UNDO = 'crane:undo-last-cell';
+const PREVIEW = 'crane:try-cell-in-sandbox';
 const RUN_COMMANDS = new Set([
   'notebook:run-cell',
   'notebook:run-cell-and-select-next',
@@ -406,14 +408,31 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
+    app.commands.addCommand(PREVIEW, {
+      label: PREVIEW_LABEL,
+      caption: PREVIEW_CAPTION,
+      iconClass: 'crane-preview-icon',
+      isEnabled: () => {
+        const cell = tracker.activeCell;
+        return crane.current() !== null && Boolean(cell && cell.model.type === 'code');
+      },
+      // the answer shows in a box under the cell; returned too (what the box shows)
+      execute: async () => {
+        const sync = crane.current();
+        const id = crane.activeCellId();
+        return sync && id ? sync.preview.tryCell(id) : null;
+      }
+    });
     if (palette) {
       palette.addItem({ command: RECHECK, category: 'crane' });
       palette.addItem({ command: IGNORE, category: 'crane' });
       palette.addItem({ command: UNDO, category: 'crane' });
+      palette.addItem({ command: PREVIEW, category: 'crane' });
     }
     app.contextMenu.addItem({ command: RECHECK, selector: '.jp-Notebook .jp-Cell', rank: 60 });
     app.contextMenu.addItem({ command: IGNORE, selector: '.jp-Notebook .jp-Cell', rank: 61 });
     app.contextMenu.addItem({ command: UNDO, selector: '.jp-Notebook .jp-Cell', rank: 62 });
+    app.contextMenu.addItem({ command: PREVIEW, selector: '.jp-Notebook .jp-CodeCell', rank: 63 });
 
     const load = (s: ISettingRegistry.ISettings) => {
       const c = s.composite as any;

@@ -15,6 +15,7 @@ import { fixEdit } from './fixes';
 import { IVerdict, shouldAsk } from './guard';
 import { ILspDiagnostic, toMarks } from './marks';
 import { ICellSnapshot, INotebookSnapshot, NotebookDocumentState, cellIdOf, cellUri, notebookUri } from './protocol';
+import { CellPreview } from './previewbox';
 import type { IServerStatus } from './statustext';
 import { CellUndo } from './undobox';
 import { renderVerdict } from './verdict';
@@ -46,6 +47,8 @@ export class NotebookSync {
   private verdictSeqs = new Map<string, number>();
   /** the crashed last cell's undo line and button (docs/undo.md) */
   readonly undo: CellUndo;
+  /** the "Try cell in sandbox" box (docs/undo.md, "Preview") */
+  readonly preview: CellPreview;
 
   constructor(
     readonly panel: NotebookPanel,
@@ -64,6 +67,15 @@ export class NotebookSync {
       cells: () => this.snapshot().cells,
       kernelIdle: () => this.panel.sessionContext.session?.kernel?.status === 'idle',
       running: () => this.anyRunning(),
+      widget: id => this.widget(id),
+      flush: () => this.flush(),
+      request: (m, p, t) => this.client.request(m, p, t)
+    });
+    this.preview = new CellPreview({
+      get uri() {
+        return self.uri;
+      },
+      cells: () => this.snapshot().cells,
       widget: id => this.widget(id),
       flush: () => this.flush(),
       request: (m, p, t) => this.client.request(m, p, t)
@@ -99,6 +111,7 @@ export class NotebookSync {
     }
     this.verdicts.clear();
     this.undo.dispose();
+    this.preview.dispose();
   }
 
   /** The connection came (back): the server knows nothing of this notebook. */
@@ -184,6 +197,7 @@ export class NotebookSync {
     }
     this.markStale(snap);
     this.undo.update(snap.cells);
+    this.preview.update(snap.cells);
   }
 
   private onCells(): void {
