@@ -121,6 +121,43 @@ def test_what_cannot_come_back_is_named_and_the_rest_is_restored(uk: UndoKernel,
     assert uk.k.eval("(handle, stream, score)") == "(None, None, 1.5)"
 
 
+def test_threads_locks_and_sockets_in_the_kernel_are_forking_traps_handled(uk: UndoKernel) -> None:
+    """A thread that holds a lock most of the time and keeps appending, and an open socket: the copy
+    is forked while the lock is held (the copy has no thread to release it), yet the undo answers at
+    once; the socket is named, the rest restored, and the kernel's thread still runs afterwards."""
+    uk.call("undo_configure", UNDO_ON)
+    uk.k.run(
+        "import socket, threading, time\n"
+        "gate, ticks, stop = threading.Lock(), [], threading.Event()\n"
+        "def spin():\n"
+        "    while not stop.is_set():\n"
+        "        with gate:\n"
+        "            ticks.append(1); time.sleep(0.01)\n"
+        "worker = threading.Thread(target=spin, daemon=True); worker.start()\n"
+        "sock = socket.socket(); sock.bind(('127.0.0.1', 0))\n"
+        "table = {'a': [1, 2, 3]}"
+    )
+    uk.k.run(
+        "table['a'].append(4)\ntable['b'] = [5]\nsock = None\nraise ValueError('after changes')",
+        allow_error=True,
+    )
+    started = time.monotonic()
+    answer = uk.call("undo_last_cell")
+    took = time.monotonic() - started
+    assert answer.get("refused") is None, answer
+    assert {row["name"]: row["reason"] for row in answer["kept"]} == {"sock": "a socket"}, answer
+    # ``ticks`` grew while the cell ran: a thread's changes show as the cell's (docs/undo.md, Limits)
+    assert "table" in answer["restored"] and uk.k.eval("table") == "{'a': [1, 2, 3]}"
+    assert "worker" not in answer["restored"] + answer["deleted"], (
+        answer
+    )  # the fork stopped it in the copy only
+    assert took < 10, f"the undo took {took:.1f} s with a lock held at the fork"
+    before = int(uk.k.eval("len(ticks)"))
+    time.sleep(0.3)
+    assert int(uk.k.eval("len(ticks)")) > before and uk.k.eval("worker.is_alive()") == "True"
+    uk.k.run("stop.set(); worker.join(2)")
+
+
 def test_code_from_another_client_after_the_cell_refuses(uk: UndoKernel) -> None:
     uk.call("undo_configure", UNDO_ON)
     reply = uk.k.run("shared = [1]\nshared.append(2)")

@@ -148,6 +148,8 @@ def _ufp_print(value):
             _ufp_array(value, out)
         elif _isa(value, "dataframe") or _isa(value, "series"):
             _ufp_frame(value, out)
+        elif _ufp_is_thread(cls):
+            pass  # identity only: its state is the thread's own, and a fork marks it stopped in the copy
         else:
             attrs = _instance_dict(value)
             if attrs is not None:  # a plain object (a model...): what its attributes are bound to
@@ -156,6 +158,15 @@ def _ufp_print(value):
     except Exception as exc:  # a fingerprint that cannot be taken says so; it still has an identity
         out["error"] = type(exc).__name__
     return out
+
+
+def _ufp_is_thread(cls):
+    """Whether ``cls`` is a ``threading.Thread``: Python's fork handler marks every thread but the
+    forking one stopped in the child (``_is_stopped``, ``_tstate_lock``), so the held copy would see
+    each running thread "changed" by the cell, and offer to restore it stopped."""
+    threading = _ufp_sys.modules.get("threading")
+    thread = getattr(threading, "Thread", None)
+    return thread is not None and thread in getattr(cls, "__mro__", ())
 
 
 def _ufp_all(namespace, shell=None):
