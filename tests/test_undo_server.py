@@ -14,7 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, Notebook, start, wait_status
+from tests.server_client import CONFIG, Notebook, open_script, start, wait_status
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -94,6 +94,32 @@ async def test_undo_last_cell_restores_what_a_crashing_cell_changed(
     assert "Before raising" not in await _hover_text(client, nb.cell_uris[1], 3)  # undone: gone
     again = await _undo(client, nb.uri)
     assert again["error"] == f"cannot undo cell [{reply['execution_count']}]: it was undone already", again
+
+
+async def test_a_percent_scripts_crashed_cell_gets_the_undo_line_by_its_text(
+    client: LanguageClient, kernel: TestKernel
+) -> None:
+    """A ``# %%`` script's cells carry no execution count: the run is found by the code that ran."""
+    kernel.run("pct_rows = [1, 2]")
+    statuses = await start(client, {"debounce": 200, "dryRun": "on", "undo": True, "undoReserve": 64})
+    uri = "file:///tmp/crane-tests/undo_script.py"
+    crashing = "pct_rows.append(3)\npct_rows[10]"
+    text = f"# %%\npct_rows = [1, 2]\n\n# %%\n{crashing}\n"
+    open_script(client, uri, text, kernel.connection_file)
+    await wait_status(statuses, lambda s: s.get("kernel") in ("attached", "busy"))
+    deadline = time.monotonic() + 60
+    while kernel.eval(CONFIGURED) != "True":
+        assert time.monotonic() < deadline, statuses[-1:]
+        await asyncio.sleep(0.2)
+    assert kernel.run(crashing, allow_error=True)["ename"] == "IndexError"  # the user runs cell 2
+    shown = ""
+    deadline = time.monotonic() + 30
+    while "Before raising" not in shown and time.monotonic() < deadline:
+        shown = await _hover_text(client, uri, 5)  # the script's line 6: the cell's line 2
+        await asyncio.sleep(0.2)
+    assert "Before raising at line 2 the cell mutated `pct_rows` in place" in shown, shown
+    assert "Before raising" not in await _hover_text(client, uri, 4)  # the line before: none
+    assert "Before raising" not in await _hover_text(client, uri, 1)  # the other cell: none
 
 
 async def test_raised_at_reads_only_that_runs_traceback(kernel: TestKernel) -> None:

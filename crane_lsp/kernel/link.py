@@ -162,6 +162,7 @@ class KernelLink:
         #: ``CELL_SECONDS_KEPT``: the dry run skips a full run of a text known to overrun its budget
         self.cell_seconds: OrderedDict[str, float] = OrderedDict()
         self._cell_started: dict[str, tuple[str, float]] = {}  # msg_id -> (code, time.monotonic())
+        self.last_cell_code = ""  # the code of the last real cell that finished (any client's)
         self._ping: str | None = None  # unanswered shell ping (comm_info): the main shell is occupied
         self._listeners: list[Listener] = []
         self._idle = asyncio.Event()
@@ -381,6 +382,7 @@ class KernelLink:
     def _record_seconds(self, msg_id: str) -> None:
         code, began = self._cell_started.pop(msg_id, ("", 0.0))
         if code:
+            self.last_cell_code = code  # a ``# %%`` script's run is found by its text (undo's hover)
             self.cell_seconds[code] = time.monotonic() - began
             self.cell_seconds.move_to_end(code)
             while len(self.cell_seconds) > CELL_SECONDS_KEPT:

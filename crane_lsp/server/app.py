@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # pydantic models: imported once the first settings or check 
     from crane_lsp.llm.predictor import LLMPredictor
     from crane_lsp.pipeline import Pipeline, Run
     from crane_lsp.prediction import Prediction
+    from crane_lsp.server.undo_follow import UndoLine
     from crane_lsp.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -90,9 +91,9 @@ class NotebookState:
     anchor: int | None = None  # the cell edited or run last: checking starts near it
     backlog: list[str] = field(default_factory=list)  # cells to re-check after the ones in flight
     kernel_generation: int | None = None  # the kernel's execution count when last looked at
-    # the last run when it raised, undo on: (execution count, 1-based line, "Before raising at line 7
-    # the cell rebound ...") for the crashed cell's hover; gone when the next cell runs (issue 37)
-    undo_line: tuple[int, int, str] | None = None
+    # the last run when it raised, undo on ("Before raising at line 7 the cell rebound ...") for the
+    # crashed cell's hover; gone when the next cell runs (issue 37)
+    undo_line: UndoLine | None = None
 
 
 @dataclass

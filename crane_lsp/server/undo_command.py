@@ -168,12 +168,17 @@ async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellC
 
 def hover_line(nb: NotebookState, cell: CellView, line: int) -> str | None:
     """The crashed cell's undo line when ``line`` (0-based, the editor's) is the line it raised from
-    and that run, the kernel's last cell, is the one the editor says this cell ran as
-    (``execution_order``: notebook cells; a ``# %%`` script has none, so no line there yet)."""
-    if nb.undo_line is None or cell.execution_order != nb.undo_line[0]:
+    and that run, the kernel's last cell, is this cell: by the execution count the editor gives a
+    notebook cell, or, in a ``# %%`` script (no counts), by the text that ran."""
+    shown = nb.undo_line
+    if shown is None:
         return None
-    _count, raised, text = nb.undo_line
-    return text if line - cell.first_line == raised - 1 else None
+    if nb.view.percent:
+        if not shown.code.strip() or cell.text.strip() != shown.code.strip():
+            return None
+    elif cell.execution_order != shown.count:
+        return None
+    return shown.text if line - cell.first_line == shown.raised - 1 else None
 
 
 def register(ls: CraneServer) -> None:

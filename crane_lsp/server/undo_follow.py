@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from crane_lsp import undo
@@ -18,12 +19,21 @@ log = logging.getLogger(__name__)
 BUSY_WAIT_S = 10.0  # how long a command waits for a busy kernel (the server's own check) to be idle
 
 
+@dataclass(frozen=True)
+class UndoLine:
+    """The last run raised, with undo on: what the crashed cell's hover shows, and where."""
+
+    count: int  # its execution count (a notebook cell's ``execution_order``)
+    raised: int  # the 1-based line it raised from
+    text: str  # "Before raising at line 7 the cell rebound `model` ..."
+    code: str = ""  # the code that ran: a ``# %%`` script's cell has no execution count, only its text
+
+
 class RunNotebook(Protocol):
     """What the follow-up reads and writes of the server's notebook state."""
 
     kernel_generation: int | None
-    #: (execution count, 1-based line it raised from, the line to show): the crashed cell's hover
-    undo_line: tuple[int, int, str] | None
+    undo_line: UndoLine | None  # the crashed cell's hover line
 
 
 async def when_idle(work: Any, wait_s: float = BUSY_WAIT_S) -> Any:
@@ -50,6 +60,7 @@ async def follow_run(link: Any, nb: RunNotebook, count: int) -> None:
     waits for it. Two silent requests per crashed run, one per clean run; never raises."""
     if link is None:
         return
+    code = str(getattr(link, "last_cell_code", "") or "")  # the run that just finished
     try:
         deadline = time.monotonic() + FOLLOW_WAIT_S
         while link.busy and time.monotonic() < deadline:  # the server's own re-check may be in flight
@@ -65,4 +76,4 @@ async def follow_run(link: Any, nb: RunNotebook, count: int) -> None:
         return
     last = nb.kernel_generation == count and getattr(link, "generation", count) == count  # none since
     if answer.refused is None and answer.cell == count and last:
-        nb.undo_line = (count, raised, undo.crash_line(answer, raised))
+        nb.undo_line = UndoLine(count, raised, undo.crash_line(answer, raised), code)
