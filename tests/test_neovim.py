@@ -54,18 +54,26 @@ def test_neovim_squiggle_hover_action_fix(kernel: TestKernel, tmp_path: Path, od
     assert seen["after"] == 0 and "nv_sales['amount']" in seen["line"], seen
     # the run guard: asked three times about the crash (cancel: nothing sent; run anyway: the cell
     # sent; show: the cursor on the crash, nothing sent), the first cell (run already, no verdict)
-    # and the fixed cell sent without a question
+    # sent unasked; once the fix is verified, a fourth time, with the fix (the buffer edited, the
+    # edited cell sent; undone after); the fixed cell sent without a question
     guard = seen["guard"]
-    outcomes = [guard[k] for k in ("cancelled", "anyway", "show", "first", "fixed")]
-    assert outcomes == ["cancelled", "ran anyway", "shown", "ran", "ran"], guard
+    outcomes = [guard[k] for k in ("cancelled", "anyway", "show", "first", "with_fix", "fixed")]
+    assert outcomes == ["cancelled", "ran anyway", "shown", "ran", "ran with the fix", "ran"], guard
     assert guard["shown_at"] == line, guard
-    assert len(guard["asked"]) == 3 and guard["asked_after_fix"] == 0, guard
-    assert len(guard["sent"]) == 3, guard
+    assert len(guard["asked"]) == 4 and guard["asked_after_fix"] == 0, guard
+    assert len(guard["sent"]) == 4, guard
     question = guard["asked"][0]
     assert question.startswith(f"crane: this cell raises KeyError at line {line + 1} ("), (question, line)
-    assert "amout" in question, question
-    assert question.endswith("Run anyway?"), question
-    cell, first, fixed = guard["sent"]
+    assert "amout" in question and "Run anyway?" in question, question
+    # with a verified fix: named after the question, a fourth choice after the three
+    assert guard["verified"] is True, guard
+    with_fix = guard["asked"][3]
+    assert with_fix.endswith("Run anyway? Fix: Use 'amount' (runs clean in a dry run)."), with_fix
+    assert guard["offered"][3] == "&Run anyway\n&Show\n&Cancel\nRun with the &fix", guard
+    assert target.replace("'amout'", "'amount'") == guard["with_fix_line"], guard
+    assert guard["undone"] is True and guard["blocks_again"] is True, guard
+    cell, first, ran_fixed, fixed = guard["sent"]
     assert target in cell and "x = 1" in cell and "# %%" not in cell, cell
     assert first.startswith("import pandas as pd") and target not in first, first
+    assert ran_fixed == cell.replace("'amout'", "'amount'"), (ran_fixed, cell)
     assert "nv_sales['amount']" in fixed, fixed

@@ -12,6 +12,9 @@
 -- `run_cell` asks the server for the cell's verdict (`crane.cellVerdict`); when its `blockRun` is
 -- true (a certain or observed crash for the cell's current text) it asks "Run anyway / Show /
 -- Cancel" first. No crane client, no verdict, an error or a slow answer: the cell is sent at once.
+-- When the answer's first fix is verified (it ran clean in the server's dry run from the kernel's
+-- state) the question names it and a 4th choice, "Run with the fix", replaces the fix's lines of
+-- the cell in the buffer (one edit, `u` undoes it) and sends the edited cell.
 local M = {}
 
 --- The `# %%` cell around 0-based `line`: its first and last 0-based lines, marker excluded.
@@ -56,9 +59,34 @@ function M.question(v, _first)
   return "crane: this cell " .. (type(v.label) == "string" and v.label or "will crash") .. ". Run anyway?"
 end
 
+--- The fix the guard may run with: the answer's first fix (verified ones come first) when it ran
+--- clean in the dry run and is a well-formed edit of the cell's `count` lines; else nil.
+function M.verified_fix(v, count)
+  local fix = type(v) == "table" and type(v.fixes) == "table" and v.fixes[1] or nil
+  if type(fix) ~= "table" or fix.verified ~= true or type(fix.newText) ~= "string" then return nil end
+  local s, e = fix.startLine, fix.endLine
+  if type(s) ~= "number" or type(e) ~= "number" or s < 0 or e <= s or e > count then return nil end
+  return fix
+end
+
+--- The fix in words, after the question: " Fix: Use 'amount' (runs clean in a dry run)."
+function M.fix_words(fix)
+  return " Fix: " .. tostring(fix.title) .. " (" .. tostring(fix.status) .. ")."
+end
+
+--- Replaces the fix's lines of the cell that starts at `first` (one edit) when the cell still
+--- reads `lines`; false when it changed meanwhile.
+local function apply_fix(bufnr, first, last, lines, fix)
+  if not vim.deep_equal(vim.api.nvim_buf_get_lines(bufnr, first, last + 1, false), lines) then return false end
+  local new = vim.split((fix.newText:gsub("\n+$", "")), "\n", { plain = true })
+  vim.api.nvim_buf_set_lines(bufnr, first + fix.startLine, first + fix.endLine, false, new)
+  return true
+end
+
 --- Sends the cell under the cursor with `send(lines, first, last)`, asking first when crane knows
 --- it will crash. `opts.confirm(question, choices, default)` replaces `vim.fn.confirm` (1: run, 2:
---- show, else cancel). Returns "ran", "ran anyway", "shown" or "cancelled".
+--- show, 4: run with the verified fix, offered only when there is one; else cancel). Returns "ran",
+--- "ran anyway", "ran with the fix", "shown" or "cancelled".
 function M.run_cell(send, opts)
   opts = opts or {}
   local bufnr = vim.api.nvim_get_current_buf()
@@ -67,8 +95,16 @@ function M.run_cell(send, opts)
   local lines = vim.api.nvim_buf_get_lines(bufnr, first, last + 1, false)
   local ok, v = pcall(M.verdict, bufnr, line, opts.timeout_ms)
   if ok and M.blocks(v) then
-    local choice = (opts.confirm or vim.fn.confirm)(M.question(v, first), "&Run anyway\n&Show\n&Cancel", 3)
-    if choice == 1 then
+    local fix = M.verified_fix(v, #lines)
+    local question, choices = M.question(v, first), "&Run anyway\n&Show\n&Cancel"
+    if fix then question, choices = question .. M.fix_words(fix), choices .. "\nRun with the &fix" end
+    local choice = (opts.confirm or vim.fn.confirm)(question, choices, 3)
+    if choice == 4 and fix then
+      if not apply_fix(bufnr, first, last, lines, fix) then return "cancelled" end
+      first, last = M.cell_range(bufnr, first)
+      send(vim.api.nvim_buf_get_lines(bufnr, first, last + 1, false), first, last)
+      return "ran with the fix"
+    elseif choice == 1 then
       send(lines, first, last)
       return "ran anyway"
     elseif choice == 2 then

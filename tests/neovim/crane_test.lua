@@ -53,10 +53,12 @@ local function run()
   -- the run guard (editors/neovim/crane_guard.lua), with a REPL stand-in that records what it is sent
   -- and scripted answers to its question: cancel, then run anyway; the first cell runs unasked
   local guard = dofile(vim.env.CRANE_NVIM_GUARD)
-  local sent, asked = {}, {}
+  local sent, asked, offered = {}, {}, {}
   local function send(lines) table.insert(sent, table.concat(lines, "\n")) end
   local function answer(choice)
-    return function(question) table.insert(asked, question); return choice end
+    return function(question, choices)
+      table.insert(asked, question); table.insert(offered, choices); return choice
+    end
   end
   vim.api.nvim_win_set_cursor(0, { d.lnum + 1, 0 })
   result.guard = { cancelled = guard.run_cell(send, { confirm = answer(3) }) }
@@ -66,7 +68,30 @@ local function run()
   result.guard.shown_at = vim.api.nvim_win_get_cursor(0)[1] - 1
   vim.api.nvim_win_set_cursor(0, { 2, 0 })
   result.guard.first = guard.run_cell(send, { confirm = answer(1) })
-  result.guard.sent, result.guard.asked = sent, asked
+  -- run with the fix: the fix is verified in the background after the verdict, so ask until the
+  -- verdict carries a verified one; then the guard edits the buffer and sends the edited cell
+  local cell_first, cell_last = guard.cell_range(bufnr, d.lnum)
+  local function until_verdict(holds) -- asks again every 200 ms, up to 30 s
+    local deadline, v = vim.loop.now() + 30000, nil
+    repeat
+      v = guard.verdict(bufnr, d.lnum, 5000)
+      if holds(v) then return true end
+      vim.wait(200)
+    until vim.loop.now() > deadline
+    return false
+  end
+  result.guard.verified = until_verdict(function(v)
+    return guard.blocks(v) and guard.verified_fix(v, cell_last - cell_first + 1) ~= nil
+  end)
+  vim.api.nvim_win_set_cursor(0, { d.lnum + 1, 0 })
+  local original = vim.api.nvim_buf_get_lines(bufnr, d.lnum, d.lnum + 1, false)[1]
+  result.guard.with_fix = guard.run_cell(send, { confirm = answer(4) })
+  result.guard.with_fix_line = vim.api.nvim_buf_get_lines(bufnr, d.lnum, d.lnum + 1, false)[1]
+  vim.cmd("undo") -- one edit: one undo brings the misspelt cell back for the steps below
+  result.guard.undone = vim.api.nvim_buf_get_lines(bufnr, d.lnum, d.lnum + 1, false)[1] == original
+  result.guard.blocks_again = until_verdict(guard.blocks)
+  vim.wait(30000, function() return #diags() > 0 end, 50)
+  result.guard.sent, result.guard.asked, result.guard.offered = sent, asked, offered
   local where = { uri = vim.uri_from_bufnr(bufnr) }
   local hover = vim.lsp.buf_request_sync(bufnr, "textDocument/hover",
     { textDocument = where, position = lsp.range.start }, 20000)
