@@ -52,14 +52,24 @@ def test_emacs_eglot_diagnostic_hover_action_fix(kernel: TestKernel, tmp_path: P
     assert offers_column_fix(seen["actions"]), seen["actions"]
     assert seen["after"] == 0 and "em_sales['amount']" in seen["fixed_line"], seen
     # the run guard: asked about the crash three times (cancel: nothing sent; run anyway: the cell
-    # sent; show: point on the crash's line), the first cell (run already, no verdict) sent unasked
+    # sent; show: point on the crash's line), the first cell (run already, no verdict) sent unasked;
+    # once the fix is verified, a fourth time, with the fix (the buffer edited in one undoable
+    # change, the edited cell sent)
     guard = seen["guard"]
-    assert guard["outcomes"] == ["cancelled", "ran-anyway", "shown", "ran"], guard
+    assert guard["outcomes"] == ["cancelled", "ran-anyway", "shown", "ran", "ran-with-fix"], guard
     assert seen["shown_at"] == line, (seen, line)
-    assert len(guard["asked"]) == 3, guard
+    assert len(guard["asked"]) == 4, guard
     question = guard["asked"][0]
     assert question.startswith(f"crane: this cell raises KeyError at line {line + 1} ("), (question, line)
-    assert "amout" in question and question.rstrip().endswith("Run anyway?"), question
-    cell, first = guard["sent"]
+    assert "amout" in question and "Run anyway?" in question, question
+    # with a verified fix: named after the question, and "run with the fix" offered
+    assert seen["verified"] is True, seen
+    with_fix = guard["asked"][3]
+    assert with_fix.endswith("Run anyway? Fix: Use 'amount' (runs clean in a dry run). "), with_fix
+    assert guard["offered"][3] is True, guard
+    assert seen["with_fix_line"] == target.replace("'amout'", "'amount'"), seen
+    assert seen["undone"] is True and seen["blocks_again"] is True, seen
+    cell, first, ran_fixed = guard["sent"]
     assert target in cell and "x = 1" in cell and "# %%" not in cell, cell
     assert first.startswith("import pandas as pd") and target not in first, first
+    assert ran_fixed == cell.replace("'amout'", "'amount'"), (ran_fixed, cell)

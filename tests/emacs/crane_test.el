@@ -49,11 +49,12 @@
       ;; the run guard (editors/emacs/crane-guard.el), with a REPL stand-in that records the cells it
       ;; is sent and scripted answers: cancel, run anyway, show; the first cell runs unasked
       (load (getenv "CRANE_EMACS_GUARD") nil t)
-      (let* ((sent nil) (asked nil) (answers nil) (outcomes nil)
+      (let* ((sent nil) (asked nil) (offered nil) (answers nil) (outcomes nil)
              (crane-guard-send-function
               (lambda (b e) (push (buffer-substring-no-properties b e) sent)))
              (crane-guard-ask-function
-              (lambda (question) (push question asked) (pop answers))))
+              (lambda (question &optional with-fix)
+                (push question asked) (push with-fix offered) (pop answers))))
         (dolist (answer '(nil run show))
           (goto-char beg)
           (setq answers (list answer))
@@ -62,7 +63,37 @@
         (goto-char (point-min))
         (forward-line 1)
         (push (symbol-name (crane-guard-run-cell)) outcomes)
+        ;; run with the fix: it is verified in the background after the verdict, so ask until the
+        ;; verdict carries a verified one; the guard edits the buffer and sends the edited cell
+        (goto-char beg)
+        (let* ((bounds (crane-guard-cell-bounds))
+               (lines (count-lines (car bounds) (cdr bounds)))
+               (original (buffer-substring-no-properties (line-beginning-position) (line-end-position))))
+          (crane-put "verified"
+                     (and (crane-wait (lambda ()
+                                        (let ((v (crane-guard-verdict)))
+                                          (or (and (crane-guard-blocks v) (crane-guard-verified-fix v lines))
+                                              (progn (sleep-for 0.2) nil))))
+                                      30)
+                          t))
+          (setq answers (list 'fix))
+          (push (symbol-name (crane-guard-run-cell)) outcomes)
+          (crane-put "with_fix_line" (buffer-substring-no-properties (line-beginning-position)
+                                                                     (line-end-position)))
+          (undo)                        ; one change: one undo brings the misspelt cell back
+          (goto-char beg)
+          (crane-put "undone" (equal original (buffer-substring-no-properties (line-beginning-position)
+                                                                              (line-end-position))))
+          (crane-put "blocks_again"
+                     (and (crane-wait (lambda () (or (crane-guard-blocks (crane-guard-verdict))
+                                                     (progn (sleep-for 0.2) nil)))
+                                      30)
+                          t))
+          (flymake-start)
+          (crane-wait (lambda () (crane-diags)) 30))
         (crane-put "guard" (list :outcomes (vconcat (reverse outcomes)) :asked (vconcat (reverse asked))
+                                 :offered (vconcat (mapcar (lambda (o) (if o t :json-false))
+                                                           (reverse offered)))
                                  :sent (vconcat (reverse sent)))))
       (goto-char beg)
       (let ((hover (jsonrpc-request server :textDocument/hover (eglot--TextDocumentPositionParams)
