@@ -116,7 +116,7 @@ def test_notebook7_in_gateway_mode_shows_the_same_verdict(
         ui = Lab(page)
         page.goto(f"{nb7.url}notebooks/gateway.ipynb?token={nb7.token}", wait_until="domcontentloaded")
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=FIRST_RUN_S * 1000)
-        ui.wait(lambda: "attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
+        ui.wait(lambda: "✓ attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
         ui.start(0)
         ui.wait(lambda: ui.prompt(0) == "[1]:", timeout=FIRST_RUN_S, what="the first cell to finish")
         ui.wait(lambda: "KeyError" in ui.verdict(1) and bool(ui.marks(1)), timeout=120, what="the KeyError")

@@ -204,7 +204,7 @@ def open_notebook(browser: Any, lab: JupyterProc, name: str) -> Lab:
     ui.cell(0).locator(".cm-content").wait_for(state="visible", timeout=FIRST_RUN_S * 1000)
     # the notebook's kernel has started (its first start on a cold machine is the slow part)
     page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=FIRST_RUN_S * 1000)
-    ui.wait(lambda: "attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
+    ui.wait(lambda: "✓ attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
     return ui
 
 
@@ -274,7 +274,7 @@ def test_squiggle_verdict_tooltip_status_recheck_fix_and_clean_cell(browser: Any
     ui.palette("Restart Kernel…")
     page.locator(".jp-Dialog button", has_text="Restart").click()
     ui.wait(lambda: "NameError" in ui.verdict(1), timeout=60, what="NameError after the restart")
-    ui.wait(lambda: "attached" in ui.status().inner_text(), what="crane attached after the restart")
+    ui.wait(lambda: "✓ attached" in ui.status().inner_text(), what="crane attached after the restart")
     assert after_run < 5.0 and after_typing < 5.0  # generous bounds; the benchmark reports the figures
     assert not ui.crane_errors(), ui.crane_errors()
     page.context.close()
@@ -387,7 +387,7 @@ def test_notebook7_shows_the_same_squiggle(browser: Any, tmp_path: Path) -> None
         ui = Lab(page)
         page.goto(f"{proc.url}notebooks/nb7.ipynb?token={proc.token}", wait_until="domcontentloaded")
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=FIRST_RUN_S * 1000)
-        ui.wait(lambda: "attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
+        ui.wait(lambda: "✓ attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
         ui.run(0)
         ui.wait(lambda: "KeyError" in ui.verdict(1) and bool(ui.marks(1)), what="KeyError on cell 2")
         assert ui.marks(1) in (['"prise"'], ['df["prise"]']) and not ui.marks(2)

@@ -181,7 +181,7 @@ def test_notebook7_shows_the_line_and_undoes(browser: Any, tmp_path: Path) -> No
         ui = Lab(page)
         page.goto(f"{proc.url}notebooks/undo7.ipynb?token={proc.token}", wait_until="domcontentloaded")
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=FIRST_RUN_S * 1000)
-        ui.wait(lambda: "attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
+        ui.wait(lambda: "✓ attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
         _crash(ui, proc)
         box = ui.cell(1).locator(".crane-undo")
         ui.wait(lambda: box.locator(".crane-undo-line").count() == 1, timeout=30, what="the undo line")
