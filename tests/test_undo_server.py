@@ -122,6 +122,31 @@ async def test_a_percent_scripts_crashed_cell_gets_the_undo_line_by_its_text(
     assert "Before raising" not in await _hover_text(client, uri, 1)  # the other cell: none
 
 
+async def test_undo_turned_on_in_the_settings_reaches_the_kernel_at_once(
+    client: LanguageClient, kernel: TestKernel
+) -> None:
+    """A user turns undo on while a notebook is open: the kernel is told then, not at the next check
+    (a cell run right after, from any client, already has its copy)."""
+    statuses = await start(client, {"debounce": 200, "dryRun": "on"})
+    nb = Notebook(client, [("on_rows = [1]", 1)])
+    nb.open()
+    nb.attach(kernel.connection_file)
+    await wait_status(statuses, lambda s: s.get("kernel") in ("attached", "busy") and not s.get("checking"))
+    kernel.run(  # an earlier test's configuration is forgotten (the probe may not be installed yet)
+        "import sys\n_p = sys.modules.get('_crane_probe')\n"
+        "_p and _p._uh_state.pop('config', None)\ndel sys, _p"
+    )
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"crane": {"dryRun": "on", "undo": True, "undoReserve": 64}}
+        )
+    )
+    deadline = time.monotonic() + 30
+    while kernel.eval(f"'_crane_probe' in __import__('sys').modules and {CONFIGURED}") != "True":
+        assert time.monotonic() < deadline, "the kernel was not told within 30 s of the settings change"
+        await asyncio.sleep(0.2)
+
+
 async def test_raised_at_reads_only_that_runs_traceback(kernel: TestKernel) -> None:
     """The line comes from the kernel's last traceback only when it is that run's: a clean cell after a
     crash answers None (the earlier cell's traceback is still ``sys.last_traceback``)."""

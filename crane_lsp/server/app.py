@@ -197,7 +197,11 @@ class CraneServer(LanguageServer):
                     self._background(self.kernels.lost(uri, "connectionFile changed", backoff=False))
                 elif att.link is None:  # e.g. a refused token, now changed: try again at once
                     att.last_try, att.failures = 0.0, 0
+        from crane_lsp.undo import configure_for  # undo turned on or off: told now, not at the next check
+
         for nb in self.notebooks.values():
+            link = self.kernels.attachment(nb.uri).link
+            configure_for(nb.uri, link, settings, self.settings_rev, self._background)
             self.state_changed(nb, bump=False)
 
     def _background(self, coro: Coroutine[Any, Any, Any]) -> None:
