@@ -141,12 +141,12 @@ def report(rows: list[Run], console: Console) -> None:
     console.print(table)
     for version in ("buggy", "fixed"):
         runs = [r for r in rows if r.version == version]
-        changed = [r for r in runs if r.changed]
+        changers = [r for r in runs if r.changed]
         verdicts = ("exact", "said", "wrong", "refused", "error")
         counts = {v: sum(r.verdict == v for r in runs) for v in verdicts}
         times = [r.undo_ms for r in runs if r.undo_ms is not None and not r.refused]
         console.print(
-            f"{version}: {len(runs)} targets, {len(changed)} changed the state"
+            f"{version}: {len(runs)} targets, {len(changers)} changed the state"
             f"{' before raising' if version == 'buggy' else ''}; "
             + ", ".join(f"{v} {n}" for v, n in counts.items())
             + (f"; undo median {statistics.median(times):.0f} ms, max {max(times):.0f} ms" if times else "")
