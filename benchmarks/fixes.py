@@ -154,7 +154,7 @@ async def run_case(case_dir: Path, budget: float, llm: dict[str, Any] | None = N
     edited: str | None = None
     try:
         executed = [buggy.code_cells[r.index].source for r in report.runs if r.result.ok]
-        settings = Settings(dry_run="on", dry_run_budget_s=budget, **(llm or {}))
+        settings = Settings.model_validate({"dry_run": "on", "dry_run_budget_s": budget, **(llm or {})})
         predictor = LLMPredictor(settings) if llm else None
         pipeline = Pipeline.from_settings(settings, link, llm=predictor)
         layers: set[Any] = {"checks", "dryrun", "llm"} if llm else {"checks", "dryrun"}
