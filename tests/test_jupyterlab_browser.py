@@ -57,22 +57,40 @@ def install_extension(data_dir: Path) -> None:
         target.symlink_to(built, target_is_directory=True)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProc]:
-    base = tmp_path_factory.mktemp("jlab")
+def crane_jupyter(
+    base: Path,
+    notebooks: dict[str, list[str]],
+    settings: dict[str, Any] | None = None,
+    app: str = "lab",
+    log_level: str | None = "INFO",
+) -> JupyterProc:
+    """A real Jupyter server (``app``: JupyterLab or Notebook 7), not started yet: these notebooks in
+    its root, crane's extension, crane's user settings (``settings``), JupyterLab's news muted."""
     root = base / "root"
     root.mkdir()
-    write_notebook(root / "sales.ipynb", CELLS)
-    write_notebook(root / "guard.ipynb", ['import pandas as pd\ndf = pd.DataFrame({"a": [1]})', 'df["b"]'])
-    write_notebook(root / "fix.ipynb", [CELLS[0], FIX_BUGGY])
-    proc = JupyterProc(root=root, dirs=base / "dirs", app="lab", extra_env={"CRANE_LSP_LOG_LEVEL": "INFO"})
+    for name, cells in notebooks.items():
+        write_notebook(root / name, cells)
+    extra = {"CRANE_LSP_LOG_LEVEL": log_level} if log_level else {}
+    proc = JupyterProc(root=root, dirs=base / "dirs", app=app, extra_env=extra)
     install_extension(proc.dirs / "data")
-    settings = proc.dirs / "config" / "lab" / "user-settings" / "crane-lsp"
-    settings.mkdir(parents=True)
-    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"debounceMs": 300}))
-    notices = proc.dirs / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    notices.mkdir(parents=True)
-    (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    user = proc.dirs / "config" / "lab" / "user-settings"
+    if settings is not None:
+        (user / "crane-lsp").mkdir(parents=True, exist_ok=True)
+        (user / "crane-lsp" / "plugin.jupyterlab-settings").write_text(json.dumps(settings))
+    (user / "@jupyterlab" / "apputils-extension").mkdir(parents=True, exist_ok=True)
+    news = user / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.write_text(json.dumps({"fetchNews": "false"}))
+    return proc
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProc]:
+    notebooks = {
+        "sales.ipynb": CELLS,
+        "guard.ipynb": ['import pandas as pd\ndf = pd.DataFrame({"a": [1]})', 'df["b"]'],
+        "fix.ipynb": [CELLS[0], FIX_BUGGY],
+    }
+    proc = crane_jupyter(tmp_path_factory.mktemp("jlab"), notebooks, {"debounceMs": 300})
     proc.start(timeout=FIRST_RUN_S)
     try:
         yield proc

@@ -12,17 +12,17 @@ toolbar's button shows it again.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, screenshot_dir
-from tests.jupyterlab_util import JupyterProc, write_notebook
-from tests.test_jupyterlab_browser import FIRST_RUN_S, Lab, install_extension, open_notebook
+from tests.browser_util import screenshot_dir
+from tests.jupyterlab_util import JupyterProc
+from tests.test_jupyterlab_browser import FIRST_RUN_S, Lab, browser, crane_jupyter, open_notebook
+
+__all__ = ["browser"]  # the Chromium fixture, shared with the JupyterLab suite
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.slow]
 
@@ -32,47 +32,19 @@ CELLS = [
     "print(list(df.columns))",
 ]
 LABEL = "crane: Try cell in sandbox"
+SETTINGS = {"debounceMs": 300}
 #: the server waits for an idle kernel, then the copy's budget is 30 s
 ANSWER_S = 90.0
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProc]:
-    base = tmp_path_factory.mktemp("jlab-preview")
-    root = base / "root"
-    root.mkdir()
-    write_notebook(root / "preview.ipynb", CELLS)
-    proc = JupyterProc(root=root, dirs=base / "dirs", app="lab", extra_env={"CRANE_LSP_LOG_LEVEL": "INFO"})
-    install_extension(proc.dirs / "data")
-    _write_settings(proc)
-    notices = proc.dirs / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    notices.mkdir(parents=True)
-    (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    proc = crane_jupyter(tmp_path_factory.mktemp("jlab-preview"), {"preview.ipynb": CELLS}, SETTINGS)
     proc.start(timeout=FIRST_RUN_S)
     try:
         yield proc
     finally:
         proc.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: .ci/apt-packages installs chromium")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def _write_settings(proc: JupyterProc) -> None:
-    settings = proc.dirs / "config" / "lab" / "user-settings" / "crane-lsp"
-    settings.mkdir(parents=True, exist_ok=True)
-    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"debounceMs": 300}))
 
 
 def _attached(ui: Lab) -> None:
@@ -170,12 +142,7 @@ def test_try_in_sandbox_shows_the_change_the_output_and_the_value_without_runnin
 
 
 def test_notebook7_tries_a_cell_in_the_sandbox(browser: Any, tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    write_notebook(root / "preview7.ipynb", CELLS)
-    proc = JupyterProc(root=root, dirs=tmp_path / "dirs", app="notebook")
-    install_extension(proc.dirs / "data")
-    _write_settings(proc)
+    proc = crane_jupyter(tmp_path, {"preview7.ipynb": CELLS}, SETTINGS, app="notebook", log_level=None)
     proc.start(timeout=FIRST_RUN_S)
     try:
         context = browser.new_context(viewport={"width": 1280, "height": 860})

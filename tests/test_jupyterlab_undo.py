@@ -9,8 +9,6 @@ palette's "crane: Undo last cell" answers on the cell it undid.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +17,11 @@ from typing import Any
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, screenshot_dir
-from tests.jupyterlab_util import JupyterProc, wait_kernel_ready, write_notebook
-from tests.test_jupyterlab_browser import FIRST_RUN_S, Lab, install_extension, open_notebook
+from tests.browser_util import screenshot_dir
+from tests.jupyterlab_util import JupyterProc, wait_kernel_ready
+from tests.test_jupyterlab_browser import FIRST_RUN_S, Lab, browser, crane_jupyter, open_notebook
+
+__all__ = ["browser"]  # the Chromium fixture, shared with the JupyterLab suite
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.slow]
 
@@ -31,40 +31,19 @@ CELLS = [
     "print(list(df.columns))",
 ]
 #: the kernel was told to hold a copy before each cell (the server does it once it binds the kernel)
+#: crane's user settings: undo on; a small reserve (a loaded CI machine may have less than 1 GiB free)
+UNDO_SETTINGS = {"debounceMs": 300, "undo": True, "undoReserve": 64}
 CONFIGURED = "__import__('sys').modules['_crane_probe']._uh_state.get('config', {}).get('on') is True"
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProc]:
-    base = tmp_path_factory.mktemp("jlab-undo")
-    root = base / "root"
-    root.mkdir()
-    write_notebook(root / "undo.ipynb", CELLS)
-    proc = JupyterProc(root=root, dirs=base / "dirs", app="lab", extra_env={"CRANE_LSP_LOG_LEVEL": "INFO"})
-    install_extension(proc.dirs / "data")
-    _write_settings(proc)
-    notices = proc.dirs / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    notices.mkdir(parents=True)
-    (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    proc = crane_jupyter(tmp_path_factory.mktemp("jlab-undo"), {"undo.ipynb": CELLS}, UNDO_SETTINGS)
     proc.start(timeout=FIRST_RUN_S)
     try:
         yield proc
     finally:
         proc.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: .ci/apt-packages installs chromium")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _configured(lab: JupyterProc, timeout: float) -> bool:
@@ -90,15 +69,6 @@ def _configured(lab: JupyterProc, timeout: float) -> bool:
             time.sleep(0.3)
     finally:
         kc.stop_channels()
-
-
-def _write_settings(proc: JupyterProc) -> None:
-    """crane's settings in JupyterLab's (and Notebook 7's) user settings: undo on. A small reserve: a
-    loaded CI machine may have less than the default 1 GiB free."""
-    settings = proc.dirs / "config" / "lab" / "user-settings" / "crane-lsp"
-    settings.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"debounceMs": 300, "undo": True, "undoReserve": 64})
-    (settings / "plugin.jupyterlab-settings").write_text(text)
 
 
 def _crash(ui: Lab, proc: JupyterProc) -> float:
@@ -168,12 +138,7 @@ def test_undo_button_on_a_crashed_cell_puts_the_column_back(browser: Any, lab: J
 
 
 def test_notebook7_shows_the_line_and_undoes(browser: Any, tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    write_notebook(root / "undo7.ipynb", CELLS)
-    proc = JupyterProc(root=root, dirs=tmp_path / "dirs", app="notebook")
-    install_extension(proc.dirs / "data")
-    _write_settings(proc)
+    proc = crane_jupyter(tmp_path, {"undo7.ipynb": CELLS}, UNDO_SETTINGS, app="notebook", log_level=None)
     proc.start(timeout=FIRST_RUN_S)
     try:
         context = browser.new_context(viewport={"width": 1280, "height": 860})
