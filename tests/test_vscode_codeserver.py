@@ -23,6 +23,7 @@ test is skipped, except in CI (``CI`` set), where it fails.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -414,8 +415,10 @@ def stop_code_server(server: subprocess.Popen[bytes]) -> None:
         pass
 
 
-@pytest.fixture(scope="module")
-def workbench(tmp_path_factory: pytest.TempPathFactory, kernel: Kernel) -> Iterator[Workbench]:
+@contextlib.contextmanager
+def open_workbench(base: Path, settings: dict[str, Any]) -> Iterator[Workbench]:
+    """code-server with these User settings and a page on its workbench, the extension host ready;
+    its timings printed and written to ``vscode-timings.json`` when it closes."""
     binary = code_server()
     if not os.path.exists(CHROMIUM):
         unavailable(f"{CHROMIUM} is missing")
@@ -423,8 +426,6 @@ def workbench(tmp_path_factory: pytest.TempPathFactory, kernel: Kernel) -> Itera
         from playwright.sync_api import sync_playwright
     except ImportError:
         unavailable("playwright is not installed (the test extra has it)")
-    base = tmp_path_factory.mktemp("vscode")
-    settings = {"crane.server.pythonPath": sys.executable, "crane.connectionFile": kernel.connection_file}
     server, port = start_code_server(binary, base, settings)
     timings: dict[str, float] = {}
     try:
@@ -449,6 +450,13 @@ def workbench(tmp_path_factory: pytest.TempPathFactory, kernel: Kernel) -> Itera
         rounded = {k: round(v, 3) for k, v in timings.items()}
         (base / "vscode-timings.json").write_text(json.dumps(rounded, indent=2))
         print(f"\nVS Code timings (s): {rounded}")
+
+
+@pytest.fixture(scope="module")
+def workbench(tmp_path_factory: pytest.TempPathFactory, kernel: Kernel) -> Iterator[Workbench]:
+    settings = {"crane.server.pythonPath": sys.executable, "crane.connectionFile": kernel.connection_file}
+    with open_workbench(tmp_path_factory.mktemp("vscode"), settings) as bench:
+        yield bench
 
 
 def test_notebook_squiggle_hover_fix_and_new_bug(workbench: Workbench) -> None:
