@@ -86,14 +86,18 @@ class Layer(Protocol):
     async def predict(self, ask: Ask) -> Prediction | None: ...
 
 
-class KernelReader(Protocol):
-    """What the pipeline and its dry run ask of a kernel (``kernel.link.KernelLink`` is one; the
-    server hands in one that counts its probes)."""
-
-    async def snapshot(self, query: ProbeQuery, timeout: float | None = None) -> Snapshot: ...
+class ProbeCaller(Protocol):
+    """A kernel whose probe entry points can be called (undo, preview: nothing else is asked)."""
 
     async def call(
         self, function: str, payload: dict[str, Any], timeout: float = 10.0, *, allow_busy: bool | None = None
     ) -> dict[str, Any]: ...
+
+
+class KernelReader(ProbeCaller, Protocol):
+    """What the pipeline and its dry run ask of a kernel (``kernel.link.KernelLink`` is one; the
+    server hands in one that counts its probes)."""
+
+    async def snapshot(self, query: ProbeQuery, timeout: float | None = None) -> Snapshot: ...
 
     async def is_alive(self) -> bool: ...

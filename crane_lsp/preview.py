@@ -18,22 +18,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from crane_lsp.dryrun.outcome import DryRunOutcome, PreviewChange, PreviewValue
 from crane_lsp.kernel.agent.dryrun_wire import DryRunOutcomeName
 from crane_lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from crane_lsp.layers import ProbeCaller
 from crane_lsp.words import PREVIEW_VERB
 
 STDOUT_CHARS = 20_000  # what the sandbox keeps of the output (the first characters)
 RESULT_CHARS = 5_000  # of the last expression's text
 _NAMED_COLUMNS = 5  # columns named in a change; more are counted
-
-
-class _Caller(Protocol):
-    async def call(self, function: str, payload: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]: ...
 
 
 class PreviewRow(BaseModel):
@@ -74,7 +73,7 @@ def payload(source: str, settings: Settings) -> dict[str, Any]:
     }
 
 
-async def preview(link: _Caller, source: str, settings: Settings | None = None) -> Preview:
+async def preview(link: ProbeCaller, source: str, settings: Settings | None = None) -> Preview:
     """Run ``source`` in a jailed copy of the kernel behind ``link``; changes nothing in the kernel."""
     asked = payload(source, settings if settings is not None else Settings())
     raw = await link.call("dry_run", asked, timeout=float(asked["budget_s"]) + 10)

@@ -19,17 +19,16 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from crane_lsp.settings import Settings
 
+if TYPE_CHECKING:
+    from crane_lsp.layers import ProbeCaller
+
 log = logging.getLogger(__name__)
-
-
-class _Caller(Protocol):
-    async def call(self, function: str, payload: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]: ...
 
 
 class KeptName(BaseModel):
@@ -92,7 +91,7 @@ def configure_payload(settings: Settings) -> dict[str, Any]:
     }
 
 
-async def configure(link: _Caller, settings: Settings) -> dict[str, Any]:
+async def configure(link: ProbeCaller, settings: Settings) -> dict[str, Any]:
     """Turn undo on or off in the kernel behind ``link`` (idempotent)."""
     return await link.call("undo_configure", configure_payload(settings), timeout=5)
 
@@ -129,7 +128,7 @@ def configure_for(
 
 
 async def _configure_quietly(
-    uri: str, key: tuple[int, Any, bool, int], link: _Caller, settings: Settings
+    uri: str, key: tuple[int, Any, bool, int], link: ProbeCaller, settings: Settings
 ) -> None:
     try:
         await configure(link, settings)
@@ -141,7 +140,7 @@ async def _configure_quietly(
             del _ASKING[uri]
 
 
-async def changes(link: _Caller, expect_count: int | None = None) -> CellChanges:
+async def changes(link: ProbeCaller, expect_count: int | None = None) -> CellChanges:
     """What the last cell (``expect_count``: the one that must be last) changed; changes nothing."""
     payload = {"expect_count": expect_count} if expect_count is not None else {}
     return CellChanges.model_validate(await link.call("undo_changes", payload, timeout=15))
@@ -174,9 +173,7 @@ async def raised_at(link: Any, count: int, timeout: float = 5.0) -> int | None:
     import ast
     import json
 
-    if getattr(link, "busy", True):
-        return None
-    try:
+    try:  # a busy kernel: evaluate refuses (KernelBusy), and the answer is None
         result = (await link.evaluate({"r": _RAISED_AT_EXPRESSION}, timeout)).get("r", {})
         if result.get("status") != "ok":
             return None
@@ -195,7 +192,7 @@ def crash_line(changes: CellChanges, line: int) -> str:
     return sentence[:1].upper() + sentence[1:] + (". Undo: command crane.undoLastCell." if changed else ".")
 
 
-async def undo(link: _Caller, expect_count: int | None = None, timeout_s: float = 60.0) -> UndoAnswer:
+async def undo(link: ProbeCaller, expect_count: int | None = None, timeout_s: float = 60.0) -> UndoAnswer:
     """Undo the last cell (``expect_count``: the one that must be last, else a refusal)."""
     payload: dict[str, Any] = {"timeout_s": timeout_s}
     if expect_count is not None:
