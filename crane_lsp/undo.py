@@ -169,15 +169,21 @@ async def raised_at(link: Any, count: int, timeout: float = 5.0) -> int | None:
     """The line at which cell ``[count]`` raised when the kernel reported an error for that run (the
     exception IPython showed last is from that cell), else None. Execution counts are unique within a
     kernel process, so a traceback left by an earlier cell never answers for this one. One silent
-    request on the main shell, only when the kernel is idle; any failure answers None."""
+    request on the main shell, only when the kernel is idle: a busy kernel raises ``KernelBusy`` (the
+    server's own check may be in flight for a moment; callers wait with ``when_idle``); any other
+    failure answers None."""
     import ast
     import json
 
-    try:  # a busy kernel: evaluate refuses (KernelBusy), and the answer is None
+    from crane_lsp.kernel.link import KernelBusy
+
+    try:
         result = (await link.evaluate({"r": _RAISED_AT_EXPRESSION}, timeout)).get("r", {})
         if result.get("status") != "ok":
             return None
         frames = json.loads(ast.literal_eval(result["data"]["text/plain"]))
+    except KernelBusy:
+        raise
     except Exception as exc:
         log.debug("where the cell raised is unknown: %s", exc)
         return None

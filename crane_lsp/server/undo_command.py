@@ -152,7 +152,13 @@ async def cell_changes(server: CraneServer, arguments: tuple[Any, ...]) -> CellC
         return CellChangesAnswer(error=f"cannot say: {exc}".splitlines()[0])
     if answer.refused is not None:
         return CellChangesAnswer(error=answer.refused)
-    raised = await undo.raised_at(link, answer.cell) if answer.cell is not None else None
+    raised = None
+    if answer.cell is not None:
+        cell = answer.cell
+        try:
+            raised = await when_idle(lambda: undo.raised_at(link, cell))
+        except Exception as exc:  # still busy: the changes are known, the line is not
+            log.debug("where cell [%s] raised is unknown: %s", cell, exc)
     return CellChangesAnswer(
         raised_at=raised,
         line=undo.crash_line(answer, raised) if raised is not None else None,

@@ -62,10 +62,9 @@ async def follow_run(link: Any, nb: RunNotebook, count: int) -> None:
         return
     code = str(getattr(link, "last_cell_code", "") or "")  # the run that just finished
     try:
-        deadline = time.monotonic() + FOLLOW_WAIT_S
-        while link.busy and time.monotonic() < deadline:  # the server's own re-check may be in flight
-            await asyncio.sleep(0.2)
-        raised = await undo.raised_at(link, count)
+        # the server's own re-check of the notebook may hold the kernel for a moment, before or
+        # between these two requests: each waits for it
+        raised = await when_idle(lambda: undo.raised_at(link, count), FOLLOW_WAIT_S)
         if raised is None:
             return
         answer: undo.CellChanges = await when_idle(
