@@ -61,3 +61,50 @@ def test_a_numeric_option_the_library_takes_as_text() -> None:
     )
     (fix,) = candidates(p, "fig = sm.qqplot(x, line=45, fit=True)")
     assert fix.new_text == "fig = sm.qqplot(x, line='45', fit=True)" and fix.layer == "dryrun-facts"
+
+
+def test_a_remove_is_made_tolerant_only_where_the_cell_drops_that_label_so() -> None:
+    """``items.remove('x')`` failing is silenced only when the cell already drops 'x' only where it is
+    still there: elsewhere the label may be a typo, and a tolerant remove would do less."""
+    p = Prediction(
+        crash=True,
+        certainty="observed",
+        exception="ValueError",
+        line=1,
+        raw_message="list.remove(x): x not in list",
+        source=Source(layer="dryrun"),
+    )
+    tolerant = "df.drop(columns='units', inplace=True, errors='ignore')\ncols.remove('units')"
+    (fix,) = [f for f in candidates(p, tolerant) if "only where present" in f.title]
+    assert fix.new_text == "if 'units' in cols: cols.remove('units')"
+    strict = "df.drop(columns='units', inplace=True)\ncols.remove('units')"
+    assert not [f for f in candidates(p, strict) if "only where present" in f.title]
+    other = "df.drop(columns='size', errors='ignore')\ncols.remove('units')"
+    assert not [f for f in candidates(p, other) if "only where present" in f.title]
+
+
+def test_keys_from_another_frame_needs_the_keys_to_come_from_elsewhere() -> None:
+    p = Prediction(
+        crash=True, certainty="observed", exception="KeyError", line=3, source=Source(layer="dryrun")
+    )
+    cell = "keys = wide.columns\npart = narrow[narrow['c'] == 0]\nfor k in keys:\n    part[k].max()"
+    titles = [f.title for f in candidates(p, cell)]
+    assert "Take part from wide (the frame the keys come from)" in titles
+    same = "keys = narrow.columns\npart = narrow[narrow['c'] == 0]\nfor k in keys:\n    part[k].max()"
+    assert not [f for f in candidates(p, same) if f.title.startswith("Take part")]
+
+
+def test_labels_per_tick_only_replaces_a_list_of_the_counted_length() -> None:
+    p = Prediction(
+        crash=True,
+        certainty="observed",
+        exception="ValueError",
+        line=1,
+        message="ValueError: 2 labels are given for 3 tick positions: one label per tick is needed",
+        source=Source(layer="dryrun"),
+    )
+    cell = "d = Display(cm, display_labels=['a', 'b'])\nd.plot()"
+    (fix,) = [f for f in candidates(p, cell) if f.title.startswith("Let the library")]
+    assert (fix.start_line, fix.new_text) == (0, "d = Display(cm, display_labels=None)")
+    three = "d = Display(cm, display_labels=['a', 'b', 'c'])\nd.plot()"
+    assert not [f for f in candidates(p, three) if f.title.startswith("Let the library")]

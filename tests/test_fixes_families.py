@@ -31,6 +31,11 @@ fam_cat = pd.Categorical(['a', 'b', 'a'])
 fam_labels = np.array([[0], [1]])
 fam_names = ['a', 'b']
 fam_X, fam_y = np.array([[0.0], [1.0], [2.0], [3.0]]), np.array([0, 1, 0, 1])
+from sklearn.metrics import ConfusionMatrixDisplay
+fam_wide = pd.DataFrame({'a': [1, 2], 'b': [3, 4], 'c': [0, 1]})
+fam_narrow = fam_wide[['a', 'c']]
+fam_gone = fam_df.drop(columns=['units'])
+fam_gone_cols = ['region', 'size']
 """
 
 CASES = {
@@ -93,6 +98,30 @@ CASES = {
         "Use 'units'",
         "fam_df['units'].sum() / fam_df['units'].max()",
     ),
+    # a loop's keys come from one frame, the frame it looks them up in was built from another
+    "keys-from-another-frame": (
+        "fam_keys = fam_wide.columns.values\n"
+        "fam_part = fam_narrow.loc[fam_narrow['c'] == 0]\n"
+        "for fam_f in fam_keys:\n"
+        "    fam_top = fam_part[fam_f].max()",
+        "Take fam_part from fam_wide (the frame the keys come from)",
+        "fam_part = fam_wide.loc[fam_wide['c'] == 0]",
+    ),
+    # two labels for three classes, given where the display was built: the library's own labels
+    "one-label-per-tick": (
+        "fam_cm = ConfusionMatrixDisplay(confusion_matrix=np.eye(3, dtype=int), display_labels=[0, 1])\n"
+        "fam_drawn = fam_cm.plot()",
+        "Let the library label the ticks (display_labels=None)",
+        "display_labels=None)",
+    ),
+    # a cell run twice: the drop gets further once it tolerates the gone label, then the list's
+    # remove of that label fails; the pair of changes runs clean
+    "pair-of-changes": (
+        "fam_gone.drop(columns='units', inplace=True)\nfam_gone_cols.remove('units')",
+        "Drop with errors=\"ignore\" (the label is already gone), then remove 'units' only where present, "
+        "as the drop",
+        "if 'units' in fam_gone_cols: fam_gone_cols.remove('units')",
+    ),
 }
 
 
@@ -116,3 +145,28 @@ async def test_family_fix_is_verified_and_really_runs(prepared: TestKernel, fami
     edited = apply(cell, fixed.fix)
     assert edited is not None
     assert prepared.run(edited, allow_error=True)["status"] == "ok"  # verified: it really runs
+
+
+async def test_the_next_cell_that_reads_what_the_fix_binds_runs_after_it(prepared: TestKernel) -> None:
+    """The fixed target and the first cell below that reads its names, dry-run together: a clean run
+    says so in the fix's notes; a crash there makes the fix gets-further, never verified."""
+    cell = "fam_sz = fam_df['size'].astype('int')"
+    settings = Settings(dry_run="on", dry_run_budget_s=10.0)
+    async with await KernelLink.connect(prepared.connection_file) as link:
+        runner = DryRunner(link, settings)
+        prediction = (await Pipeline(settings, link=link, dryrun=runner).predict(cell)).prediction
+        assert prediction.crash, prediction
+        clean = ["print('unrelated')", "fam_sz_total = fam_sz.sum()"]
+        fixed = await offer_fixes(runner, cell, prediction, limit=6, later=clean)
+        assert fixed.fix is not None and fixed.fix.verified(), fixed.notes
+        assert fixed.fix.verification is not None
+        expected = "the cell 2 below (it reads fam_sz) also runs clean after it, in the same copy"
+        assert expected in fixed.fix.verification.notes, fixed.fix.verification.notes
+        crashing = ["fam_sz_first = fam_sz.str[0]"]  # numbers have no .str: the fix leaves numbers
+        fixed = await offer_fixes(runner, cell, prediction, limit=6, later=crashing)
+    assert fixed.fix is not None and fixed.fix.verification is not None
+    assert fixed.fix.verification.outcome == "gets-further", fixed.fix.verification
+    note = fixed.fix.verification.notes[0]
+    then = "the fixed cell runs clean; then the cell below (it reads fam_sz) raises AttributeError"
+    assert note.startswith(then), note
+    assert "fam_sz_first" not in prepared.eval("sorted(globals())"), "the dry runs changed nothing"

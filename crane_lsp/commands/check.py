@@ -311,7 +311,9 @@ class _Job:
 
         return Pipeline.from_settings(self.settings, link, llm=self.llm)
 
-    async def predict(self, pipeline: Pipeline, source: str, executed: list[str]) -> Prediction:
+    async def predict(
+        self, pipeline: Pipeline, source: str, executed: list[str], later: list[str] | None = None
+    ) -> Prediction:
         prediction = (await pipeline.predict(source, executed=executed, layers=self.layers)).prediction
         if self.fix and prediction.crash:  # before the walk runs the cell: the same kernel state
             from crane_lsp.dryrun import DryRunner
@@ -320,7 +322,8 @@ class _Job:
             runner = pipeline.dryrun if isinstance(pipeline.dryrun, DryRunner) else None
             if runner is None:
                 prediction.notes.append("fixes: not verified (the dry run is off)")
-            prediction = await offer_fixes(runner, source, prediction, limit=LIMIT_EXPLICIT)
+            below = later or ()
+            prediction = await offer_fixes(runner, source, prediction, limit=LIMIT_EXPLICIT, later=below)
         return prediction
 
 
@@ -381,7 +384,8 @@ async def _check_target(notebook: Notebook, target: int, job: _Job) -> list[Chec
         ok_runs = [run.index for run in report.runs if run.result.ok]
         executed = [cells[index].source for index in ok_runs]
         job.executed_at[target + 1] = ok_runs
-        prediction = await job.predict(job.pipeline(link), cells[target].source, executed)
+        below = [cell.source for cell in cells[target + 1 :]]
+        prediction = await job.predict(job.pipeline(link), cells[target].source, executed, below)
         return [CheckedCell(target + 1, cells[target].source, prediction)]
     finally:
         await link.close()

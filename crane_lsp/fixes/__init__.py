@@ -5,18 +5,23 @@
     prediction.fix        # the top offered fix (what editors apply), or the verdict's own when unverifiable
 
 ``candidates.py`` proposes (the check's determined repair, the standard one-line repairs of the crash
-class, the LLM's edit), ``guard.py`` refuses what does less, ``verify.py`` dry-runs and classifies,
-``edit.py`` applies and diffs. Nothing here changes the user's cell or kernel: applying a fix is the
-editor's, and the dry runs happen in the jailed fork.
+class, the LLM's edit; ``flow.py`` the repairs where a value was built), ``guard.py`` refuses what does
+less, ``verify.py`` dry-runs and classifies, ``chain.py`` follows a repair that gets further with a
+second one, ``dependent.py`` runs the next cell that reads the target's names after the fix,
+``edit.py`` applies and diffs. Nothing here changes the user's cell or kernel: applying a
+fix is the editor's, and the dry runs happen in the jailed fork.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from crane_lsp.fixes.candidates import candidates
+from crane_lsp.fixes.chain import chained
+from crane_lsp.fixes.dependent import with_next_cell
 from crane_lsp.fixes.verify import LIMIT_EXPLICIT, LIMIT_TYPING, verify_all
 
 if TYPE_CHECKING:
@@ -33,8 +38,11 @@ async def offer_fixes(
     *,
     explicit: bool = False,
     limit: int | None = None,
+    later: Sequence[str] = (),
 ) -> Prediction:
     """A copy of ``prediction`` with its verified fixes (``fixes``, ``fix``) and a note on the dropped.
+    ``later``: the notebook's code cells below the target, in order (the first that reads what the
+    target binds is dry-run after the top verified fix: ``dependent.py``).
 
     Without a dry run (none configured, ``dry_run`` off) nothing is verified: the prediction comes back
     as it was, its own fix (if any) unverified."""
@@ -49,6 +57,15 @@ async def offer_fixes(
         return prediction
     cap = limit if limit is not None else (LIMIT_EXPLICIT if explicit else LIMIT_TYPING)
     offered, dropped, _ = await verify_all(runner, target, reference, found, limit=cap, explicit=explicit)
+    pair = None
+    further = next((f for f in offered if f.verification and f.verification.outcome == "gets-further"), None)
+    if further is not None and not any(f.verified() for f in offered):
+        pair = await chained(runner, target, reference, further, explicit, _observed)
+        if pair is not None:
+            offered.insert(0, pair)
+    if later and offered and offered[0].verified():  # the next cell that reads what the target binds
+        offered[0] = await with_next_cell(runner, target, offered[0], later, explicit)
+        offered.sort(key=lambda f: not f.verified())
     seconds = time.perf_counter() - started
     result = prediction.model_copy(deep=True)
     result.fixes = offered
@@ -57,8 +74,10 @@ async def offer_fixes(
         result.fix = offered[0]
     elif own is not None and any(f.new_text == own.new_text and _refuted(f) for f in dropped):
         result.fix = None  # the verdict's own fix crashes the same way (the LLM's: or fails): not offered
-    tried = len(offered) + len(dropped)
+    tried = len(offered) + len(dropped) - (pair is not None)
     note = f"fixes: {tried} candidate(s) dry-run in {seconds * 1000:.0f} ms, {len(offered)} offered"
+    if pair is not None:
+        note += " (one a pair of changes: the first got further)"
     if dropped:
         why = Counter(_reason(f) for f in dropped)
         note += f", {len(dropped)} dropped (" + ", ".join(f"{n} {w}" for w, n in why.items()) + ")"

@@ -13,9 +13,14 @@ import ast
 import difflib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from crane_lsp.fixes.edit import changed_chars
+from crane_lsp.fixes.flow import keys_from_another_frame, labels_per_tick, removed_where_present
+from crane_lsp.fixes.lines import CellLine as _Line
+from crane_lsp.fixes.lines import line_fix as _fix
+from crane_lsp.fixes.lines import operand as _operand
+from crane_lsp.fixes.lines import parsed_lines as _parsed_lines
+from crane_lsp.fixes.lines import verdict_text as _text
 from crane_lsp.prediction import Fix, FixLayer, Prediction
 
 #: pandas/numpy aggregation names a misspelt ``.agg('avg')`` or ``.avg()`` was meant to be
@@ -81,89 +86,6 @@ _TEXT_VALUES = (
     "Cannot convert",
     "can't multiply sequence",
 )
-
-
-@dataclass(frozen=True)
-class _Line:
-    """The failing line, parsed with its cell (the nodes that start and end on it)."""
-
-    number: int  # 0-based
-    text: str
-    nodes: tuple[ast.AST, ...]
-    cell: ast.Module | None = None  # the whole cell: a repair may belong where an object was built
-    lines: tuple[str, ...] = ()
-
-    def segment(self, node: ast.AST) -> tuple[int, int]:
-        """``node``'s character columns on the line (ast counts UTF-8 bytes)."""
-        raw = self.text.encode()
-        start = len(raw[: getattr(node, "col_offset", 0)].decode(errors="ignore"))
-        end = len(raw[: getattr(node, "end_col_offset", 0)].decode(errors="ignore"))
-        return start, end
-
-    def source(self, node: ast.AST) -> str:
-        start, end = self.segment(node)
-        return self.text[start:end]
-
-    def replace(self, node: ast.AST, text: str) -> str:
-        start, end = self.segment(node)
-        return self.text[:start] + text + self.text[end:]
-
-    def replace_each(self, nodes: list[ast.AST], text: str) -> str:
-        """Every one of ``nodes`` (not nested in one another) replaced by ``text``."""
-        out = self.text
-        for node in sorted(nodes, key=lambda n: self.segment(n)[0], reverse=True):
-            start, end = self.segment(node)
-            out = out[:start] + text + out[end:]
-        return out
-
-    def without(self, node: ast.AST, call: ast.Call) -> str:
-        """The line with argument ``node`` (positional or keyword) of ``call`` removed, with its comma."""
-        items = sorted([*call.args, *call.keywords], key=lambda n: self.segment(n)[0])
-        index = items.index(node)  # type: ignore[arg-type]
-        start, end = self.segment(node)
-        if index + 1 < len(items):  # up to the next argument: "a, " goes
-            end = self.segment(items[index + 1])[0]
-        elif index > 0:  # the last one: from the end of the one before: ", a" goes
-            start = self.segment(items[index - 1])[1]
-        return self.text[:start] + self.text[end:]
-
-
-def _parsed_lines(target: str) -> list[_Line]:
-    """Every line of the cell with the nodes that start and end on it; [] when it does not parse."""
-    try:
-        tree = ast.parse(target)
-    except SyntaxError:  # magics, or a cell that does not parse: no syntactic repair
-        return []
-    lines = target.split("\n")
-    on: dict[int, list[ast.AST]] = {}
-    for node in ast.walk(tree):
-        first = getattr(node, "lineno", None)
-        if first is not None and first == getattr(node, "end_lineno", None):
-            on.setdefault(first - 1, []).append(node)
-    return [_Line(i, text, tuple(on.get(i, ())), tree, tuple(lines)) for i, text in enumerate(lines)]
-
-
-def _fix(line: _Line, new_line: str, title: str, layer: FixLayer, description: str = "") -> Fix:
-    return Fix(
-        description=description or title,
-        start_line=line.number,
-        end_line=line.number + 1,
-        new_text=new_line,
-        title=title,
-        layer=layer,
-    )
-
-
-def _operand(line: _Line, node: ast.AST, suffix: str) -> str:
-    """``node`` with ``suffix`` applied as an attribute/method (``w.T``; ``(a + b).T``)."""
-    text = line.source(node)
-    simple = isinstance(node, ast.Name | ast.Attribute | ast.Subscript | ast.Call)
-    return f"{text}{suffix}" if simple else f"({text}){suffix}"
-
-
-def _text(p: Prediction) -> str:
-    """What the families read: the exception's own message first (a dry run's), then the verdict's."""
-    return f"{p.raw_message}\n{p.message}\n{p.diagnosis}"
 
 
 # -------------------------------------------------------------- the families
@@ -593,6 +515,9 @@ FAMILIES: tuple[_Family, ...] = (
     _close_labels,
     _aggregation,
     _repeated_drop,
+    removed_where_present,
+    labels_per_tick,
+    keys_from_another_frame,
     _features,
     _two_d,
     _transpose,
@@ -643,11 +568,17 @@ def _on_every_line(
     failing line also applies to other lines (``x_train[c].astype('int')`` then ``x_test[c]...``,
     a misspelt label used again below), one candidate edits them all. A cell that repeats a mistake
     crashes on the next copy once the first is mended; the dry run shows whether all were meant."""
+    if (first.start_line, first.end_line) != (failing.number, failing.number + 1):
+        return  # a repair where the value was built (another line, several lines): made once
     edits = {failing.number: first.new_text or failing.text}
     for other in lines:
         if other.number != failing.number and other.nodes:
             repaired = next(iter(family(prediction, other, layer)), None)
-            if repaired is not None and repaired.new_text is not None:
+            if (
+                repaired is not None
+                and repaired.new_text is not None
+                and (repaired.start_line, repaired.end_line) == (other.number, other.number + 1)
+            ):
                 edits[other.number] = repaired.new_text
     if len(edits) < 2:
         return

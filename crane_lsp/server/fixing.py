@@ -96,7 +96,8 @@ class FixVerifier:
                 result = nb.results.get(key)
                 if result is None or not server._current(nb, key, stamp):
                     return
-                fixed = await offer_fixes(runner, source, result.prediction, explicit=explicit)
+                later = _cells_below(nb, key)
+                fixed = await offer_fixes(runner, source, result.prediction, explicit=explicit, later=later)
             if fixed is result.prediction or nb.results.get(key) is not result:
                 return
             if not server._current(nb, key, stamp):
@@ -109,3 +110,10 @@ class FixVerifier:
             raise
         except Exception:  # a fix is a bonus: never lose the verdict to it
             log.exception("verifying the fixes of %s failed", key)
+
+
+def _cells_below(nb: Any, key: str) -> list[str]:
+    """The notebook's code cells below cell ``key``, in order (a ``# %%`` script's too)."""
+    cells = nb.view.code_cells
+    at = next((i for i, c in enumerate(cells) if c.key == key), None)
+    return [] if at is None else [c.text for c in cells[at + 1 :]]
