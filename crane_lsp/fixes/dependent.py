@@ -61,6 +61,12 @@ async def with_next_cell(
     if reader is None or edited is None or fix.verification is None:
         return fix
     joined = edited + "\n" + reader.source
+    if runner.settings.dry_run == "safe":  # safe mode's static screen sees all that would run
+        from crane_lsp.dryrun import screen
+
+        screened = screen(analyze(joined, max_lines=None))
+        if not screened.safe:
+            return _noted(fix, f"{_where(reader)} not run after it ({screened.reason})")
     try:
         outcome = await runner.run_outcome(joined, explicit)
     except Exception as exc:  # a busy or dead kernel: the fix stays as verified, the notes say why

@@ -76,7 +76,7 @@ async def verify_one(runner: DryRunner, target: str, prediction: Prediction, fix
     if guard.refused:
         return _with(fix, Verification(outcome="no-verdict", notes=[f"does less: {guard.refused}"]))
     if runner.settings.dry_run == "safe":
-        screened = screen(analyze(edited))
+        screened = screen(analyze(edited, max_lines=None))  # the screen sees every line
         if not screened.safe:
             return _with(fix, Verification(outcome="no-verdict", notes=[f"not dry-run ({screened.reason})"]))
     expected = always_bound(
