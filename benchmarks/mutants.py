@@ -89,7 +89,7 @@ def info(names):
         out[n] = d
     return out
 
-def fork_run(code, timeout=30.0):
+def fork_run(code, timeout=30.0, names=None):
     ip = get_ipython()
     src = ip.transform_cell(code)
     r, w = os.pipe()
@@ -109,6 +109,8 @@ def fork_run(code, timeout=30.0):
             res = {"ename": None, "line": None, "evalue": ""}
             try:
                 exec(compile(src, "<mutant>", "exec"), ip.user_ns)
+                if names is not None:  # what the run left (benchmarks/fixes_mutants.py compares it)
+                    res["state"] = info(names)
             except BaseException as e:
                 tb, line = e.__traceback__, None
                 while tb is not None:
@@ -186,9 +188,12 @@ class Kernel:
         )
         return out
 
-    def fork_run(self, code: str, timeout: float = 30.0) -> dict[str, Any]:
+    def fork_run(self, code: str, timeout: float = 30.0, names: list[str] | None = None) -> dict[str, Any]:
+        """``code`` run in a forked copy of the kernel: its exception and line (and with ``names``,
+        what the run left bound under them: ``state``, as ``info`` reads it)."""
         mod = "__import__('sys').modules['__crane_mutants__']"
-        out: dict[str, Any] = self.value(f"{mod}.fork_run({code!r}, {timeout})", timeout=timeout + 30)
+        call = f"{mod}.fork_run({code!r}, {timeout}, {names!r})"
+        out: dict[str, Any] = self.value(call, timeout=timeout + 30)
         return out
 
     def snapshot(self, query: ProbeQuery) -> Snapshot:

@@ -98,6 +98,13 @@ CASES = {
         "Use 'units'",
         "fam_df['units'].sum() / fam_df['units'].max()",
     ),
+    # the callee takes **kwargs and the error comes from deeper down, naming no parameter: the
+    # callee's own signature, read by the probe, has the near one
+    "keyword-from-signature": (
+        "fam_days = pd.date_range('2024-01-01', period=3)",
+        "Use 'periods'",
+        "pd.date_range('2024-01-01', periods=3)",
+    ),
     # a loop's keys come from one frame, the frame it looks them up in was built from another
     "keys-from-another-frame": (
         "fam_keys = fam_wide.columns.values\n"
