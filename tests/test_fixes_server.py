@@ -75,3 +75,35 @@ async def test_quick_fix_verified_in_a_dry_run(client: LanguageClient, kernel: T
     assert "binds best, total as the original" in hover.contents.value
     # applying the fix is the editor's: the kernel's state is untouched by the verification
     assert kernel.eval("sorted(k for k in globals() if k in ('total', 'best'))") == "[]"
+
+
+async def test_the_cell_below_that_reads_the_fixed_name_runs_after_the_fix(
+    client: LanguageClient, kernel: TestKernel
+) -> None:
+    """The server hands the cells below the target to the verification: the first that reads a name
+    the target binds is dry-run after the fixed target, and the hover's fix says how it went."""
+    kernel.run(SETUP)
+    nb = Notebook(client, [(SETUP, 1), ("", None), ("print('elsewhere')", None), ("top = total.max()", None)])
+    nb.open()
+    nb.attach(kernel.connection_file)
+    await wait_status(client.statuses, lambda s: s.get("kernel") in ("attached", "busy"))  # type: ignore[attr-defined]
+    nb.edit(1, "total = fxs_df.groupby('Region')['units'].sum()")
+    await wait_for(client, nb.cell_uris[1], has("KeyError", line=0))
+    said = ""
+    deadline = time.monotonic() + 60
+    while "**Verified fix:**" not in said and time.monotonic() < deadline:
+        hover = await client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=nb.cell_uris[1]),
+                position=types.Position(line=0, character=25),
+            )
+        )
+        said = (
+            hover.contents.value
+            if hover is not None and isinstance(hover.contents, types.MarkupContent)
+            else ""
+        )
+        await asyncio.sleep(0.2)
+    assert "**Verified fix:** Use 'region' (runs clean in a dry run)" in said, said
+    assert "the cell 2 below (it reads total) also runs clean after it" in said, said
+    assert kernel.eval("sorted(k for k in globals() if k in ('total', 'top'))") == "[]"
