@@ -36,6 +36,10 @@ fam_wide = pd.DataFrame({'a': [1, 2], 'b': [3, 4], 'c': [0, 1]})
 fam_narrow = fam_wide[['a', 'c']]
 fam_gone = fam_df.drop(columns=['units'])
 fam_gone_cols = ['region', 'size']
+class FamLayer:  # a library that takes **kwargs and words an unknown keyword its own way
+    def __init__(self, units, activation=None, **kwargs):
+        if kwargs:
+            raise ValueError(f"Unrecognized keyword arguments passed to FamLayer: {kwargs}")
 """
 
 CASES = {
@@ -104,6 +108,11 @@ CASES = {
         "fam_days = pd.date_range('2024-01-01', period=3)",
         "Use 'periods'",
         "pd.date_range('2024-01-01', periods=3)",
+    ),
+    "keyword-in-the-librarys-words": (
+        "fam_layer = FamLayer(4, activations='relu')",
+        "Use 'activation'",
+        "FamLayer(4, activation='relu')",
     ),
     # a loop's keys come from one frame, the frame it looks them up in was built from another
     "keys-from-another-frame": (

@@ -54,7 +54,7 @@ async def offer_fixes(
     reference = prediction
     if prediction.source.layer == "checks" and prediction.fix is None:
         reference = await _observed(runner, target, prediction, explicit)
-    if reference.exception == "TypeError":  # a keyword the callee lacks: its signature says the near one
+    if reference.exception in ("TypeError", "ValueError"):  # a keyword the callee lacks: its signature
         reference = await near_keyword(runner.link, target, reference)
     found = candidates(reference, target)
     if not found:

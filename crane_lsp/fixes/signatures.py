@@ -1,12 +1,13 @@
 """The parameter a misspelt keyword meant, read from the callee's real signature in the kernel.
 
 "date_range() got an unexpected keyword argument 'period'" names no parameter (a callee that takes
-``**kwargs`` passes the word on, and the error comes from deeper down); the callee's signature does.
-For each call on the failing line that passes the keyword, the callee's static chain (``pd.date_range``,
-``df.drop``) is summarised by the probe, which reads a signature without running the object's code,
-and the closest parameter name is added to the verdict's words as "did you mean 'periods'?", which
-the families already read. A callee that is no static chain (the result of a call) or a kernel that
-cannot answer leaves the verdict as it was.
+``**kwargs`` passes the word on, and the error comes from deeper down, in that function's words, or a
+library's own: "Unrecognized keyword arguments passed to Dense"); the callee's signature does. For
+each call on the failing line that passes keywords, the callee's static chain (``pd.date_range``,
+``df.drop``) is summarised by the probe, which reads a signature without running the object's code;
+a keyword that is not among its named parameters but close to one gets "did you mean 'periods'?" in
+the verdict's words, which the families already read. A callee that is no static chain (the result
+of a call) or a kernel that cannot answer leaves the verdict as it was.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
+from crane_lsp.analysis.parse import analyze
 from crane_lsp.snapshot import ProbeQuery
 
 if TYPE_CHECKING:
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_UNKNOWN_KEYWORD = re.compile(r"unexpected keyword argument '(\w+)'|has no parameter '(\w+)'")
 _ASK_S = 2.0  # the probe's answer, at most (a fix is a bonus: never wait long for it)
 
 
@@ -40,45 +41,60 @@ def _chain(node: ast.AST) -> str | None:
     return ".".join([node.id, *reversed(parts)])
 
 
-def callees_passing(target: str, line: int, word: str) -> list[str]:
-    """The static chains of the calls spanning 0-based ``line`` that pass keyword ``word``."""
+def keyword_calls(target: str, line: int) -> dict[str, list[str]]:
+    """The static chains of the calls spanning 0-based ``line`` that pass keywords -> those keywords."""
     try:
         tree = ast.parse(target)
     except SyntaxError:
-        return []
-    found: list[str] = []
+        return {}
+    found: dict[str, list[str]] = {}
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not any(k.arg == word for k in node.keywords):
+        if not isinstance(node, ast.Call) or not node.keywords:
             continue
         if node.lineno - 1 <= line <= (node.end_lineno or node.lineno) - 1:
             chain = _chain(node.func)
-            if chain is not None and chain not in found:
-                found.append(chain)
+            if chain is not None:
+                words = found.setdefault(chain, [])
+                words += [k.arg for k in node.keywords if k.arg is not None and k.arg not in words]
     return found
 
 
+def _from_module(chain: str, imported: dict[str, str]) -> str:
+    root, _, rest = chain.partition(".")
+    module = imported.get(root)
+    return chain if module is None else module + ("." + rest if rest else "")
+
+
 async def near_keyword(link: KernelReader, target: str, prediction: Prediction) -> Prediction:
-    """``prediction`` with "; did you mean 'periods'?" added to its raw message when a keyword the
-    callee does not take is close to one of the callee's parameters."""
+    """``prediction`` with "'period' is not a parameter of pd.date_range: did you mean 'periods'?"
+    added to its raw message when a call on the failing line passes a keyword that is not among the
+    callee's named parameters and is close to one of them (the words of the error are not needed: a
+    callee's ``**kwargs`` may pass the keyword on to a function that words it otherwise)."""
     words = f"{prediction.raw_message}\n{prediction.message}"
-    found = _UNKNOWN_KEYWORD.search(words)
-    if found is None or prediction.line is None or re.search(r"did you mean", words, re.IGNORECASE):
+    if prediction.line is None or re.search(r"did you mean", words, re.IGNORECASE):
         return prediction
-    word = found[1] or found[2]
-    chains = callees_passing(target, prediction.line, word)
-    if not chains:
+    calls = keyword_calls(target, prediction.line)
+    if not calls:
         return prediction
+    # a root the cell itself imports (``import pandas as pd`` above the call) is read from the module
+    # the kernel has loaded (``@pandas.read_csv``), as the checks read it; never imported for this
+    imported = analyze(target).imported_names()
+    asked = {c: _from_module(c, imported) for c in calls}
     try:
-        snap = await link.snapshot(ProbeQuery(chains=chains), timeout=_ASK_S)
+        bare = [c for c in asked.values() if "." not in c]  # a name alone is summarised as a variable
+        query = ProbeQuery(names=bare, chains=[c for c in asked.values() if c not in bare])
+        snap = await link.snapshot(query, timeout=_ASK_S)
     except Exception as exc:  # a busy or gone kernel: the families work from the words they have
-        log.debug("no signature for %s: %s", chains, exc)
+        log.debug("no signature for %s: %s", list(asked), exc)
         return prediction
-    for chain in chains:
-        summary = snap.variables.get(chain)
+    for chain, probed in asked.items():
+        summary = snap.variables.get(probed)
         params = summary.params if summary is not None and summary.params else []
         names = [p.name for p in params if p.kind not in ("VAR_POSITIONAL", "VAR_KEYWORD")]
-        close = difflib.get_close_matches(word, names, n=1)
-        if close:
-            said = f"{prediction.raw_message}; did you mean '{close[0]}'? ({chain} takes it)"
-            return prediction.model_copy(update={"raw_message": said})
+        for word in calls[chain]:
+            close = difflib.get_close_matches(word, names, n=1) if names and word not in names else []
+            if close:
+                hint = f"'{word}' is not a parameter of {chain}: did you mean '{close[0]}'?"
+                said = f"{prediction.raw_message}; {hint}"
+                return prediction.model_copy(update={"raw_message": said})
     return prediction
