@@ -108,3 +108,11 @@ def test_labels_per_tick_only_replaces_a_list_of_the_counted_length() -> None:
     assert (fix.start_line, fix.new_text) == (0, "d = Display(cm, display_labels=None)")
     three = "d = Display(cm, display_labels=['a', 'b', 'c'])\nd.plot()"
     assert not [f for f in candidates(p, three) if f.title.startswith("Let the library")]
+
+
+def test_a_name_the_cell_deletes_at_the_top_level_is_not_expected_bound() -> None:
+    from crane_lsp.fixes.guard import always_bound
+
+    cell = "import pandas as _pd\n_cats = list(df['a'])\ndf['b'] = _pd.Categorical(_cats)\ndel _pd, _cats"
+    assert always_bound(cell) == ["df"]  # the frame it writes into stays; the temporaries go
+    assert always_bound("_tmp = 1\ndel _tmp\n_tmp = 2") == ["_tmp"]

@@ -69,7 +69,8 @@ def _dropped_argument_ops(old: ast.AST, new: ast.AST, line: int, new_line: int) 
 
 def always_bound(source: str) -> list[str]:
     """Names the cell binds at its top level, whatever its branches and loops do (assignments,
-    imports, definitions, ``with ... as``): a run of it that completes leaves each of them bound."""
+    imports, definitions, ``with ... as``), less those a later top-level ``del`` removes: a run of it
+    that completes leaves each of them bound."""
     try:
         tree = ast.parse(analyze_cached(source).python)
     except SyntaxError:
@@ -89,6 +90,9 @@ def always_bound(source: str) -> list[str]:
             names.append(stmt.name)
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             names += [(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"]
+        elif isinstance(stmt, ast.Delete):  # ``del _tmp`` at the top level: not bound after the run
+            gone = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            names = [n for n in names if n not in gone]
         for target in targets:
             names += [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
     return list(dict.fromkeys(names))
