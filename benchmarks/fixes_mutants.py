@@ -4,7 +4,8 @@ The replay corpus (benchmarks/fixes.py) has 29 crashes and human fixes; this one
 notebook of the mutant benchmark's corpora (``examples/*``, ``benchmarks/audit_notebooks/*``, the fixed
 replay notebooks: ``benchmarks/mutants.py``), a fresh kernel runs the cells in order. Before each cell
 runs, every bug class proposes its mutants of the cell and each is run for real in a forked copy of the
-kernel. For each mutant that really crashes:
+kernel (a cell that crashes as it is has no reference fix: its mutants are skipped). For each mutant
+that really crashes:
 
 1. crane predicts it (the checks, then the dry run with its budget) and ``offer_fixes`` dry-runs up to
    6 candidates (a pair of changes where the first gets further);
@@ -113,7 +114,9 @@ async def fix_one(
     row.agree = not row.differences
 
 
-async def walk(name: str, path: Path, args: argparse.Namespace, budget: dict[str, int]) -> list[Row]:
+async def walk(
+    name: str, path: Path, args: argparse.Namespace, budget: dict[str, int], skipped: dict[str, int]
+) -> list[Row]:
     """One notebook: its cells in order, each cell's crashing mutants fixed before the cell runs."""
     nb = nbformat.read(path, as_version=4)
     cells = [c.source for c in nb.cells if c.cell_type == "code"]
@@ -125,7 +128,11 @@ async def walk(name: str, path: Path, args: argparse.Namespace, budget: dict[str
             for i, src in enumerate(cells):
                 names = sorted(set(corpus._NAME.findall(src)))
                 info = kernel.info(names) if names else {}
-                for m in corpus.mutants(src, info, args.per_class) if budget["left"] > 0 else []:
+                proposed = corpus.mutants(src, info, args.per_class) if budget["left"] > 0 else []
+                if proposed and kernel.fork_run(src, timeout=args.timeout)["ename"] is not None:
+                    proposed = []  # the cell crashes as it is: no reference fix for its mutants
+                    skipped["cells"] += 1
+                for m in proposed:
                     if budget["left"] <= 0:
                         break
                     budget["left"] -= 1
@@ -208,15 +215,17 @@ async def main(argv: list[str] | None = None) -> int:
         books = books[: args.limit]
     started = time.perf_counter()
     budget = {"left": args.max_mutants}
+    skipped = {"cells": 0}
     rows: list[Row] = []
     for name, path in books:
         t0 = time.perf_counter()
-        found = await walk(name, path, args, budget)
+        found = await walk(name, path, args, budget, skipped)
         rows += found
         verified = sum(r.verified for r in found)
         took = time.perf_counter() - t0
         print(f"{name}: {len(found)} crashing mutants, {verified} verified fixes ({took:.0f} s)", flush=True)
     report(rows)
+    print(f"cells that crash as they are (their mutants not scored): {skipped['cells']}")
     print(f"wall: {time.perf_counter() - started:.0f} s")
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))

@@ -54,8 +54,9 @@ async def offer_fixes(
     reference = prediction
     if prediction.source.layer == "checks" and prediction.fix is None:
         reference = await _observed(runner, target, prediction, explicit)
-    if reference.exception in ("TypeError", "ValueError"):  # a keyword the callee lacks: its signature
-        reference = await near_keyword(runner.link, target, reference)
+    # a keyword the callee lacks, whatever the error says (matplotlib's is an AttributeError): its
+    # signature has the near one
+    reference = await near_keyword(runner.link, target, reference)
     found = candidates(reference, target)
     if not found:
         return prediction

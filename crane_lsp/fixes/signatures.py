@@ -24,6 +24,7 @@ from crane_lsp.snapshot import ProbeQuery
 if TYPE_CHECKING:
     from crane_lsp.layers import KernelReader
     from crane_lsp.prediction import Prediction
+    from crane_lsp.snapshot import ObjectSummary
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,21 @@ def keyword_calls(target: str, line: int) -> dict[str, list[str]]:
     return found
 
 
+#: a parameter in a signature's text: after "(" or ", ", not starred ("*args", "**kwargs" are no names)
+_PARAMETER = re.compile(r"(?:^\(|,\s*)([A-Za-z_]\w*)\s*(?=[:=,)])")
+
+
+def parameter_names(summary: ObjectSummary | None) -> list[str]:
+    """The callee's named parameters: its bound ``params`` where the probe gives them (a signature no
+    wrapper can widen), else read from its signature's text (a callable whose wrapper or
+    ``**kwargs`` may take more still names the ones it has)."""
+    if summary is None:
+        return []
+    if summary.params:
+        return [p.name for p in summary.params if p.kind not in ("VAR_POSITIONAL", "VAR_KEYWORD")]
+    return _PARAMETER.findall(summary.signature or "")
+
+
 def _from_module(chain: str, imported: dict[str, str]) -> str:
     root, _, rest = chain.partition(".")
     module = imported.get(root)
@@ -89,8 +105,7 @@ async def near_keyword(link: KernelReader, target: str, prediction: Prediction) 
         return prediction
     for chain, probed in asked.items():
         summary = snap.variables.get(probed)
-        params = summary.params if summary is not None and summary.params else []
-        names = [p.name for p in params if p.kind not in ("VAR_POSITIONAL", "VAR_KEYWORD")]
+        names = parameter_names(summary)
         for word in calls[chain]:
             close = difflib.get_close_matches(word, names, n=1) if names and word not in names else []
             if close:
