@@ -109,6 +109,12 @@ CASES = {
         "Use 'periods'",
         "pd.date_range('2024-01-01', periods=3)",
     ),
+    # a compiled function whose wrapper gives no bound params: its signature's text names them
+    "keyword-of-a-compiled-function": (
+        "fam_noise = np.random.normal(0.0, 1.0, sizes=3)",
+        "Use 'size'",
+        "np.random.normal(0.0, 1.0, size=3)",
+    ),
     "keyword-in-the-librarys-words": (
         "fam_layer = FamLayer(4, activations='relu')",
         "Use 'activation'",
