@@ -32,6 +32,8 @@ fam_labels = np.array([[0], [1]])
 fam_names = ['a', 'b']
 fam_X, fam_y = np.array([[0.0], [1.0], [2.0], [3.0]]), np.array([0, 1, 0, 1])
 from sklearn.metrics import ConfusionMatrixDisplay
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 fam_wide = pd.DataFrame({'a': [1, 2], 'b': [3, 4], 'c': [0, 1]})
 fam_narrow = fam_wide[['a', 'c']]
 fam_gone = fam_df.drop(columns=['units'])
@@ -114,6 +116,14 @@ CASES = {
         "fam_noise = np.random.normal(0.0, 1.0, sizes=3)",
         "Use 'size'",
         "np.random.normal(0.0, 1.0, size=3)",
+    ),
+    # a list selection names no column in its error ("['unitz'] not in index"): the frame the
+    # kernel holds has the near one
+    "column-in-a-list": (
+        "fam_pipe = make_pipeline(StandardScaler(), LinearRegression())\n"
+        "fam_pipe.fit(fam_wide[['aa', 'b']], fam_wide['c'])",
+        "Use 'a'",
+        "fam_pipe.fit(fam_wide[['a', 'b']], fam_wide['c'])",
     ),
     "keyword-in-the-librarys-words": (
         "fam_layer = FamLayer(4, activations='relu')",

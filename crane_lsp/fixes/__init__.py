@@ -5,12 +5,12 @@
     prediction.fix        # the top offered fix (what editors apply), or the verdict's own when unverifiable
 
 ``candidates.py`` proposes (the check's determined repair, the standard one-line repairs of the crash
-class, the LLM's edit; ``flow.py`` the repairs where a value was built; ``signatures.py`` reads the
-callee's parameters for a keyword it lacks), ``guard.py`` refuses what does less, ``verify.py``
-dry-runs and classifies, ``chain.py`` follows a repair that gets further with a second one,
-``dependent.py`` runs the next cell that reads the target's names after the fix, ``edit.py`` applies
-and diffs. Nothing here changes the user's cell or kernel: applying a
-fix is the editor's, and the dry runs happen in the jailed fork.
+class, the LLM's edit; ``flow.py`` the repairs where a value was built; ``near.py`` reads the callee's
+parameters for a keyword it lacks and the frame's columns for a missing label), ``guard.py`` refuses
+what does less, ``verify.py`` dry-runs and classifies, ``chain.py`` follows a repair that gets further
+with a second one, ``dependent.py`` runs the next cell that reads the target's names after the fix,
+``edit.py`` applies and diffs. Nothing here changes the user's cell or kernel: applying a fix is the
+editor's, and the dry runs happen in the jailed fork.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from crane_lsp.fixes.candidates import candidates
 from crane_lsp.fixes.chain import chained
 from crane_lsp.fixes.dependent import with_next_cell
-from crane_lsp.fixes.signatures import near_keyword
+from crane_lsp.fixes.near import near_keyword, near_label
 from crane_lsp.fixes.verify import LIMIT_EXPLICIT, LIMIT_TYPING, verify_all
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ async def offer_fixes(
     # a keyword the callee lacks, whatever the error says (matplotlib's is an AttributeError): its
     # signature has the near one
     reference = await near_keyword(runner.link, target, reference)
+    reference = await near_label(runner.link, target, reference)  # a column the frame has, near it
     found = candidates(reference, target)
     if not found:
         return prediction

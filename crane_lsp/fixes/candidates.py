@@ -18,6 +18,7 @@ from crane_lsp.fixes.edit import changed_chars
 from crane_lsp.fixes.flow import keys_from_another_frame, labels_per_tick, removed_where_present
 from crane_lsp.fixes.lines import CellLine as _Line
 from crane_lsp.fixes.lines import line_fix as _fix
+from crane_lsp.fixes.lines import near_labels as _near
 from crane_lsp.fixes.lines import operand as _operand
 from crane_lsp.fixes.lines import parsed_lines as _parsed_lines
 from crane_lsp.fixes.lines import verdict_text as _text
@@ -128,26 +129,6 @@ def _relabel(line: _Line, wrong: str, right: str) -> str:
         quote = out[start] if out[start] in "'\"" else "'"
         out = out[:start] + f"{quote}{right}{quote}" + out[end:]
     return out
-
-
-def _squeezed(label: str) -> str:
-    """A label as a person may have meant it: case, spaces, underscores and brackets aside."""
-    return re.sub(r"[\W_]+", "", label).lower()
-
-
-def _near(label: str, known: list[str]) -> list[str]:
-    """Existing labels the missing one may have meant, likeliest first: the same label in another
-    case, then one that equals or begins the other once case, spacing and punctuation are set aside
-    ("Total Gross (millions)" and "Total_Gross"), then the closest spellings. The dry run decides."""
-    lower = [k for k in known if k.lower() == label.lower()]
-    squeezed = _squeezed(label)
-    alike = [
-        k
-        for k in known
-        if _squeezed(k) and (squeezed.startswith(_squeezed(k)) or _squeezed(k).startswith(squeezed))
-    ]
-    close = difflib.get_close_matches(label, known, n=2, cutoff=0.6)
-    return list(dict.fromkeys([*lower, *alike, *close]))[:2]
 
 
 def _close_labels(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:

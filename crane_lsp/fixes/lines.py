@@ -4,6 +4,8 @@ helpers every family uses to write its one-line edit (shared by ``candidates`` a
 from __future__ import annotations
 
 import ast
+import difflib
+import re
 from dataclasses import dataclass
 
 from crane_lsp.prediction import Fix, FixLayer, Prediction
@@ -90,3 +92,23 @@ def operand(line: CellLine, node: ast.AST, suffix: str) -> str:
 def verdict_text(p: Prediction) -> str:
     """What the families read: the exception's own message first (a dry run's), then the verdict's."""
     return f"{p.raw_message}\n{p.message}\n{p.diagnosis}"
+
+
+def _squeezed(label: str) -> str:
+    """A label as a person may have meant it: case, spaces, underscores and brackets aside."""
+    return re.sub(r"[\W_]+", "", label).lower()
+
+
+def near_labels(label: str, known: list[str]) -> list[str]:
+    """Existing labels the missing one may have meant, likeliest first: the same label in another
+    case, then one that equals or begins the other once case, spacing and punctuation are set aside
+    ("Total Gross (millions)" and "Total_Gross"), then the closest spellings. The dry run decides."""
+    lower = [k for k in known if k.lower() == label.lower()]
+    squeezed = _squeezed(label)
+    alike = [
+        k
+        for k in known
+        if _squeezed(k) and (squeezed.startswith(_squeezed(k)) or _squeezed(k).startswith(squeezed))
+    ]
+    close = difflib.get_close_matches(label, known, n=2, cutoff=0.6)
+    return list(dict.fromkeys([*lower, *alike, *close]))[:2]

@@ -1,4 +1,9 @@
-"""The parameter a misspelt keyword meant, read from the callee's real signature in the kernel.
+"""What the kernel holds near a wrong name: the callee's parameter a misspelt keyword meant, the
+frame's column a missing label meant. Both are read from the live state by the probe, without
+running the object's code, and added to the verdict's words as "did you mean ...?", which the
+families already read; the dry run then decides, as for any candidate.
+
+The parameter:
 
 "date_range() got an unexpected keyword argument 'period'" names no parameter (a callee that takes
 ``**kwargs`` passes the word on, and the error comes from deeper down, in that function's words, or a
@@ -19,6 +24,7 @@ import re
 from typing import TYPE_CHECKING
 
 from crane_lsp.analysis.parse import analyze
+from crane_lsp.fixes.lines import near_labels
 from crane_lsp.snapshot import ProbeQuery
 
 if TYPE_CHECKING:
@@ -112,4 +118,58 @@ async def near_keyword(link: KernelReader, target: str, prediction: Prediction) 
                 hint = f"'{word}' is not a parameter of {chain}: did you mean '{close[0]}'?"
                 said = f"{prediction.raw_message}; {hint}"
                 return prediction.model_copy(update={"raw_message": said})
+    return prediction
+
+
+_COLUMNS_ASKED = 500  # column names the probe returns for a frame a missing label is looked for in
+
+
+def _subscripted_with(target: str, line: int, labels: set[str]) -> list[str]:
+    """Static chains subscripted on 0-based ``line`` by one of ``labels`` (alone or in a list)."""
+    try:
+        tree = ast.parse(target)
+    except SyntaxError:
+        return []
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Subscript) or node.lineno - 1 != line:
+            continue
+        keys = node.slice.elts if isinstance(node.slice, ast.List | ast.Tuple) else [node.slice]
+        used = {k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        chain = _chain(node.value)
+        if used & labels and chain is not None and chain not in found:
+            found.append(chain)
+    return found
+
+
+async def near_label(link: KernelReader, target: str, prediction: Prediction) -> Prediction:
+    """``prediction`` with "'num11' is not a column of df: did you mean 'num1'?" added to its raw
+    message when a ``KeyError``'s label, subscripted on the failing line of a frame the kernel
+    holds (``df[['num11', 'b']]``), is near one of that frame's columns."""
+    words = f"{prediction.raw_message}\n{prediction.message}"
+    if prediction.exception != "KeyError" or prediction.line is None:
+        return prediction
+    if re.search(r"did you mean", words, re.IGNORECASE):
+        return prediction
+    labels = set(re.findall(r"'([^']+)'", words))
+    frames = _subscripted_with(target, prediction.line, labels)
+    if not frames:
+        return prediction
+    bare = [c for c in frames if "." not in c]
+    query = ProbeQuery(names=bare, chains=[c for c in frames if c not in bare], max_columns=_COLUMNS_ASKED)
+    try:
+        snap = await link.snapshot(query, timeout=_ASK_S)
+    except Exception as exc:  # a busy or gone kernel: the families work from the words they have
+        log.debug("no columns for %s: %s", frames, exc)
+        return prediction
+    for frame in frames:
+        summary = snap.variables.get(frame)
+        known = [str(c.name) for c in (summary.columns or [])] if summary is not None else []
+        for label in sorted(labels):
+            if label in known:
+                continue
+            near = near_labels(label, known) if known else []
+            if near:
+                hint = f"'{label}' is not a column of {frame}: did you mean '{near[0]}'?"
+                return prediction.model_copy(update={"raw_message": f"{prediction.raw_message}; {hint}"})
     return prediction
