@@ -116,3 +116,5 @@ def test_a_name_the_cell_deletes_at_the_top_level_is_not_expected_bound() -> Non
     cell = "import pandas as _pd\n_cats = list(df['a'])\ndf['b'] = _pd.Categorical(_cats)\ndel _pd, _cats"
     assert always_bound(cell) == ["df"]  # the frame it writes into stays; the temporaries go
     assert always_bound("_tmp = 1\ndel _tmp\n_tmp = 2") == ["_tmp"]
+    dynamic = "_rp_a = 1\nx = 2\nfor k in [k for k in globals() if k[0] == '_']:\n    del globals()[k]"
+    assert always_bound(dynamic) == [], "names deleted by key at run time: no claim"

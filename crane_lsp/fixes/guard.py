@@ -67,6 +67,23 @@ def _dropped_argument_ops(old: ast.AST, new: ast.AST, line: int, new_line: int) 
     return 0
 
 
+_NAMESPACES = frozenset({"globals", "locals", "vars"})
+
+
+def _edits_namespace(tree: ast.AST) -> bool:
+    """The cell deletes from or pops its namespace by key (``del globals()[k]``,
+    ``globals().pop(k)``): the names it leaves are decided at run time."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Name) and func.id in _NAMESPACES:
+                if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Del):
+                    return True
+                if isinstance(node, ast.Attribute) and node.attr in ("pop", "clear", "popitem"):
+                    return True
+    return False
+
+
 def always_bound(source: str) -> list[str]:
     """Names the cell binds at its top level, whatever its branches and loops do (assignments,
     imports, definitions, ``with ... as``), less those a later top-level ``del`` removes: a run of it
@@ -75,6 +92,8 @@ def always_bound(source: str) -> list[str]:
         tree = ast.parse(analyze_cached(source).python)
     except SyntaxError:
         return []
+    if _edits_namespace(tree):
+        return []  # ``del globals()[k]`` in a loop: which names remain is not known from the text
     names: list[str] = []
     for stmt in tree.body:
         targets: list[ast.AST] = []
