@@ -19,6 +19,9 @@ verified fixes that raise when really run (must be 0), verified fixes whose stat
 original's, and the time from the verdict to the first verified fix.
 
     python benchmarks/fixes_mutants.py [--only NAME,...] [--per-class K] [--max-mutants N] [--json F] [-v]
+
+``CRANE_ROOT=/path/to/checkout`` measures the fixes of another checkout (a ``git worktree`` of an older
+commit), as benchmarks/mutants.py does for the checks.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ sys.path.insert(0, str(HERE / "benchmarks"))
 import mutants as corpus  # noqa: E402  (benchmarks/mutants.py: the corpora, bug classes, forked runs)
 import nbformat  # noqa: E402
 
+import crane_lsp  # noqa: E402
 from crane_lsp.analysis.parse import analyze  # noqa: E402
 from crane_lsp.dryrun import DryRunner  # noqa: E402
 from crane_lsp.fixes import offer_fixes  # noqa: E402
@@ -210,6 +214,7 @@ async def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every row here")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
+    print(f"fixes from {Path(crane_lsp.__file__).parent}")  # CRANE_ROOT=<checkout> measures another
     books = corpus.corpora(set(args.only.split(",")) if args.only else None)
     if args.limit:
         books = books[: args.limit]
