@@ -227,7 +227,9 @@ def _two_d(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
                 key = line.source(arg.slice)
                 frame = line.source(arg.value)
                 shown = f"{frame}[[{key}]]"
-                yield _fix(line, line.replace(arg, shown), f"Select one column as a frame ({shown})", layer)
+                rows = isinstance(arg.value, ast.Attribute) and arg.value.attr in ("iloc", "loc")
+                what = "one row" if rows else "one column"  # df.iloc[[0]] is a row; df[['c']] a column
+                yield _fix(line, line.replace(arg, shown), f"Select {what} as a frame ({shown})", layer)
             for suffix in (".reshape(-1, 1)", ".to_numpy().reshape(-1, 1)"):
                 shown = _operand(line, arg, suffix)
                 yield _fix(line, line.replace(arg, shown), f"Reshape to one column ({shown})", layer)
