@@ -176,7 +176,7 @@ LIBRARY_SETUP = (
             "ValueError: `lib_names` gives 2 labels for 3 tick positions: one label per tick is needed "
             "(e.g. one per class)",
         ),
-        ("lib_scale(3, fctor=4)", "TypeError: lib_scale() has no parameter 'fctor'"),
+        ("lib_scale(3, fctor=4)", "TypeError: lib_scale() has no parameter 'fctor'; did you mean 'factor'?"),
         (
             "plt.imshow(lib_adv)",
             "TypeError: `lib_adv` has shape (3, 224, 224): imshow needs (M, N), (M, N, 3) or (M, N, 4); "

@@ -38,6 +38,9 @@ fam_wide = pd.DataFrame({'a': [1, 2], 'b': [3, 4], 'c': [0, 1]})
 fam_narrow = fam_wide[['a', 'c']]
 fam_gone = fam_df.drop(columns=['units'])
 fam_gone_cols = ['region', 'size']
+class FamGen:  # a generator the cell builds before calling it
+    def flow(self, path, target_size=(8, 8)):
+        return path, target_size
 class FamLayer:  # a library that takes **kwargs and words an unknown keyword its own way
     def __init__(self, units, activation=None, **kwargs):
         if kwargs:
@@ -125,6 +128,12 @@ CASES = {
         "Use 'a'",
         "fam_pipe.fit(fam_wide[['a', 'b']], fam_wide['c'])",
     ),
+    # the callee is an object the same cell builds: the probe cannot see it, the crashed copy can
+    "keyword-of-an-object-the-cell-builds": (
+        "fam_gen = FamGen()\nfam_flow = fam_gen.flow('x', target_sizes=(4, 4))",
+        "Use 'target_size'",
+        "fam_gen.flow('x', target_size=(4, 4))",
+    ),
     "keyword-in-the-librarys-words": (
         "fam_layer = FamLayer(4, activations='relu')",
         "Use 'activation'",
@@ -202,3 +211,19 @@ async def test_the_next_cell_that_reads_what_the_fix_binds_runs_after_it(prepare
     then = "the fixed cell runs clean; then the cell below (it reads fam_sz) raises AttributeError"
     assert note.startswith(then), note
     assert "fam_sz_first" not in prepared.eval("sorted(globals())"), "the dry runs changed nothing"
+
+
+async def test_the_verdict_names_the_near_parameter_of_an_object_the_cell_builds(
+    prepared: TestKernel,
+) -> None:
+    """The crashed copy reads the callee's signature (no code of it runs): the squiggle's words say
+    which parameter was meant, before any fix is tried."""
+    cell = "fam_gen2 = FamGen()\nfam_flow2 = fam_gen2.flow('x', target_sizes=(4, 4))"
+    settings = Settings(dry_run="on", dry_run_budget_s=10.0)
+    async with await KernelLink.connect(prepared.connection_file) as link:
+        prediction = (
+            await Pipeline(settings, link=link, dryrun=DryRunner(link, settings)).predict(cell)
+        ).prediction
+    assert prediction.crash and prediction.line == 1, prediction
+    said = "fam_gen2.flow() has no parameter 'target_sizes'; did you mean 'target_size'?"
+    assert said in prediction.message, prediction.message

@@ -313,6 +313,15 @@ def _ticks(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
     return f"{given} for {locations} tick positions: one label per tick is needed (e.g. one per class)"
 
 
+def _keyword_near(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
+    """A keyword the callee does not take and the error's own words name (whatever the exception:
+    a library may raise ValueError or AttributeError for it), with the callee's nearest parameter."""
+    for kw in facts.keywords:
+        if f"'{kw.keyword}'" in msg or f'"{kw.keyword}"' in msg:
+            return f"{kw.call}() has no parameter '{kw.keyword}'; did you mean '{kw.near}'?"
+    return None
+
+
 def _arguments(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | None:
     m = re.search(r"([\w.]+)\(\) got an unexpected keyword argument '(\w+)'", msg)
     if m:
@@ -477,6 +486,7 @@ def _no_attribute(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | 
 
 #: First match wins; each rule names the operands only when the facts say which they are.
 RULES: tuple[Rule, ...] = (
+    _keyword_near,
     _image,
     _matmul,
     _gufunc,

@@ -56,6 +56,12 @@ class FailLoop(_Wire):
     positions: list[int] = Field(default_factory=list)
 
 
+class FailKeyword(_Wire):
+    call: str  # ``gen.flow_from_directory``
+    keyword: str  # the keyword its parameters lack
+    near: str  # the closest of its named parameters
+
+
 class FailFacts(_Wire):
     """``wire.FailFactsWire``, validated."""
 
@@ -63,6 +69,7 @@ class FailFacts(_Wire):
     values: list[FailValue] = Field(default_factory=list)
     frame: FailFrame | None = None
     loops: list[FailLoop] = Field(default_factory=list)
+    keywords: list[FailKeyword] = Field(default_factory=list)
     elapsed_ms: float | None = None
     deadline_hit: bool = False
     truncated: bool = False

@@ -33,6 +33,7 @@ SOURCES = (
     "agent/probe/probe.py",
     "agent/dryrun/refusal.py",
     "agent/dryrun/failfacts.py",
+    "agent/dryrun/failkeywords.py",
     "agent/jail/jail_seccomp.py",
     "agent/jail/jail_semaphores.py",
     "agent/jail/jail_answers.py",

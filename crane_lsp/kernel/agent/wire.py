@@ -372,11 +372,18 @@ class FailLoopWire(TypedDict, total=False):
     positions: list[int]  # the loop value sits at several places of the iterable
 
 
+class FailKeywordWire(TypedDict):
+    call: str  # the callee as the failing line names it: ``gen.flow_from_directory``
+    keyword: str  # the keyword its parameters lack
+    near: str  # the closest of its named parameters
+
+
 class FailFactsWire(TypedDict, total=False):
     line: int  # the cell's failing line (1-based)
     values: list[FailValueWire]
     frame: FailFrameWire
     loops: list[FailLoopWire]
+    keywords: list[FailKeywordWire]  # failkeywords.py: keywords on the line the callee does not take
     elapsed_ms: float
     deadline_hit: bool
     truncated: bool

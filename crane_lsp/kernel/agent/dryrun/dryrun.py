@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
     from crane_lsp.kernel.agent.dryrun.dryrun_timeit import _dti_run_once
     from crane_lsp.kernel.agent.dryrun.failfacts import _ff_collect
+    from crane_lsp.kernel.agent.dryrun.failkeywords import _fkw_add
     from crane_lsp.kernel.agent.dryrun.preview import _pv_execute
     from crane_lsp.kernel.agent.dryrun.refusal import _frm_refusal
     from crane_lsp.kernel.agent.dryrun.standin import _sti_begin, _sti_needed, _sti_note, _StiNoVerdict
@@ -446,6 +447,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             errnos=_jan_errnos(exc),  # where a call the jail answered shows up (jail_answers.py)
         )
         result["facts"] = _ff_collect(exc, payload, started)  # the failing line's facts (failfacts.py)
+        _fkw_add(result["facts"], exc, payload)  # keywords the callee lacks (failkeywords.py)
         if "shortened" in result:  # does it hinge on the sample? (shorten_sample.py)
             result["shortened"]["failure"] = _shs_failure_facts(exc)
             # the failing operation again at the full size, on shapes (shorten_extrapolate.py)
