@@ -13,6 +13,10 @@ each call on the failing line that passes keywords, the callee's static chain (`
 a keyword that is not among its named parameters but close to one gets "did you mean 'periods'?" in
 the verdict's words, which the families already read. A callee that is no static chain (the result
 of a call) or a kernel that cannot answer leaves the verdict as it was.
+
+An observed crash usually says it already: the crashed copy reads the callee it holds, also an object
+the same cell built (``kernel/agent/dryrun/failkeywords.py``, in the cause). This reads the kernel for
+the verdicts whose words do not come from a crashed copy: a check's, re-observed as Python words it.
 """
 
 from __future__ import annotations
