@@ -118,3 +118,11 @@ def test_a_name_the_cell_deletes_at_the_top_level_is_not_expected_bound() -> Non
     assert always_bound("_tmp = 1\ndel _tmp\n_tmp = 2") == ["_tmp"]
     dynamic = "_rp_a = 1\nx = 2\nfor k in [k for k in globals() if k[0] == '_']:\n    del globals()[k]"
     assert always_bound(dynamic) == [], "names deleted by key at run time: no claim"
+
+
+def test_the_nearest_parameter_breaks_a_tie_by_the_shared_beginning() -> None:
+    from crane_lsp.fixes.near import nearest
+
+    assert nearest("cs", ["s", "c", "marker"]) == "c"  # as near as 's' by difflib: 'c' begins it
+    assert nearest("sizes", ["loc", "scale", "size"]) == "size"
+    assert nearest("zzz", ["loc", "scale"]) is None

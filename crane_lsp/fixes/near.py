@@ -85,6 +85,24 @@ def parameter_names(summary: ObjectSummary | None) -> list[str]:
     return _PARAMETER.findall(summary.signature or "")
 
 
+def nearest(word: str, names: list[str]) -> str | None:
+    """The closest of ``names`` to ``word``; among equally close ones, the one sharing the longest
+    beginning with it (``cs`` -> ``c``, not ``s``), as the crashed copy chooses (failkeywords.py)."""
+    close = difflib.get_close_matches(word, names, n=3)
+    if not close:
+        return None
+    best = difflib.SequenceMatcher(None, word, close[0]).ratio()
+    ties = [n for n in close if difflib.SequenceMatcher(None, word, n).ratio() == best]
+    return max(ties, key=lambda n: _shared_beginning(word, n))
+
+
+def _shared_beginning(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
 def _from_module(chain: str, imported: dict[str, str]) -> str:
     root, _, rest = chain.partition(".")
     module = imported.get(root)
@@ -117,9 +135,9 @@ async def near_keyword(link: KernelReader, target: str, prediction: Prediction) 
         summary = snap.variables.get(probed)
         names = parameter_names(summary)
         for word in calls[chain]:
-            close = difflib.get_close_matches(word, names, n=1) if names and word not in names else []
-            if close:
-                hint = f"'{word}' is not a parameter of {chain}: did you mean '{close[0]}'?"
+            close = nearest(word, names) if names and word not in names else None
+            if close is not None:
+                hint = f"'{word}' is not a parameter of {chain}: did you mean '{close}'?"
                 said = f"{prediction.raw_message}; {hint}"
                 return prediction.model_copy(update={"raw_message": said})
     return prediction

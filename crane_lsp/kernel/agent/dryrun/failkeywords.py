@@ -110,6 +110,26 @@ def _fkw_add(facts, exc, payload):
         facts.setdefault("error", f"keywords: {type(exc_).__name__}")
 
 
+def _fkw_nearest(word, names):
+    """The closest of ``names`` to ``word`` (difflib's measure); among equally close ones, the one
+    that shares the longest beginning with it (``cs`` -> ``c``, not ``s``)."""
+    close = _fkw_difflib.get_close_matches(word, names, n=3)
+    if not close:
+        return None
+
+    def ratio(name):
+        return _fkw_difflib.SequenceMatcher(None, word, name).ratio()
+
+    def shared(name):
+        n = 0
+        while n < min(len(word), len(name)) and word[n] == name[n]:
+            n += 1
+        return n
+
+    best = ratio(close[0])
+    return max((n for n in close if ratio(n) == best), key=shared)
+
+
 def _fkw_collect(out, scope, frame, line):
     """Add to ``out["keywords"]`` the keywords of the calls on ``line`` their callee does not name
     but names one close to (``{"call", "keyword", "near"}``)."""
@@ -136,8 +156,8 @@ def _fkw_collect(out, scope, frame, line):
             word = keyword.arg
             if word is None or word in names:
                 continue
-            near = _fkw_difflib.get_close_matches(word, names, n=1)
-            if near:
-                found.append({"call": text, "keyword": word, "near": near[0]})
+            near = _fkw_nearest(word, names)
+            if near is not None:
+                found.append({"call": text, "keyword": word, "near": near})
     if found:
         out["keywords"] = found[:_FKW_MAX]
