@@ -28,6 +28,7 @@ import re
 from typing import TYPE_CHECKING
 
 from crane_lsp.analysis.parse import analyze
+from crane_lsp.analysis.values import dotted
 from crane_lsp.fixes.lines import near_labels
 from crane_lsp.snapshot import ProbeQuery
 
@@ -41,17 +42,6 @@ log = logging.getLogger(__name__)
 _ASK_S = 2.0  # the probe's answer, at most (a fix is a bonus: never wait long for it)
 
 
-def _chain(node: ast.AST) -> str | None:
-    """``pd.date_range`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
 def keyword_calls(target: str, line: int) -> dict[str, list[str]]:
     """The static chains of the calls spanning 0-based ``line`` that pass keywords -> those keywords."""
     try:
@@ -63,7 +53,7 @@ def keyword_calls(target: str, line: int) -> dict[str, list[str]]:
         if not isinstance(node, ast.Call) or not node.keywords:
             continue
         if node.lineno - 1 <= line <= (node.end_lineno or node.lineno) - 1:
-            chain = _chain(node.func)
+            chain = dotted(node.func)
             if chain is not None:
                 words = found.setdefault(chain, [])
                 words += [k.arg for k in node.keywords if k.arg is not None and k.arg not in words]
@@ -158,7 +148,7 @@ def _subscripted_with(target: str, line: int, labels: set[str]) -> list[str]:
             continue
         keys = node.slice.elts if isinstance(node.slice, ast.List | ast.Tuple) else [node.slice]
         used = {k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-        chain = _chain(node.value)
+        chain = dotted(node.value)
         if used & labels and chain is not None and chain not in found:
             found.append(chain)
     return found
