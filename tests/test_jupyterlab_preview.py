@@ -150,6 +150,9 @@ def test_notebook7_tries_a_cell_in_the_sandbox(browser: Any, tmp_path: Path) -> 
         ui = Lab(page)
         page.goto(f"{proc.url}notebooks/preview7.ipynb?token={proc.token}", wait_until="domcontentloaded")
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=FIRST_RUN_S * 1000)
+        # the notebook's kernel is up once crane is attached to it: a cell run before that, while
+        # Notebook 7 still connects its session, may stay queued (seen once in CI: 240 s at "[*]")
+        ui.wait(lambda: "✓ attached" in ui.status().inner_text(), timeout=FIRST_RUN_S, what="crane attached")
         ui.start(0)
         ui.wait(lambda: ui.prompt(0) == "[1]:", timeout=FIRST_RUN_S, what="the first cell to finish")
         box = _try_from_context_menu(ui, 1)
