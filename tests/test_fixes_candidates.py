@@ -11,6 +11,19 @@ from crane_lsp.prediction import Fix, Prediction, Source
 CELL = "if True:\n    total = df['Region'].sum()\nshown = total"
 
 
+def observed(exception: str, line: int, message: str = "", raw_message: str = "") -> Prediction:
+    """A dry run's verdict: ``exception`` raised on 0-based ``line``, with its words."""
+    return Prediction(
+        crash=True,
+        certainty="observed",
+        exception=exception,
+        line=line,
+        message=message,
+        raw_message=raw_message,
+        source=Source(layer="dryrun"),
+    )
+
+
 def test_the_llms_prose_fix_becomes_an_edit_when_it_quotes_a_line() -> None:
     p = Prediction(
         crash=True,
@@ -51,14 +64,7 @@ def test_the_guard_names_what_does_less() -> None:
 
 
 def test_a_numeric_option_the_library_takes_as_text() -> None:
-    p = Prediction(
-        crash=True,
-        certainty="observed",
-        exception="ValueError",
-        line=0,
-        message="ValueError: 45 option for line not understood",
-        source=Source(layer="dryrun"),
-    )
+    p = observed("ValueError", 0, message="ValueError: 45 option for line not understood")
     (fix,) = candidates(p, "fig = sm.qqplot(x, line=45, fit=True)")
     assert fix.new_text == "fig = sm.qqplot(x, line='45', fit=True)" and fix.layer == "dryrun-facts"
 
@@ -66,14 +72,7 @@ def test_a_numeric_option_the_library_takes_as_text() -> None:
 def test_a_remove_is_made_tolerant_only_where_the_cell_drops_that_label_so() -> None:
     """``items.remove('x')`` failing is silenced only when the cell already drops 'x' only where it is
     still there: elsewhere the label may be a typo, and a tolerant remove would do less."""
-    p = Prediction(
-        crash=True,
-        certainty="observed",
-        exception="ValueError",
-        line=1,
-        raw_message="list.remove(x): x not in list",
-        source=Source(layer="dryrun"),
-    )
+    p = observed("ValueError", 1, raw_message="list.remove(x): x not in list")
     tolerant = "df.drop(columns='units', inplace=True, errors='ignore')\ncols.remove('units')"
     (fix,) = [f for f in candidates(p, tolerant) if "only where present" in f.title]
     assert fix.new_text == "if 'units' in cols: cols.remove('units')"
@@ -84,9 +83,7 @@ def test_a_remove_is_made_tolerant_only_where_the_cell_drops_that_label_so() -> 
 
 
 def test_keys_from_another_frame_needs_the_keys_to_come_from_elsewhere() -> None:
-    p = Prediction(
-        crash=True, certainty="observed", exception="KeyError", line=3, source=Source(layer="dryrun")
-    )
+    p = observed("KeyError", 3)
     cell = "keys = wide.columns\npart = narrow[narrow['c'] == 0]\nfor k in keys:\n    part[k].max()"
     titles = [f.title for f in candidates(p, cell)]
     assert "Take part from wide (the frame the keys come from)" in titles
@@ -95,14 +92,7 @@ def test_keys_from_another_frame_needs_the_keys_to_come_from_elsewhere() -> None
 
 
 def test_labels_per_tick_only_replaces_a_list_of_the_counted_length() -> None:
-    p = Prediction(
-        crash=True,
-        certainty="observed",
-        exception="ValueError",
-        line=1,
-        message="ValueError: 2 labels are given for 3 tick positions: one label per tick is needed",
-        source=Source(layer="dryrun"),
-    )
+    p = observed("ValueError", 1, message="ValueError: 2 labels are given for 3 tick positions: one per tick")
     cell = "d = Display(cm, display_labels=['a', 'b'])\nd.plot()"
     (fix,) = [f for f in candidates(p, cell) if f.title.startswith("Let the library")]
     assert (fix.start_line, fix.new_text) == (0, "d = Display(cm, display_labels=None)")

@@ -24,7 +24,7 @@ from crane_lsp.fixes.candidates import candidates
 from crane_lsp.fixes.chain import chained
 from crane_lsp.fixes.dependent import with_next_cell
 from crane_lsp.fixes.near import near_keyword, near_label
-from crane_lsp.fixes.verify import LIMIT_EXPLICIT, LIMIT_TYPING, verify_all
+from crane_lsp.fixes.verify import LIMIT_EXPLICIT, LIMIT_TYPING, observe, verify_all
 
 if TYPE_CHECKING:
     from crane_lsp.dryrun import DryRunner
@@ -53,7 +53,7 @@ async def offer_fixes(
     started = time.perf_counter()
     reference = prediction
     if prediction.source.layer == "checks" and prediction.fix is None:
-        reference = await _observed(runner, target, prediction, explicit)
+        reference = await observe(runner, target, prediction, explicit)
     # a keyword the callee lacks, whatever the error says (matplotlib's is an AttributeError): its
     # signature has the near one
     reference = await near_keyword(runner.link, target, reference)
@@ -66,7 +66,7 @@ async def offer_fixes(
     pair = None
     further = next((f for f in offered if f.verification and f.verification.outcome == "gets-further"), None)
     if further is not None and not any(f.verified() for f in offered):
-        pair = await chained(runner, target, reference, further, explicit, _observed)
+        pair = await chained(runner, target, reference, further, explicit)
         if pair is not None:
             offered.insert(0, pair)
     if later and offered and offered[0].verified():  # the next cell that reads what the target binds
@@ -106,26 +106,6 @@ def _refuted(fix: Fix) -> bool:
     if fix.layer != "llm":
         return v.outcome != "no-verdict"
     return v.outcome == "same-crash" or _reason(fix) in ("does less", "raises another error")
-
-
-async def _observed(runner: DryRunner, target: str, prediction: Prediction, explicit: bool) -> Prediction:
-    """A check's verdict speaks in the check's words; the families read Python's. One dry run of the
-    cell as it is gives them (and the line and exception the candidates are judged against)."""
-    from crane_lsp.analysis.parse import analyze
-    from crane_lsp.dryrun import screen
-
-    if runner.settings.dry_run == "safe" and not screen(analyze(target)).safe:
-        return prediction  # safe mode spares the fork to a cell the jail would only stop
-    try:
-        outcome = await runner.run_outcome(target, explicit)
-    except Exception:  # no dry run: the check's own words only
-        return prediction
-    if outcome.outcome != "raised" or outcome.line is None:
-        return prediction
-    raw = outcome.message or ""
-    return prediction.model_copy(
-        update={"exception": outcome.exception, "line": outcome.line - 1, "raw_message": raw}
-    )
 
 
 def _reason(fix: object) -> str:

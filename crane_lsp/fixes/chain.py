@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING
 
 from crane_lsp.fixes.candidates import candidates
 from crane_lsp.fixes.edit import apply
-from crane_lsp.fixes.verify import verify_all
+from crane_lsp.fixes.verify import observe, verify_all
 from crane_lsp.prediction import Fix, Verification
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from crane_lsp.dryrun import DryRunner
     from crane_lsp.prediction import Prediction
 
@@ -47,7 +45,6 @@ async def chained(
     reference: Prediction,
     first: Fix,
     explicit: bool,
-    observe: Callable[[DryRunner, str, Prediction, bool], Awaitable[Prediction]],
 ) -> Fix | None:
     """``first`` (it gets further) followed by a second repair of the crash it reaches, as one fix
     that runs clean in the jail; None when no second candidate does."""

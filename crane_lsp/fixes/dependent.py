@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from crane_lsp.analysis.origins import analyze_cached
 from crane_lsp.analysis.parse import analyze
 from crane_lsp.fixes.edit import apply
 from crane_lsp.prediction import Fix, Verification
@@ -33,13 +34,13 @@ class NextReader:
 def next_reader(target: str, later: Sequence[str]) -> NextReader | None:
     """The first of ``later`` (the cells below the target, in order) that reads a name the target
     binds; a cell magic (``%%time``) cannot be joined to another cell and ends the search."""
-    bound = {a.name for a in analyze(target).defines}
+    bound = {a.name for a in analyze_cached(target).defines}
     if not bound:
         return None
     for offset, cell in enumerate(later, start=1):
         if cell.lstrip().startswith("%%"):
             return None
-        read = sorted({use.name for use in analyze(cell).reads} & bound)
+        read = sorted({use.name for use in analyze_cached(cell).reads} & bound)  # once per cell text
         if read:
             return NextReader(offset, cell, tuple(read))
     return None

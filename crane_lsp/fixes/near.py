@@ -22,14 +22,14 @@ the verdicts whose words do not come from a crashed copy: a check's, re-observed
 from __future__ import annotations
 
 import ast
-import difflib
 import logging
 import re
 from typing import TYPE_CHECKING
 
-from crane_lsp.analysis.parse import analyze
+from crane_lsp.analysis.origins import analyze_cached
 from crane_lsp.analysis.values import dotted
 from crane_lsp.fixes.lines import near_labels
+from crane_lsp.kernel.agent.dryrun.failkeywords import _fkw_nearest
 from crane_lsp.snapshot import ProbeQuery
 
 if TYPE_CHECKING:
@@ -76,21 +76,9 @@ def parameter_names(summary: ObjectSummary | None) -> list[str]:
 
 
 def nearest(word: str, names: list[str]) -> str | None:
-    """The closest of ``names`` to ``word``; among equally close ones, the one sharing the longest
-    beginning with it (``cs`` -> ``c``, not ``s``), as the crashed copy chooses (failkeywords.py)."""
-    close = difflib.get_close_matches(word, names, n=3)
-    if not close:
-        return None
-    best = difflib.SequenceMatcher(None, word, close[0]).ratio()
-    ties = [n for n in close if difflib.SequenceMatcher(None, word, n).ratio() == best]
-    return max(ties, key=lambda n: _shared_beginning(word, n))
-
-
-def _shared_beginning(a: str, b: str) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
+    """The closest of ``names`` to ``word``, ties to the longer shared beginning (``cs`` -> ``c``): the
+    crashed copy's own rule (``failkeywords._fkw_nearest``, standard library only), so both agree."""
+    return _fkw_nearest(word, names)
 
 
 def _from_module(chain: str, imported: dict[str, str]) -> str:
@@ -112,7 +100,7 @@ async def near_keyword(link: KernelReader, target: str, prediction: Prediction) 
         return prediction
     # a root the cell itself imports (``import pandas as pd`` above the call) is read from the module
     # the kernel has loaded (``@pandas.read_csv``), as the checks read it; never imported for this
-    imported = analyze(target).imported_names()
+    imported = analyze_cached(target).imported_names()
     asked = {c: _from_module(c, imported) for c in calls}
     try:
         bare = [c for c in asked.values() if "." not in c]  # a name alone is summarised as a variable

@@ -125,3 +125,22 @@ async def verify_all(
     offered.sort(key=lambda f: order[f.verification.outcome if f.verification else ""])
     dropped = [f for f in done if f not in offered]
     return offered, dropped, time.perf_counter() - started
+
+
+async def observe(runner: DryRunner, target: str, prediction: Prediction, explicit: bool) -> Prediction:
+    """A check's verdict speaks in the check's words; the families read Python's. One dry run of the
+    cell as it is gives them (and the line and exception the candidates are judged against)."""
+    from crane_lsp.dryrun import screen
+
+    if runner.settings.dry_run == "safe" and not screen(analyze(target, max_lines=None)).safe:
+        return prediction  # safe mode spares the fork to a cell the jail would only stop
+    try:
+        outcome = await runner.run_outcome(target, explicit)
+    except Exception:  # no dry run: the check's own words only
+        return prediction
+    if outcome.outcome != "raised" or outcome.line is None:
+        return prediction
+    raw = outcome.message or ""
+    return prediction.model_copy(
+        update={"exception": outcome.exception, "line": outcome.line - 1, "raw_message": raw}
+    )

@@ -127,18 +127,29 @@ def _ff_fill(out, exc, payload, query, clock):
     if cell is not None:
         frame, line = cell
         out["line"] = line
-        source = payload.get("source") or ""
-        shell = _ff_shell()
-        if shell is not None:
-            source = shell.transform_cell(source)
-        if len(source) > _FF_MAX_SOURCE or clock.request_over():
+        if clock.request_over():
             return
-        tree = ast.parse(source)
-        code = frame.f_code  # a function defined in the cell itself: its own body is the scope
-        own = code.co_name != "<module>"
-        scope = _ff_function_node(tree, code.co_name, code.co_firstlineno) if own else tree
+        scope = _ff_cell_scope(frame, payload)
         if scope is not None:
             _ff_read_line(out, scope, frame, line, "line", query, clock)
+
+
+def _ff_cell_scope(frame, payload):
+    """The AST the cell's failing frame runs: the cell, or a function the cell itself defines (its
+    own body); None when the cell is too long to parse here."""
+    import ast
+
+    source = payload.get("source") or ""
+    shell = _ff_shell()
+    if shell is not None:
+        source = shell.transform_cell(source)
+    if len(source) > _FF_MAX_SOURCE:
+        return None
+    tree = ast.parse(source)
+    code = frame.f_code
+    if code.co_name == "<module>":
+        return tree
+    return _ff_function_node(tree, code.co_name, code.co_firstlineno)
 
 
 def _ff_function_node(tree, name, first_line):

@@ -18,11 +18,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # joined before this module in the kernel (probe_install.SOURCES)
     from crane_lsp.kernel.agent.dryrun.failfacts import (
-        _FF_MAX_SOURCE,
+        _ff_cell_scope,
         _ff_frames,
-        _ff_function_node,
         _ff_lookup,
-        _ff_shell,
         _ff_statement,
         _ff_text,
     )
@@ -85,7 +83,6 @@ def _fkw_params(frame, text):
 def _fkw_add(facts, exc, payload):
     """Add to the facts block (``failfacts._ff_collect``'s) the keywords of the calls on the cell's
     failing line that their callee does not name but names one close to. Never raises."""
-    import ast
 
     if facts is None or facts.get("deadline_hit"):
         return
@@ -94,16 +91,7 @@ def _fkw_add(facts, exc, payload):
         if cell is None:
             return
         frame, line = cell
-        source = payload.get("source") or ""
-        shell = _ff_shell()
-        if shell is not None:
-            source = shell.transform_cell(source)
-        if len(source) > _FF_MAX_SOURCE:
-            return
-        code = frame.f_code  # a function defined in the cell itself: its own body is the scope
-        tree = ast.parse(source)
-        own = code.co_name != "<module>"
-        scope = _ff_function_node(tree, code.co_name, code.co_firstlineno) if own else tree
+        scope = _ff_cell_scope(frame, payload)
         if scope is not None:
             _fkw_collect(facts, scope, frame, line)
     except Exception as exc_:  # a fact is a bonus: never lose the verdict to it
