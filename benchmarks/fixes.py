@@ -8,7 +8,10 @@ For every case under ``crane_lsp/data/junoreplay`` (or ``--cases DIR``):
 2. the top verified fix (runs-clean) is applied to the target and the edited cell is REALLY run in that
    kernel: it must not raise (a verified fix that crashes for real is a bug);
 3. a second fresh kernel replays ``fixed.ipynb`` and really runs its target: the human reference;
-4. the states are compared over the names either target binds: type, shape, columns, dtypes.
+4. the states are compared over the names the buggy target binds (the cell's contract: what later
+   cells can read): type, shape, columns, dtypes. A name only the human fix binds (a helper such as
+   ``labels = np.unique(...)``) is not part of that contract; the strict figure, over the names either
+   target binds, is printed beside it.
 
 Also reported: the cases where the human fix changed an earlier cell (crane's edit of the target can
 still be right), and the time from the verdict to the first verified fix (median, p95).
@@ -96,7 +99,9 @@ class Case:
     verify_s: float | None = None
     real_after_fix: str = ""  # exception the edited target really raised ("" = clean)
     earlier_changed: bool = False  # the human fix edited a cell before the target
-    agree: bool | None = None  # crane's fixed state == the human fixed state
+    agree: bool | None = None  # crane's fixed state == the human's, over the names the buggy cell binds
+    agree_strict: bool | None = None  # the same over the names either target binds
+    helpers: list[str] = field(default_factory=list)  # names only the human fix binds
     llm_fix: str = ""  # the LLM's edit, when it proposed one: its title
     llm_fix_dropped: str = ""  # why the verification rejected it ("" = offered, or none proposed)
     llm_answered: bool | None = None  # the LLM was asked (an observed crash) and answered in time
@@ -197,6 +202,8 @@ async def run_case(case_dir: Path, budget: float, llm: dict[str, Any] | None = N
         real = await link.execute(edited, timeout=120)
         row.real_after_fix = "" if real.ok else (real.ename or real.status)
         names = bound_names(source, reference)
+        contract = set(bound_names(source))
+        row.helpers = [n for n in names if n not in contract and n not in bound_names(edited)]
         mine = await state(link, names)
     finally:
         await link.close()
@@ -209,7 +216,8 @@ async def run_case(case_dir: Path, budget: float, llm: dict[str, Any] | None = N
     finally:
         await link.close()
     row.differences = compare(mine, theirs)
-    row.agree = not row.differences
+    row.agree_strict = not row.differences
+    row.agree = not [d for d in row.differences if d.split(":", 1)[0] not in row.helpers]
     return row
 
 
@@ -269,7 +277,11 @@ async def _walk(args: argparse.Namespace, llm: dict[str, Any] | None) -> int:
     print(f"with a verified fix: {len(verified)}/{len(crashes)}")
     print(f"with only a gets-further fix: {sum(1 for r in crashes if r.outcome == 'gets-further')}")
     print(f"verified fixes that raise when really run: {len(crashed_for_real)}")
-    print(f"verified fixes whose state agrees with the human fix's: {len(agree)}/{len(compared)}")
+    print(
+        f"verified fixes whose state agrees with the human fix's: {len(agree)}/{len(compared)} "
+        f"(over the names the buggy cell binds; over the names either binds: "
+        f"{sum(1 for r in compared if r.agree_strict)}/{len(compared)})"
+    )
     print(
         f"  of the disagreeing, the human fix changed an earlier cell: "
         f"{sum(1 for r in compared if not r.agree and r.earlier_changed)}"

@@ -139,6 +139,25 @@ CASES = {
         "Use 'activation'",
         "FamLayer(4, activation='relu')",
     ),
+    # plot() takes **kwargs and hands them to the Line2D it makes, whose set() rejects the word: the
+    # artist's setters name the property meant
+    "keyword-an-artist-takes": (
+        "fam_lines = plt.plot([1, 2], [3, 4], labels='a')",
+        "Use 'label'",
+        "plt.plot([1, 2], [3, 4], label='a')",
+    ),
+    # subplots() hands the word on to figure() and Figure: figure() names the parameter meant
+    "keyword-handed-on-through-kwargs": (
+        "fam_fig, fam_ax = plt.subplots(figsizes=(4, 3))",
+        "Use 'figsize'",
+        "plt.subplots(figsize=(4, 3))",
+    ),
+    # the callee is an item of a list (no static chain): the method's own frame holds the word
+    "keyword-of-a-subscripted-callee": (
+        "fam_fig, fam_axes = plt.subplots(1, 2)\nfam_bars = fam_axes[0].hist([1, 2, 2], bin=2)",
+        "Use 'bins'",
+        "fam_axes[0].hist([1, 2, 2], bins=2)",
+    ),
     # a loop's keys come from one frame, the frame it looks them up in was built from another
     "keys-from-another-frame": (
         "fam_keys = fam_wide.columns.values\n"
@@ -226,4 +245,31 @@ async def test_the_verdict_names_the_near_parameter_of_an_object_the_cell_builds
         ).prediction
     assert prediction.crash and prediction.line == 1, prediction
     said = "fam_gen2.flow() has no parameter 'target_sizes'; did you mean 'target_size'?"
+    assert said in prediction.message, prediction.message
+
+
+@pytest.mark.parametrize(
+    ("cell", "said"),
+    [
+        (
+            "fam_fig3, fam_axes3 = plt.subplots(1, 2)\nfam_bars3 = fam_axes3[0].hist([1, 2, 2], bin=2)",
+            "fam_axes3[0].hist() hands 'bin' on to Rectangle, which does not take it; did you mean 'bins'?",
+        ),
+        (
+            "fam_fig4 = plt.figure()\nfam_line4 = plt.plot([1, 2], colour='red')",
+            "plt.plot() hands 'colour' on to Line2D, which does not take it; did you mean 'color'?",
+        ),
+    ],
+)
+async def test_the_verdict_follows_a_keyword_handed_on_through_kwargs(
+    prepared: TestKernel, cell: str, said: str
+) -> None:
+    """The traceback records where the word went: the object that rejected it names, by its setters,
+    the property meant; no code of it runs to find out."""
+    settings = Settings(dry_run="on", dry_run_budget_s=10.0)
+    async with await KernelLink.connect(prepared.connection_file) as link:
+        prediction = (
+            await Pipeline(settings, link=link, dryrun=DryRunner(link, settings)).predict(cell)
+        ).prediction
+    assert prediction.crash and prediction.line == 1, prediction
     assert said in prediction.message, prediction.message

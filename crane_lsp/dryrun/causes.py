@@ -318,6 +318,11 @@ def _keyword_near(exc: str, msg: str, facts: FailFacts, privacy: bool) -> str | 
     a library may raise ValueError or AttributeError for it), with the callee's nearest parameter."""
     for kw in facts.keywords:
         if f"'{kw.keyword}'" in msg or f'"{kw.keyword}"' in msg:
+            if kw.via:
+                return (
+                    f"{kw.call}() hands '{kw.keyword}' on to {kw.via}, which does not take it; "
+                    f"did you mean '{kw.near}'?"
+                )
             return f"{kw.call}() has no parameter '{kw.keyword}'; did you mean '{kw.near}'?"
     return None
 

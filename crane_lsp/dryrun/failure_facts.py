@@ -59,7 +59,8 @@ class FailLoop(_Wire):
 class FailKeyword(_Wire):
     call: str  # ``gen.flow_from_directory``
     keyword: str  # the keyword its parameters lack
-    near: str  # the closest of its named parameters
+    near: str  # the closest of its named parameters (or of ``via``'s setter properties)
+    via: str | None = Field(default=None)  # the class that rejected a keyword the callee handed on
 
 
 class FailFacts(_Wire):

@@ -372,10 +372,14 @@ class FailLoopWire(TypedDict, total=False):
     positions: list[int]  # the loop value sits at several places of the iterable
 
 
-class FailKeywordWire(TypedDict):
+class _FailKeywordRequired(TypedDict):
     call: str  # the callee as the failing line names it: ``gen.flow_from_directory``
     keyword: str  # the keyword its parameters lack
-    near: str  # the closest of its named parameters
+    near: str  # the closest of its named parameters (or of ``via``'s setter properties)
+
+
+class FailKeywordWire(_FailKeywordRequired, total=False):
+    via: str  # the class that rejected a keyword the callee handed on (``Line2D``)
 
 
 class FailFactsWire(TypedDict, total=False):

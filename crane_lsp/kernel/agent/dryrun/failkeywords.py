@@ -10,9 +10,19 @@ stored attribute chain, looked up statically) gives its parameters by ``inspect.
 that runs no code of the object (functions, methods, compiled callables, classes of a plain
 metaclass); a keyword that is none of them but close to one is reported with the nearest name. The
 client's cause says "did you mean ...?" only where the error's own words name that keyword.
+
+A keyword the callee takes through ``**kwargs`` and hands on (``plt.subplots(figsizes=...)`` passes
+it to ``figure()`` and ``Figure``, whose ``set`` raises; ``sns.set(styles=...)`` to ``set_theme``) is
+judged along the path it took, which the traceback records: every frame whose ``**kwargs`` dict
+still holds the word names parameters the user may have meant (``figure``'s ``figsize``); the
+function the error names, where the innermost such frame holds it, names its own; and the object
+whose class the error names takes property keywords by its setters (``set_label`` makes ``label`` a
+keyword), which the class dictionaries list without running any of its code. The nearest of all
+those is reported, with ``via`` naming the function or class that rejected the word.
 """
 
 import difflib as _fkw_difflib
+import re as _fkw_re
 import types as _fkw_types
 from typing import TYPE_CHECKING
 
@@ -93,7 +103,7 @@ def _fkw_add(facts, exc, payload):
         frame, line = cell
         scope = _ff_cell_scope(frame, payload)
         if scope is not None:
-            _fkw_collect(facts, scope, frame, line)
+            _fkw_collect(facts, scope, frame, line, exc)
     except Exception as exc_:  # a fact is a bonus: never lose the verdict to it
         facts.setdefault("error", f"keywords: {type(exc_).__name__}")
 
@@ -118,9 +128,90 @@ def _fkw_nearest(word, names):
     return max((n for n in close if ratio(n) == best), key=shared)
 
 
-def _fkw_collect(out, scope, frame, line):
+def _fkw_type_attr(cls, name):
+    """``cls.__name__`` / ``cls.__mro__`` as ``type`` keeps them (a metaclass property never runs)."""
+    return type.__dict__[name].__get__(cls)
+
+
+def _fkw_traceback(exc):
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
+
+
+def _fkw_setters(cls):
+    """The property keywords ``cls``'s ``set`` takes by its setters: ``set_label`` -> ``label``."""
+    found = set()
+    for klass in _fkw_type_attr(cls, "__mro__"):
+        for attr in _fkw_type_attr(klass, "__dict__"):
+            if isinstance(attr, str) and attr.startswith("set_") and len(attr) > 4:
+                found.add(attr[4:])
+    return found
+
+
+def _fkw_handed_on(exc, word):
+    """``(names, rejecter)`` along the path keyword ``word`` took through ``**kwargs``, or None when the
+    error's words do not quote it: the named parameters of every traceback frame whose ``**kwargs``
+    holds the word (each took it because it names no such parameter, and the user may have meant one
+    it does name), the parameters of the function the error names where the innermost of those frames
+    holds it (``set_theme() got an unexpected keyword argument``), and the setter properties of the
+    innermost ``self`` whose class the error names (``Line2D.set() ...``); ``rejecter`` names that
+    function or class."""
+    message = str(exc)
+    if f"'{word}'" not in message and f'"{word}"' not in message:
+        return None
+    names: set[str] = set()
+    rejecter = None
+    holder = None
+    for frame in _fkw_traceback(exc):
+        code = frame.f_code
+        if not code.co_flags & 0x08:  # CO_VARKEYWORDS
+            continue
+        named = code.co_argcount + code.co_kwonlyargcount
+        varkw = code.co_varnames[named + (1 if code.co_flags & 0x04 else 0)]  # after *args
+        held = frame.f_locals.get(varkw)
+        if type(held) is dict and word in held:
+            names.update(n for n in code.co_varnames[:named] if n not in ("self", "cls"))
+            holder = frame
+    called = _fkw_re.search(r"([\w.]+)\(\) got an unexpected keyword argument", message)
+    if holder is not None and called:
+        value = holder.f_globals.get(called[1].rpartition(".")[2], _MISSING)
+        if value is not _MISSING and _fkw_signature_safe(value):
+            names.update(_fkw_signature_names(value))
+            rejecter = called[1]
+    for frame in reversed(_fkw_traceback(exc)):
+        owner = frame.f_locals.get("self", _MISSING)
+        if owner is _MISSING:
+            continue
+        name = _fkw_type_attr(type(owner), "__name__")
+        if name in message:
+            setters = _fkw_setters(type(owner))
+            if word in setters:
+                return None  # it takes that property: the error is about something else
+            if setters:
+                names |= setters
+                rejecter = rejecter or name
+            break
+    return names, rejecter
+
+
+def _fkw_signature_names(value):
+    import inspect
+
+    try:
+        params = inspect.signature(value).parameters.values()
+    except Exception:
+        return []
+    return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _fkw_collect(out, scope, frame, line, exc=None):
     """Add to ``out["keywords"]`` the keywords of the calls on ``line`` their callee does not name
-    but names one close to (``{"call", "keyword", "near"}``)."""
+    but names one close to (``{"call", "keyword", "near"}``), or that the object the callee handed
+    them to rejects by its setters (``via``)."""
     import ast
 
     stmt, _loops = _ff_statement(scope, line)
@@ -135,17 +226,28 @@ def _fkw_collect(out, scope, frame, line):
         if not node.lineno <= line <= (node.end_lineno or node.lineno):
             continue
         text = _ff_text(node.func)
-        if text is None or "[" in text:
-            continue
-        names = _fkw_params(frame, text)
-        if not names:
+        # a callee that is no plain chain (``axes[0].hist``) is not looked up here; the traceback
+        # may still tell what it takes (``_fkw_handed_on``)
+        names = _fkw_params(frame, text) or [] if text is not None and "[" not in text else []
+        text = text or ast.unparse(node.func)
+        if len(text) > 80:
             continue
         for keyword in node.keywords:
             word = keyword.arg
             if word is None or word in names:
                 continue
-            near = _fkw_nearest(word, names)
+            near = _fkw_nearest(word, names) if names else None
             if near is not None:
                 found.append({"call": text, "keyword": word, "near": near})
+                continue
+            handed = _fkw_handed_on(exc, word) if exc is not None else None
+            if handed is None:
+                continue
+            near = _fkw_nearest(word, sorted(handed[0] | set(names)))
+            if near is not None:
+                entry: FailKeywordWire = {"call": text, "keyword": word, "near": near}
+                if handed[1]:
+                    entry["via"] = handed[1]
+                found.append(entry)
     if found:
         out["keywords"] = found[:_FKW_MAX]
