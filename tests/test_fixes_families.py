@@ -152,6 +152,12 @@ CASES = {
         "Use 'figsize'",
         "plt.subplots(figsize=(4, 3))",
     ),
+    # set_params(**params) takes any word; scikit-learn's error lists the ones it takes
+    "keyword-the-library-lists": (
+        "fam_est = LinearRegression().set_params(fit_intercepts=False)",
+        "Use 'fit_intercept'",
+        "set_params(fit_intercept=False)",
+    ),
     # the callee is an item of a list (no static chain): the method's own frame holds the word
     "keyword-of-a-subscripted-callee": (
         "fam_fig, fam_axes = plt.subplots(1, 2)\nfam_bars = fam_axes[0].hist([1, 2, 2], bin=2)",

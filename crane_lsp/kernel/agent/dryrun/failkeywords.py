@@ -157,7 +157,8 @@ def _fkw_handed_on(exc, word):
     error's words do not quote it: the named parameters of every traceback frame whose ``**kwargs``
     holds the word (each took it because it names no such parameter, and the user may have meant one
     it does name), the parameters of the function the error names where the innermost of those frames
-    holds it (``set_theme() got an unexpected keyword argument``), and the setter properties of the
+    holds it (``set_theme() got an unexpected keyword argument``), the names the error's words list in
+    brackets (scikit-learn's ``Valid parameters are: ['alpha', ...]``), and the setter properties of the
     innermost ``self`` whose class the error names (``Line2D.set() ...``); ``rejecter`` names that
     function or class."""
     message = str(exc)
@@ -176,6 +177,9 @@ def _fkw_handed_on(exc, word):
         if type(held) is dict and word in held:
             names.update(n for n in code.co_varnames[:named] if n not in ("self", "cls"))
             holder = frame
+    if holder is not None:  # the library's words list what it takes: "Valid parameters are: ['a', ...]"
+        for listed in _fkw_re.findall(r"\[((?:'\w+',\s*)+'\w+')\]", message):
+            names.update(_fkw_re.findall(r"'(\w+)'", listed))
     called = _fkw_re.search(r"([\w.]+)\(\) got an unexpected keyword argument", message)
     if holder is not None and called:
         value = holder.f_globals.get(called[1].rpartition(".")[2], _MISSING)
