@@ -83,6 +83,38 @@ class DryRunner:
         """The sandbox's answer for ``source``; ``expect_bound``: names the run must leave bound (its
         ``unbound`` lists those it did not, when it completes: a fix's verification asks)."""
         budget = self.budget(explicit)
+        payload = self._payload(source, budget, explicit, expect_bound)
+        self.forget_prepared()  # a prepared child is used (or discarded) now: the next edit prepares again
+        raw = await self.link.call("dry_run", payload, timeout=budget + 10)
+        outcome = DryRunOutcome.model_validate(raw)
+        self.slow_cells.learn(source, budget, outcome.outcome, outcome.shortened)
+        log.debug(
+            "dry run: %s in %s s, prepared child: %s", outcome.outcome, outcome.round_trip_s, outcome.prepared
+        )
+        return outcome
+
+    async def run_many(
+        self, runs: Sequence[tuple[str, Sequence[str]]], explicit: bool = False, width: int = 3
+    ) -> list[DryRunOutcome]:
+        """Each ``(source, expect_bound)`` dry-run in its own cold fork, up to ``width`` at once (the
+        kernel lowers it to its idle CPUs and free memory: ``agent/dryrun/dryrun_many.py``); the
+        outcomes in the order asked. The prepared child is left for the next single dry run."""
+        budget = self.budget(explicit)
+        payloads = [self._payload(source, budget, explicit, bound) for source, bound in runs]
+        # one place may be all the kernel gives: then the runs take their budgets in turn
+        timeout = budget * max(1, len(runs)) + 10
+        raw = await self.link.call("dry_run_many", {"runs": payloads, "width": width}, timeout=timeout)
+        outcomes = [DryRunOutcome.model_validate(r) for r in raw.get("runs") or []]
+        if len(outcomes) != len(runs):
+            raise ValueError(f"the kernel answered {len(outcomes)} dry runs for {len(runs)}")
+        for (source, _), outcome in zip(runs, outcomes, strict=True):
+            self.slow_cells.learn(source, budget, outcome.outcome, outcome.shortened)
+        log.debug("dry runs side by side: %s at once", raw.get("width"))
+        return outcomes
+
+    def _payload(
+        self, source: str, budget: float, explicit: bool, expect_bound: Sequence[str]
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "source": source,
             "budget_s": budget,
@@ -97,14 +129,7 @@ class DryRunner:
             payload["shorten"].update(self.slow_cells.forecast(source, budget, ran))
         payload["privacy"] = self.settings.privacy  # the failing line's facts honour it
         payload.update(_standin())  # a shape-level run forced from here (agent/dryrun/standin.py)
-        self.forget_prepared()  # a prepared child is used (or discarded) now: the next edit prepares again
-        raw = await self.link.call("dry_run", payload, timeout=budget + 10)
-        outcome = DryRunOutcome.model_validate(raw)
-        self.slow_cells.learn(source, budget, outcome.outcome, outcome.shortened)
-        log.debug(
-            "dry run: %s in %s s, prepared child: %s", outcome.outcome, outcome.round_trip_s, outcome.prepared
-        )
-        return outcome
+        return payload
 
     async def dry_run(
         self,

@@ -44,7 +44,7 @@ async def offer_fixes(
 ) -> Prediction:
     """A copy of ``prediction`` with its verified fixes (``fixes``, ``fix``) and a note on the dropped.
     ``later``: the notebook's code cells below the target, in order (the first that reads what the
-    target binds is dry-run after the top verified fix: ``dependent.py``).
+    target binds is dry-run after each verified fix: ``dependent.py``).
 
     Without a dry run (none configured, ``dry_run`` off) nothing is verified: the prediction comes back
     as it was, its own fix (if any) unverified."""
@@ -69,8 +69,10 @@ async def offer_fixes(
         pair = await chained(runner, target, reference, further, explicit)
         if pair is not None:
             offered.insert(0, pair)
-    if later and offered and offered[0].verified():  # the next cell that reads what the target binds
-        offered[0] = await with_next_cell(runner, target, offered[0], later, explicit)
+    if later:  # the next cell that reads what the target binds, after each fix offered as verified
+        for i, fix in enumerate(offered):
+            if fix.verified():
+                offered[i] = await with_next_cell(runner, target, fix, later, explicit)
         offered.sort(key=lambda f: not f.verified())
     seconds = time.perf_counter() - started
     result = prediction.model_copy(deep=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from crane_lsp.analysis.parse import analyze
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 #: candidates dry-run per verdict while the user types (the server); ``check --fix`` tries more
 LIMIT_TYPING = 3
 LIMIT_EXPLICIT = 6
+#: candidates dry-run at once, each in its own fork (the kernel lowers it to the idle CPUs and the
+#: memory the copies may take: ``kernel/agent/dryrun/dryrun_many.py``)
+PARALLEL = 3
 
 
 def classify(outcome: DryRunOutcome, crash_line: int | None, crash_exception: str | None) -> Verification:
@@ -61,8 +65,19 @@ def classify(outcome: DryRunOutcome, crash_line: int | None, crash_exception: st
     return Verification(outcome="no-verdict", notes=[text])
 
 
-async def verify_one(runner: DryRunner, target: str, prediction: Prediction, fix: Fix, explicit: bool) -> Fix:
-    """``fix`` with its ``verification``: refused statically, or dry-run and classified."""
+@dataclass(frozen=True)
+class _Staged:
+    """A candidate that passed the static refusals, ready for its dry run."""
+
+    fix: Fix
+    edited: str
+    crash_line: int | None  # the original crash's line in the edited cell
+    checked: str  # what the guard checked (the notes say it)
+    expected: tuple[str, ...]  # names a completed run must leave bound
+
+
+def _stage(runner: DryRunner, target: str, prediction: Prediction, fix: Fix) -> _Staged | Fix:
+    """``fix`` refused statically (as a Fix with its verification), or staged for its dry run."""
     from crane_lsp.dryrun import screen
 
     edited = apply(target, fix)
@@ -79,22 +94,52 @@ async def verify_one(runner: DryRunner, target: str, prediction: Prediction, fix
         screened = screen(analyze(edited, max_lines=None))  # the screen sees every line
         if not screened.safe:
             return _with(fix, Verification(outcome="no-verdict", notes=[f"not dry-run ({screened.reason})"]))
-    expected = always_bound(
-        target
-    )  # a completed run of the fix must leave these bound, as the original would
-    try:
-        outcome = await runner.run_outcome(edited, explicit, expect_bound=expected)
-    except Exception as exc:  # a busy or dead kernel: no verdict on this candidate, say why
-        log.info("fix verification unavailable: %s", exc)
-        return _with(fix, Verification(outcome="no-verdict", notes=[f"dry run unavailable: {exc}"]))
-    verification = classify(outcome, crash_line, prediction.exception)
+    # a completed run of the fix must leave these bound, as the original would
+    return _Staged(fix, edited, crash_line, guard.checked, tuple(always_bound(target)))
+
+
+def _judged(staged: _Staged, outcome: DryRunOutcome, exception: str | None) -> Fix:
+    verification = classify(outcome, staged.crash_line, exception)
     if verification.outcome == "runs-clean" and outcome.unbound:
         unbound = ", ".join(outcome.unbound)
         verification = Verification(
             outcome="no-verdict", notes=[f"does less: the run left {unbound} unbound"]
         )
-    verification.notes.append(f"checked: {guard.checked}" + ("; bound after the run" if expected else ""))
-    return _with(fix, verification)
+    bound = "; bound after the run" if staged.expected else ""
+    verification.notes.append(f"checked: {staged.checked}{bound}")
+    return _with(staged.fix, verification)
+
+
+def _unavailable(staged: _Staged, exc: Exception) -> Fix:
+    log.info("fix verification unavailable: %s", exc)
+    return _with(staged.fix, Verification(outcome="no-verdict", notes=[f"dry run unavailable: {exc}"]))
+
+
+async def verify_one(runner: DryRunner, target: str, prediction: Prediction, fix: Fix, explicit: bool) -> Fix:
+    """``fix`` with its ``verification``: refused statically, or dry-run and classified."""
+    staged = _stage(runner, target, prediction, fix)
+    if isinstance(staged, Fix):
+        return staged
+    return (await _verify_batch(runner, prediction, [staged], explicit))[0]
+
+
+async def _verify_batch(
+    runner: DryRunner, prediction: Prediction, batch: list[_Staged], explicit: bool
+) -> list[Fix]:
+    """The staged candidates dry-run side by side (one kernel call, parallel forks); one alone
+    goes the single path (it may use the prepared child)."""
+    if len(batch) == 1:
+        only = batch[0]
+        try:
+            outcome = await runner.run_outcome(only.edited, explicit, expect_bound=only.expected)
+        except Exception as exc:  # a busy or dead kernel: no verdict on this candidate, say why
+            return [_unavailable(only, exc)]
+        return [_judged(only, outcome, prediction.exception)]
+    try:
+        outcomes = await runner.run_many([(s.edited, s.expected) for s in batch], explicit, width=PARALLEL)
+    except Exception as exc:  # a busy or dead kernel: no verdict on these candidates, say why
+        return [_unavailable(s, exc) for s in batch]
+    return [_judged(s, o, prediction.exception) for s, o in zip(batch, outcomes, strict=True)]
 
 
 def _with(fix: Fix, verification: Verification) -> Fix:
@@ -110,15 +155,23 @@ async def verify_all(
     limit: int,
     explicit: bool,
 ) -> tuple[list[Fix], list[Fix], float]:
-    """(offered, dropped, seconds): the first ``limit`` candidates verified in turn (one fork at a
-    time: the kernel's dry run is one child), offered runs-clean first, then gets-further. A
-    runs-clean fix ends the search early: the ranking put the smallest change first."""
+    """(offered, dropped, seconds): the first ``limit`` candidates verified, up to ``PARALLEL`` at
+    a time in parallel forks, offered runs-clean first, then gets-further, each in ranking order.
+    A batch with a runs-clean fix ends the search: the ranking put the smallest change first."""
     started = time.perf_counter()
     done: list[Fix] = []
-    for fix in fixes[:limit]:
-        checked = await verify_one(runner, target, prediction, fix, explicit)
-        done.append(checked)
-        if checked.verified():
+    waiting = list(fixes[:limit])
+    while waiting:
+        batch: list[_Staged] = []
+        while waiting and len(batch) < PARALLEL:
+            staged = _stage(runner, target, prediction, waiting.pop(0))
+            if isinstance(staged, Fix):
+                done.append(staged)  # refused before any dry run
+            else:
+                batch.append(staged)
+        if batch:
+            done.extend(await _verify_batch(runner, prediction, batch, explicit))
+        if any(f.verified() for f in done):
             break
     order = {"runs-clean": 0, "gets-further": 1}
     offered = [f for f in done if f.verification and f.verification.outcome in order]

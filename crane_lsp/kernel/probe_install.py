@@ -55,6 +55,7 @@ SOURCES = (
     "agent/shorten/shorten.py",
     "agent/dryrun/dryrun_warm.py",
     "agent/undo/undo_hold.py",
+    "agent/dryrun/dryrun_many.py",
     "agent/undo/undo_direct.py",
     "agent/undo/undo.py",
 )

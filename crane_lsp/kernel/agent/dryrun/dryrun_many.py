@@ -1,0 +1,93 @@
+"""Several dry runs at once, each in its own jailed fork: STANDARD LIBRARY ONLY, joined after
+``undo_hold.py`` (whose memory reading it shares).
+
+A fix's verification dry-runs a few edited versions of one cell from the same kernel state. One
+after another they cost the sum of their times; ``dry_run_many(payload_json)`` forks them side by
+side, each exactly as a cold ``dry_run`` (the same jail, budget, memory cap and shortened run for a
+slow cell), and answers when the last one has. How many run at once is the smallest of the asked
+``width`` (3), the CPUs the machine's load leaves idle (``jail_threads._jth_spare_cpus``: a fourth
+copy on two busy cores would only make each slower) and what memory allows: each copy may grow to
+``memory_mb`` above the kernel, so only as many as ``MemAvailable`` holds that many times over run
+together; the rest wait for a free place. With one place it is ``dry_run`` in turn.
+
+Each run has its own waiting thread (a bare ``_thread``, as the shortened run's helper: the forks
+happen there too); the kernel's own thread waits for all of them, so nothing of a dry run outlives
+the call. The prepared child is left for the next single dry run (it is one copy, for one cell).
+"""
+
+import _thread as _dm_thread
+import json as _dm_json
+import time as _dm_time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
+    from crane_lsp.kernel.agent.dryrun.dryrun import _DryRunResult, _sb_cold, _sb_compile, _sb_refusal
+    from crane_lsp.kernel.agent.guard import _JSONResult
+    from crane_lsp.kernel.agent.jail.jail_threads import _jth_spare_cpus
+    from crane_lsp.kernel.agent.shorten.shorten import _sh_begin
+    from crane_lsp.kernel.agent.undo.undo_hold import _uh_available_mb
+
+_DM_WIDTH = 3  # runs at once, at most
+
+
+def _dm_width(asked, runs, memory_mb):
+    """How many of ``runs`` dry runs may run at once (at least one)."""
+    width = max(1, min(int(asked), runs, _jth_spare_cpus()))
+    available = _uh_available_mb()
+    if available is not None and memory_mb > 0:
+        width = max(1, min(width, int(available // memory_mb)))
+    return width
+
+
+def _dm_one(payload):
+    """One cold dry run of ``payload``, as ``dry_run`` makes it without a prepared child."""
+    reason = _sb_refusal(payload.get("source", ""))
+    if reason:
+        return {"outcome": "unavailable", "message": reason, "prepared": False}
+    compiled = _sb_compile(payload)
+    if isinstance(compiled, dict):  # the cell cannot even start: no child is needed
+        return {**compiled, "prepared": False}
+    helper = _sh_begin(payload, compiled)  # a shortened run beside a slow one (shorten.py)
+    result = None
+    try:
+        result = _sb_cold(payload, _dm_time.perf_counter(), compiled)
+    finally:
+        if helper is not None:
+            result = helper.finish(result)
+    return dict(result._data) if isinstance(result, _DryRunResult) else result
+
+
+def dry_run_many(payload_json):
+    """``{"runs": [dry_run payload, ...], "width": 3}`` -> ``{"runs": [verdict, ...], "width": n}``:
+    each verdict as ``dry_run`` gives it, in the order asked."""
+    payload = _dm_json.loads(payload_json)
+    runs = list(payload.get("runs") or [])
+    memory_mb = max((float(r.get("memory_mb", 4096)) for r in runs), default=4096.0)
+    width = _dm_width(payload.get("width", _DM_WIDTH), len(runs), memory_mb)
+    results: list[Any] = [None] * len(runs)
+    queue = list(range(len(runs)))
+    queue_lock = _dm_thread.allocate_lock()
+    finished = []  # one lock per worker thread, released when it ends
+
+    def worker(done):
+        try:
+            while True:
+                with queue_lock:
+                    if not queue:
+                        return
+                    index = queue.pop(0)
+                try:
+                    results[index] = _dm_one(runs[index])
+                except Exception as exc:  # the jail failed for this run: the others stand
+                    results[index] = {"outcome": "unavailable", "message": f"the jail failed: {exc}"}
+        finally:
+            done.release()
+
+    for _ in range(width):
+        done = _dm_thread.allocate_lock()
+        done.acquire()
+        finished.append(done)
+        _dm_thread.start_new_thread(worker, (done,))
+    for done in finished:  # every run answered (each has its own budget) before this returns
+        done.acquire()
+    return _JSONResult({"runs": results, "width": width})
