@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -261,6 +261,16 @@ def _processes() -> Iterator[tuple[int, list[str]]]:
 def no_process_in_group(pgid: int) -> bool:
     """No process is left in the dry run's process group (no grandchild outlived it)."""
     return all(int(fields[2]) != pgid for _pid, fields in _processes())
+
+
+def settles(condition: Callable[[], bool], within_s: float = 3.0) -> bool:
+    """Whether ``condition()`` holds within ``within_s`` (a child's teardown is not instant)."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def children_of(pid: int) -> list[tuple[int, str]]:

@@ -8,11 +8,10 @@ gives the same verdicts in turn.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
-from jail_util import JailKernel, children_of, jail_kernels
+from jail_util import JailKernel, children_of, jail_kernels, settles
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +31,8 @@ def _verdicts(results: list[dict[str, object]]) -> list[tuple[object, object, ob
     return [(r["outcome"], r.get("exception"), r.get("line")) for r in results]
 
 
-def _no_children_left(jk: JailKernel, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while children_of(jk.pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+def _no_children_left(jk: JailKernel) -> bool:
+    return settles(lambda: not children_of(jk.pid), 5.0)
 
 
 def test_runs_side_by_side_give_each_its_own_verdict(jk: JailKernel) -> None:

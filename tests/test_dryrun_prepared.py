@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import start_test_kernel
-from jail_util import JailKernel, alive, children_of, jail_kernels
+from jail_util import JailKernel, alive, children_of, jail_kernels, settles
 
 from crane_lsp.kernel.probe_install import install_code
 
@@ -26,12 +26,7 @@ def jk() -> Iterator[JailKernel]:
 
 
 def _gone(pid: int, within_s: float = 3.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    return settles(lambda: not alive(pid), within_s)
 
 
 def test_a_prepared_child_serves_the_next_dry_run(jk: JailKernel) -> None:

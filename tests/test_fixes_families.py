@@ -238,25 +238,15 @@ async def test_the_next_cell_that_reads_what_the_fix_binds_runs_after_it(prepare
     assert "fam_sz_first" not in prepared.eval("sorted(globals())"), "the dry runs changed nothing"
 
 
-async def test_the_verdict_names_the_near_parameter_of_an_object_the_cell_builds(
-    prepared: TestKernel,
-) -> None:
-    """The crashed copy reads the callee's signature (no code of it runs): the squiggle's words say
-    which parameter was meant, before any fix is tried."""
-    cell = "fam_gen2 = FamGen()\nfam_flow2 = fam_gen2.flow('x', target_sizes=(4, 4))"
-    settings = Settings(dry_run="on", dry_run_budget_s=10.0)
-    async with await KernelLink.connect(prepared.connection_file) as link:
-        prediction = (
-            await Pipeline(settings, link=link, dryrun=DryRunner(link, settings)).predict(cell)
-        ).prediction
-    assert prediction.crash and prediction.line == 1, prediction
-    said = "fam_gen2.flow() has no parameter 'target_sizes'; did you mean 'target_size'?"
-    assert said in prediction.message, prediction.message
-
-
 @pytest.mark.parametrize(
     ("cell", "said"),
     [
+        # the callee is an object the same cell builds: the crashed copy reads its signature
+        (
+            "fam_gen2 = FamGen()\nfam_flow2 = fam_gen2.flow('x', target_sizes=(4, 4))",
+            "fam_gen2.flow() has no parameter 'target_sizes'; did you mean 'target_size'?",
+        ),
+        # handed on through **kwargs: the object that rejected the word names the property by its setters
         (
             "fam_fig3, fam_axes3 = plt.subplots(1, 2)\nfam_bars3 = fam_axes3[0].hist([1, 2, 2], bin=2)",
             "fam_axes3[0].hist() hands 'bin' on to Rectangle, which does not take it; did you mean 'bins'?",
@@ -267,11 +257,12 @@ async def test_the_verdict_names_the_near_parameter_of_an_object_the_cell_builds
         ),
     ],
 )
-async def test_the_verdict_follows_a_keyword_handed_on_through_kwargs(
+async def test_the_verdict_names_the_parameter_a_keyword_meant(
     prepared: TestKernel, cell: str, said: str
 ) -> None:
-    """The traceback records where the word went: the object that rejected it names, by its setters,
-    the property meant; no code of it runs to find out."""
+    """The crashed copy reads what the callee takes, and where a keyword was handed on, what the
+    object that rejected it takes (the traceback records the path); no code of either runs. The
+    squiggle's words say which was meant, before any fix is tried."""
     settings = Settings(dry_run="on", dry_run_budget_s=10.0)
     async with await KernelLink.connect(prepared.connection_file) as link:
         prediction = (

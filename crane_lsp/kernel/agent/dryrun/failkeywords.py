@@ -232,7 +232,8 @@ def _fkw_collect(out, scope, frame, line, exc=None):
         text = _ff_text(node.func)
         # a callee that is no plain chain (``axes[0].hist``) is not looked up here; the traceback
         # may still tell what it takes (``_fkw_handed_on``)
-        names = _fkw_params(frame, text) or [] if text is not None and "[" not in text else []
+        plain = text is not None and "[" not in text
+        names = (_fkw_params(frame, text) or []) if plain else []
         text = text or ast.unparse(node.func)
         if len(text) > 80:
             continue
