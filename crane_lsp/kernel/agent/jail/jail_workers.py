@@ -22,15 +22,25 @@ must stay one, so each library is given the single-process world it already know
 * **ProcessPoolExecutor** (``fork``): ``submit`` runs the call in a thread of the copy, the call and
   its outcome pickled as between processes; a pickling failure is the future's exception.
 
+The ``spawn`` and ``forkserver`` start methods (``forkserver`` is Python 3.14's default on Linux)
+start a fresh interpreter, whose ``__main__`` is the kernel's launcher: a function or class the
+notebook defined is pickled by reference to ``__main__`` and cannot be loaded there. The pools get
+the same threads, and a task that refers to the notebook's ``__main__`` meets what the real worker
+meets: it dies unpickling it, so a ``ProcessPoolExecutor`` breaks (``BrokenProcessPool``, as the
+real one raises) and a ``multiprocessing.Pool`` loses the task and waits for it forever (the dry
+run then runs out of time, as the real cell never ends). Functions of real modules run as with
+``fork``.
+
 What is not the same, and why it rarely matters for a crash: the workers share the copy's memory
 (a task that changes a global is seen by the cell afterwards; in the real run only the worker's
-copy changes), and joblib's tasks are not pickled (a task loky could not pickle runs here). Other
-start methods (``spawn``, ``forkserver``) start a fresh interpreter, which the copy cannot be:
-those pools still end the run (``blocked``). Each world given is listed in the verdict's notes.
+copy changes), and joblib's tasks are not pickled (a task loky could not pickle runs here). A bare
+``multiprocessing.Process`` still ends the run (``blocked``). Each world given is listed in the
+verdict's notes.
 """
 
 import contextlib as _jwk_contextlib
 import sys as _jwk_sys
+import types as _jwk_types
 
 _JWK_PREFIX = "worker processes kept in the copy (a single-process world): "
 _jwk_notes: list = []  # what this child gave, in order (read after the cell: ``_jwk_report``)
@@ -47,11 +57,33 @@ def _jwk_report(result):
         result.setdefault("notes", []).append(_JWK_PREFIX + "; ".join(_jwk_notes[:8]))
 
 
-def _jwk_round_trip(obj):
-    """``obj`` pickled and unpickled as ``multiprocessing`` sends it between processes."""
+def _jwk_round_trip(obj, fresh=False):
+    """``obj`` pickled and unpickled as ``multiprocessing`` sends it between processes. ``fresh``:
+    the receiver is a fresh interpreter (``spawn``, ``forkserver``), where a function or class of
+    the notebook's ``__main__`` cannot be loaded: ``_JwkNotInFreshWorker`` names the first."""
     from multiprocessing.reduction import ForkingPickler
 
-    return ForkingPickler.loads(ForkingPickler.dumps(obj))
+    if not fresh:
+        return ForkingPickler.loads(ForkingPickler.dumps(obj))
+    import io
+
+    class Watching(ForkingPickler):
+        def reducer_override(self, value):
+            if isinstance(value, (type, _jwk_types.FunctionType)) and value.__module__ == "__main__":
+                raise _JwkNotInFreshWorker(value.__qualname__)
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Watching(buffer).dump(obj)
+    return ForkingPickler.loads(buffer.getvalue())
+
+
+class _JwkNotInFreshWorker(Exception):
+    """A task refers to a name of the notebook's ``__main__``: a fresh worker cannot load it."""
+
+
+def _jwk_fresh(ctx):
+    return getattr(ctx, "_name", None) in ("spawn", "forkserver")
 
 
 # joblib ------------------------------------------------------------------------------------
@@ -84,24 +116,33 @@ def _jwk_joblib(module):
 
 class _JwkPickledQueue:
     """A queue between a pool and its worker threads that pickles what it carries, as the pipe
-    to a worker process does (a failure is raised by ``put``, where the pool expects it)."""
+    to a worker process does (a failure is raised by ``put``, where the pool expects it). ``fresh``:
+    the tasks go to fresh interpreters; one that refers to the notebook's ``__main__`` is lost, as
+    the real worker dies unpickling it (and the pool waits for its result forever)."""
 
-    def __init__(self):
+    def __init__(self, fresh=False):
         import queue
 
         self._jwk_queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._jwk_fresh = fresh
 
     def put(self, obj, block=True, timeout=None):
-        self._jwk_queue.put(_jwk_round_trip(obj))
+        try:
+            self._jwk_queue.put(_jwk_round_trip(obj, self._jwk_fresh))
+        except _JwkNotInFreshWorker as exc:
+            _jwk_note(f"multiprocessing.Pool (spawn or forkserver) -> a task refers to {exc}, "
+                      "defined in the notebook, which a fresh worker cannot load: the task is lost "
+                      "and the pool waits for it, as the real one does")  # fmt: skip
 
     def get(self, block=True, timeout=None):
         return self._jwk_queue.get(block, timeout)
 
 
 def _jwk_threaded(ctx):
-    """Whether a pool of this context gets threads: only the ``fork`` start method, whose workers
-    would see the copy's modules and ``__main__`` as a thread does."""
-    return getattr(ctx, "_name", None) == "fork"
+    """Whether a pool of this context gets threads: the ``fork`` start method, whose workers would
+    see the copy's modules and ``__main__`` as a thread does, and ``spawn``/``forkserver``, whose
+    tasks are checked for what a fresh interpreter cannot load."""
+    return getattr(ctx, "_name", None) in ("fork", "spawn", "forkserver")
 
 
 def _jwk_pool(module):
@@ -124,7 +165,7 @@ def _jwk_pool(module):
     def setup_queues(self):
         if not _jwk_threaded(self._ctx):
             return original["_setup_queues"](self)
-        self._inqueue, self._outqueue = _JwkPickledQueue(), _JwkPickledQueue()
+        self._inqueue, self._outqueue = _JwkPickledQueue(_jwk_fresh(self._ctx)), _JwkPickledQueue()
         self._quick_put = self._inqueue.put
         self._quick_get = self._outqueue.get
         _jwk_note("multiprocessing.Pool -> its workers ran as threads of the copy, "
@@ -173,8 +214,12 @@ def _jwk_call(fn, args, kwargs):
     raise value
 
 
+#: ``concurrent.futures.process``'s own words for a worker that died with calls pending
+_JWK_BROKEN = "A process in the process pool was terminated abruptly while the future was running or pending."
+
+
 def _jwk_executor(module):
-    """``ProcessPoolExecutor.submit`` in threads of the copy, for the ``fork`` start method only."""
+    """``ProcessPoolExecutor.submit`` in threads of the copy (``fork``, ``spawn``, ``forkserver``)."""
     cls = module.ProcessPoolExecutor
     if getattr(cls, "_jwk_patched", False):
         return
@@ -195,10 +240,22 @@ def _jwk_executor(module):
                 threads = self._jwk_threads = ThreadPoolExecutor(self._max_workers, "crane-dryrun-worker")
                 _jwk_note(f"ProcessPoolExecutor -> its calls ran in threads of the copy ({self._max_workers} "
                           "asked), each call and outcome pickled as between processes")  # fmt: skip
+        fresh = _jwk_fresh(getattr(self, "_mp_context", None))
+        future = module._base.Future()
         try:
-            call = _jwk_round_trip((fn, args, kwargs))
+            if self.__dict__.get("_jwk_broken"):
+                raise _JwkNotInFreshWorker(self._jwk_broken)
+            call = _jwk_round_trip((fn, args, kwargs), fresh)
+        except _JwkNotInFreshWorker as exc:  # the real worker dies unpickling it: the pool breaks,
+            # and every future pending then fails (the calls are all submitted before a result)
+            if not self.__dict__.get("_jwk_broken"):
+                self._jwk_broken = str(exc)
+                _jwk_note(f"ProcessPoolExecutor (spawn or forkserver) -> a call refers to {exc}, defined "
+                          "in the notebook, which a fresh worker cannot load: the pool broke, as the "
+                          "real one does")  # fmt: skip
+            future.set_exception(module.BrokenProcessPool(_JWK_BROKEN))
+            return future
         except Exception as exc:  # as the queue's feeder: the future carries the pickling error
-            future = module._base.Future()
             future.set_exception(exc)
             return future
         return threads.submit(_jwk_call, *call)
@@ -214,9 +271,33 @@ def _jwk_executor(module):
     cls._jwk_patched = True
 
 
+# multiprocessing.resource_tracker ------------------------------------------------------------
+
+
+def _jwk_tracker(module):
+    """The ``spawn``/``forkserver`` contexts register each semaphore with a tracker process that
+    unlinks it if the program dies; in the copy the semaphores are the copy's own (the jail keeps
+    them there: ``jail_semaphores``) and die with it, so there is nothing to track and no tracker
+    process is started. The cell sees no difference: the tracker never answers anything."""
+
+    def ensure_running():
+        return None
+
+    def register(name, rtype):
+        return None
+
+    def unregister(name, rtype):
+        return None
+
+    for name, replacement in (("ensure_running", ensure_running), ("register", register),
+                              ("unregister", unregister)):  # fmt: skip
+        setattr(module, name, replacement)
+
+
 # installing ---------------------------------------------------------------------------------
 
 _JWK_WATCHED = {
+    "multiprocessing.resource_tracker": _jwk_tracker,
     "joblib._parallel_backends": _jwk_joblib,
     "multiprocessing.pool": _jwk_pool,
     "concurrent.futures.process": _jwk_executor,
