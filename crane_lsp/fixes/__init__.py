@@ -70,9 +70,7 @@ async def offer_fixes(
         if pair is not None:
             offered.insert(0, pair)
     if later:  # the next cell that reads what the target binds, after each fix offered as verified
-        for i, fix in enumerate(offered):
-            if fix.verified():
-                offered[i] = await with_next_cell(runner, target, fix, later, explicit)
+        offered = await with_next_cell(runner, target, offered, later, explicit)
         offered.sort(key=lambda f: not f.verified())
     seconds = time.perf_counter() - started
     result = prediction.model_copy(deep=True)

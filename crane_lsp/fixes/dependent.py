@@ -19,7 +19,7 @@ from crane_lsp.fixes.edit import apply
 from crane_lsp.prediction import Fix, Verification
 
 if TYPE_CHECKING:
-    from crane_lsp.dryrun import DryRunner
+    from crane_lsp.dryrun import DryRunner, DryRunOutcome
 
 
 @dataclass(frozen=True)
@@ -53,26 +53,48 @@ def _where(reader: NextReader) -> str:
 
 
 async def with_next_cell(
-    runner: DryRunner, target: str, fix: Fix, later: Sequence[str], explicit: bool
-) -> Fix:
-    """``fix`` (it runs clean) with the outcome of the next dependent cell run after it in its notes;
-    ``gets-further`` when that cell then raises."""
+    runner: DryRunner, target: str, fixes: Sequence[Fix], later: Sequence[str], explicit: bool
+) -> list[Fix]:
+    """``fixes`` (those verified run clean) each with the outcome of the next dependent cell run after
+    it in its notes; ``gets-further`` where that cell then raises. The joined runs go side by side
+    (``DryRunner.run_many``) when there are several."""
     reader = next_reader(target, later)
-    edited = apply(target, fix)
-    if reader is None or edited is None or fix.verification is None:
-        return fix
-    joined = edited + "\n" + reader.source
-    if runner.settings.dry_run == "safe":  # safe mode's static screen sees all that would run
-        from crane_lsp.dryrun import screen
+    if reader is None:
+        return list(fixes)
+    out = list(fixes)
+    runs: list[tuple[int, str, int]] = []  # (index in fixes, joined text, the fixed cell's lines)
+    for i, fix in enumerate(fixes):
+        edited = apply(target, fix)
+        if edited is None or fix.verification is None or not fix.verified():
+            continue
+        joined = edited + "\n" + reader.source
+        if runner.settings.dry_run == "safe":  # safe mode's static screen sees all that would run
+            from crane_lsp.dryrun import screen
 
-        screened = screen(analyze(joined, max_lines=None))
-        if not screened.safe:
-            return _noted(fix, f"{_where(reader)} not run after it ({screened.reason})")
+            screened = screen(analyze(joined, max_lines=None))
+            if not screened.safe:
+                out[i] = _noted(fix, f"{_where(reader)} not run after it ({screened.reason})")
+                continue
+        runs.append((i, joined, len(edited.split("\n"))))
+    if not runs:
+        return out
     try:
-        outcome = await runner.run_outcome(joined, explicit)
-    except Exception as exc:  # a busy or dead kernel: the fix stays as verified, the notes say why
-        return _noted(fix, f"{_where(reader)} not run after it: {exc}".splitlines()[0])
-    own_lines = len(edited.split("\n"))
+        if len(runs) == 1:
+            outcomes = [await runner.run_outcome(runs[0][1], explicit)]
+        else:
+            outcomes = await runner.run_many([(joined, ()) for _, joined, _ in runs], explicit)
+    except Exception as exc:  # a busy or dead kernel: the fixes stay as verified, the notes say why
+        for i, _, _ in runs:
+            out[i] = _noted(out[i], f"{_where(reader)} not run after it: {exc}".splitlines()[0])
+        return out
+    for (i, _, own_lines), outcome in zip(runs, outcomes, strict=True):
+        out[i] = _after(out[i], reader, outcome, own_lines)
+    return out
+
+
+def _after(fix: Fix, reader: NextReader, outcome: DryRunOutcome, own_lines: int) -> Fix:
+    """``fix`` with what the dependent cell did after it (``outcome`` of the joined run)."""
+    assert fix.verification is not None
     if outcome.outcome == "completed":
         return _noted(fix, f"{_where(reader)} also runs clean after it, in the same copy")
     if outcome.outcome == "raised" and outcome.line is not None and outcome.line > own_lines:
