@@ -1,7 +1,8 @@
 """Verification in the jail: each candidate applied to the cell and dry-run from the same kernel state.
 
-The same ``DryRunner`` as the verdict's (the prepared child when there is one, the shortened run for
-slow cells, the same budget and safe-mode screen). The outcome of the edited cell, against the
+The same ``DryRunner`` as the verdict's (the shortened run for slow cells, the same budget and
+safe-mode screen); up to ``PARALLEL`` candidates side by side in cold forks, a lone one through the
+prepared child when there is one. The outcome of the edited cell, against the
 original crash (its line and exception):
 
 - ``completed``                                   -> runs-clean (offered as verified);
