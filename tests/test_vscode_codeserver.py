@@ -290,8 +290,13 @@ class Workbench:
         menu = self.page.locator(".action-widget:visible")
 
         def opened() -> bool:
-            box = self.page.locator(".squiggly-error:visible").first.bounding_box()
-            assert box is not None
+            # a squiggle is briefly absent while the server publishes the cell again (with its
+            # verified fixes): asked again, not failed
+            squiggle = self.page.locator(".squiggly-error:visible")
+            box = squiggle.first.bounding_box() if squiggle.count() else None
+            if box is None:
+                time.sleep(0.2)
+                return False
             self.page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
             self.page.keyboard.press("Control+Period")
             deadline = time.monotonic() + 5
