@@ -136,13 +136,9 @@ async def state(link: Any, names: list[str]) -> dict[str, Any]:
     return {"error": result.ename or result.status}
 
 
-def compare(mine: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
-    out = []
-    for name in sorted(set(mine) | set(theirs)):
-        a, b = mine.get(name), theirs.get(name)
-        if a != b:
-            out.append(f"{name}: crane {a} vs human {b}")
-    return out
+def differing(mine: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    """The names whose summaries differ between the two states."""
+    return sorted(n for n in set(mine) | set(theirs) if mine.get(n) != theirs.get(n))
 
 
 async def run_case(case_dir: Path, budget: float, llm: dict[str, Any] | None = None) -> Case:
@@ -215,9 +211,10 @@ async def run_case(case_dir: Path, budget: float, llm: dict[str, Any] | None = N
         theirs = await state(link, names) if real.ok else {"error": real.ename}
     finally:
         await link.close()
-    row.differences = compare(mine, theirs)
-    row.agree_strict = not row.differences
-    row.agree = not [d for d in row.differences if d.split(":", 1)[0] not in row.helpers]
+    names_differing = differing(mine, theirs)
+    row.differences = [f"{n}: crane {mine.get(n)} vs human {theirs.get(n)}" for n in names_differing]
+    row.agree_strict = not names_differing
+    row.agree = all(n in row.helpers for n in names_differing)
     return row
 
 

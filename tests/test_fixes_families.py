@@ -270,3 +270,16 @@ async def test_the_verdict_names_the_parameter_a_keyword_meant(
         ).prediction
     assert prediction.crash and prediction.line == 1, prediction
     assert said in prediction.message, prediction.message
+
+
+async def test_a_method_named_set_something_is_no_property(prepared: TestKernel) -> None:
+    """``set_output(self, *, transform)`` is a method, not the setter of a property ``output``: a
+    keyword near it is not offered as one (scikit-learn's error lists the parameters it has)."""
+    cell = "fam_scaler2 = StandardScaler().set_params(outputs=1)"
+    settings = Settings(dry_run="on", dry_run_budget_s=10.0)
+    async with await KernelLink.connect(prepared.connection_file) as link:
+        prediction = (
+            await Pipeline(settings, link=link, dryrun=DryRunner(link, settings)).predict(cell)
+        ).prediction
+    assert prediction.crash and prediction.exception == "ValueError", prediction
+    assert "did you mean 'output'" not in prediction.message, prediction.message

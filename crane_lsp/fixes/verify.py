@@ -77,8 +77,12 @@ class _Staged:
     expected: tuple[str, ...]  # names a completed run must leave bound
 
 
-def _stage(runner: DryRunner, target: str, prediction: Prediction, fix: Fix) -> _Staged | Fix:
-    """``fix`` refused statically (as a Fix with its verification), or staged for its dry run."""
+def _stage(
+    runner: DryRunner, target: str, prediction: Prediction, fix: Fix, expected: tuple[str, ...]
+) -> _Staged | Fix:
+    """``fix`` refused statically (as a Fix with its verification), or staged for its dry run;
+    ``expected``: the names a completed run must leave bound, as the original would
+    (``guard.always_bound`` of the target, the same for every candidate)."""
     from crane_lsp.dryrun import screen
 
     edited = apply(target, fix)
@@ -95,8 +99,7 @@ def _stage(runner: DryRunner, target: str, prediction: Prediction, fix: Fix) -> 
         screened = screen(analyze(edited, max_lines=None))  # the screen sees every line
         if not screened.safe:
             return _with(fix, Verification(outcome="no-verdict", notes=[f"not dry-run ({screened.reason})"]))
-    # a completed run of the fix must leave these bound, as the original would
-    return _Staged(fix, edited, crash_line, guard.checked, tuple(always_bound(target)))
+    return _Staged(fix, edited, crash_line, guard.checked, expected)
 
 
 def _judged(staged: _Staged, outcome: DryRunOutcome, exception: str | None) -> Fix:
@@ -118,7 +121,7 @@ def _unavailable(staged: _Staged, exc: Exception) -> Fix:
 
 async def verify_one(runner: DryRunner, target: str, prediction: Prediction, fix: Fix, explicit: bool) -> Fix:
     """``fix`` with its ``verification``: refused statically, or dry-run and classified."""
-    staged = _stage(runner, target, prediction, fix)
+    staged = _stage(runner, target, prediction, fix, tuple(always_bound(target)))
     if isinstance(staged, Fix):
         return staged
     return (await _verify_batch(runner, prediction, [staged], explicit))[0]
@@ -162,10 +165,11 @@ async def verify_all(
     started = time.perf_counter()
     done: list[Fix] = []
     waiting = list(fixes[:limit])
+    expected = tuple(always_bound(target))
     while waiting:
         batch: list[_Staged] = []
         while waiting and len(batch) < PARALLEL:
-            staged = _stage(runner, target, prediction, waiting.pop(0))
+            staged = _stage(runner, target, prediction, waiting.pop(0), expected)
             if isinstance(staged, Fix):
                 done.append(staged)  # refused before any dry run
             else:

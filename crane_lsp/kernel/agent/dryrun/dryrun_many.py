@@ -17,14 +17,12 @@ the call. The prepared child is left for the next single dry run (it is one copy
 
 import _thread as _dm_thread
 import json as _dm_json
-import time as _dm_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
-    from crane_lsp.kernel.agent.dryrun.dryrun import _DryRunResult, _sb_cold, _sb_compile, _sb_refusal
+    from crane_lsp.kernel.agent.dryrun.dryrun_warm import _dw_run
     from crane_lsp.kernel.agent.guard import _JSONResult
     from crane_lsp.kernel.agent.jail.jail_threads import _jth_spare_cpus
-    from crane_lsp.kernel.agent.shorten.shorten import _sh_begin
     from crane_lsp.kernel.agent.undo.undo_hold import _uh_available_mb
 
 _DM_WIDTH = 3  # runs at once, at most
@@ -40,21 +38,9 @@ def _dm_width(asked, runs, memory_mb):
 
 
 def _dm_one(payload):
-    """One cold dry run of ``payload``, as ``dry_run`` makes it without a prepared child."""
-    reason = _sb_refusal(payload.get("source", ""))
-    if reason:
-        return {"outcome": "unavailable", "message": reason, "prepared": False}
-    compiled = _sb_compile(payload)
-    if isinstance(compiled, dict):  # the cell cannot even start: no child is needed
-        return {**compiled, "prepared": False}
-    helper = _sh_begin(payload, compiled)  # a shortened run beside a slow one (shorten.py)
-    result = None
-    try:
-        result = _sb_cold(payload, _dm_time.perf_counter(), compiled)
-    finally:
-        if helper is not None:
-            result = helper.finish(result)
-    return dict(result._data) if isinstance(result, _DryRunResult) else result
+    """One cold dry run of ``payload``, as ``dry_run`` makes it without the prepared child."""
+    result = _dw_run(payload, prepared=False)
+    return dict(result._data) if isinstance(result, _JSONResult) else result
 
 
 def dry_run_many(payload_json):

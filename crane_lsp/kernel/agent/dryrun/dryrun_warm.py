@@ -400,12 +400,19 @@ def _dw_use(child, payload, compiled, entered, started):
 def dry_run(payload_json):
     """Run ``payload['source']`` in a jailed fork of this kernel for at most ``budget_s`` seconds:
     in this kernel's prepared child when one is valid, else in a fresh fork."""
-    payload = _sb_json.loads(payload_json)
+    return _dw_run(_sb_json.loads(payload_json), prepared=True)
+
+
+def _dw_run(payload, prepared):
+    """One dry run of ``payload`` (``dry_run``'s, and each of ``dry_run_many``'s): refused, failing
+    to compile, or run with its shortened helper; through the prepared child only when ``prepared``
+    (side by side runs fork cold and leave it for the next single one)."""
     entered = _dw_time.monotonic()
     started = _dw_time.perf_counter()
     reason = _sb_refusal(payload.get("source", ""))
     if reason:
-        _dw_drop()
+        if prepared:
+            _dw_drop()
         return _DryRunResult({"outcome": "unavailable", "message": reason, "prepared": False})
     compiled = _sb_compile(payload)
     if isinstance(compiled, dict):  # the cell cannot even start: no child is needed (nor consumed)
@@ -413,7 +420,7 @@ def dry_run(payload_json):
     helper = _sh_begin(payload, compiled)  # a shortened run beside a slow one (shorten.py)
     result = None
     try:
-        child = _dw_take(_dw_key(payload))
+        child = _dw_take(_dw_key(payload)) if prepared else None
         if child is not None:
             result = _dw_use(child, payload, compiled, entered, started)
         if result is None:

@@ -82,12 +82,7 @@ def _fkw_params(frame, text):
             drop_self = not isinstance(owner, (type, _fkw_types.ModuleType))
     if value is _MISSING or not _fkw_signature_safe(value):
         return None
-    try:
-        sig = inspect.signature(value)
-    except Exception:
-        return None
-    params = list(sig.parameters.values())[1:] if drop_self else list(sig.parameters.values())
-    return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return _fkw_signature_names(value, drop_self)
 
 
 def _fkw_add(facts, exc, payload):
@@ -143,11 +138,18 @@ def _fkw_traceback(exc):
 
 
 def _fkw_setters(cls):
-    """The property keywords ``cls``'s ``set`` takes by its setters: ``set_label`` -> ``label``."""
+    """The property keywords ``cls``'s ``set`` takes by its setters: ``set_label`` -> ``label``. A
+    property setter is a plain function of one value (``set_label(self, s)``, or ``(self, *args)``
+    for an alias); ``set_params(self, **params)`` or ``set_output(self, *, transform)`` are not."""
     found = set()
     for klass in _fkw_type_attr(cls, "__mro__"):
-        for attr in _fkw_type_attr(klass, "__dict__"):
-            if isinstance(attr, str) and attr.startswith("set_") and len(attr) > 4:
+        for attr, value in _fkw_type_attr(klass, "__dict__").items():
+            if not (isinstance(attr, str) and attr.startswith("set_") and len(attr) > 4):
+                continue
+            code = getattr(value, "__code__", None) if type(value) is _fkw_types.FunctionType else None
+            if code is not None and (
+                code.co_argcount == 2 or (code.co_argcount == 1 and code.co_flags & 0x04)
+            ):
                 found.add(attr[4:])
     return found
 
@@ -167,7 +169,8 @@ def _fkw_handed_on(exc, word):
     names: set[str] = set()
     rejecter = None
     holder = None
-    for frame in _fkw_traceback(exc):
+    frames = _fkw_traceback(exc)
+    for frame in frames:
         code = frame.f_code
         if not code.co_flags & 0x08:  # CO_VARKEYWORDS
             continue
@@ -184,9 +187,9 @@ def _fkw_handed_on(exc, word):
     if holder is not None and called:
         value = holder.f_globals.get(called[1].rpartition(".")[2], _MISSING)
         if value is not _MISSING and _fkw_signature_safe(value):
-            names.update(_fkw_signature_names(value))
+            names.update(_fkw_signature_names(value) or ())
             rejecter = called[1]
-    for frame in reversed(_fkw_traceback(exc)):
+    for frame in reversed(frames):
         owner = frame.f_locals.get("self", _MISSING)
         if owner is _MISSING:
             continue
@@ -202,13 +205,16 @@ def _fkw_handed_on(exc, word):
     return names, rejecter
 
 
-def _fkw_signature_names(value):
+def _fkw_signature_names(value, drop_self=False):
+    """The named parameters of ``value`` (its signature judged safe to read), None when unreadable;
+    ``drop_self``: a method found on its class, not bound."""
     import inspect
 
     try:
-        params = inspect.signature(value).parameters.values()
+        params = list(inspect.signature(value).parameters.values())
     except Exception:
-        return []
+        return None
+    params = params[1:] if drop_self else params
     return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 

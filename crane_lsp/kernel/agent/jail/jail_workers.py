@@ -67,15 +67,28 @@ def _jwk_round_trip(obj, fresh=False):
         return ForkingPickler.loads(ForkingPickler.dumps(obj))
     import io
 
-    class Watching(ForkingPickler):
-        def reducer_override(self, value):
-            if isinstance(value, (type, _jwk_types.FunctionType)) and value.__module__ == "__main__":
-                raise _JwkNotInFreshWorker(value.__qualname__)
-            return NotImplemented
-
     buffer = io.BytesIO()
-    Watching(buffer).dump(obj)
+    _jwk_fresh_pickler()(buffer).dump(obj)
     return ForkingPickler.loads(buffer.getvalue())
+
+
+_jwk_fresh_pickler_cache: list = []
+
+
+def _jwk_fresh_pickler():
+    """``ForkingPickler`` that stops at the first function or class of ``__main__``, made once in
+    the copy (``multiprocessing.reduction`` is never imported into the kernel for it)."""
+    if not _jwk_fresh_pickler_cache:
+        from multiprocessing.reduction import ForkingPickler
+
+        class Watching(ForkingPickler):
+            def reducer_override(self, value):
+                if isinstance(value, (type, _jwk_types.FunctionType)) and value.__module__ == "__main__":
+                    raise _JwkNotInFreshWorker(value.__qualname__)
+                return NotImplemented
+
+        _jwk_fresh_pickler_cache.append(Watching)
+    return _jwk_fresh_pickler_cache[0]
 
 
 class _JwkNotInFreshWorker(Exception):
