@@ -11,6 +11,7 @@ state is unchanged by the dry runs.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -173,4 +174,49 @@ def test_a_cuda_kernel_makes_no_cuda_call(jk: JailKernel) -> None:
     assert asks["outcome"] == "no_verdict" and "asks the GPU" in asks["message"], verdict(asks)
     assert asks["line"] == 2 and asks["standin"]["why"] == "cuda"
     assert verdict(waits)[:3] == ("raised", "RuntimeError", 3), verdict(waits)
-    assert waits["standin"] == {"why": "cuda", "names": [], "devices": []}
+    assert waits["standin"] == {"why": "cuda", "names": [], "devices": [], "how": ["meta"]}
+
+
+MAP_A_DEVICE = """
+import mmap as _mm, os as _os
+_dev_path = _dev_map = None
+for _name in sorted(_os.listdir("/sys/block")):
+    try:
+        _fd = _os.open("/dev/" + _name, _os.O_RDONLY)
+    except OSError:
+        continue
+    try:
+        _dev_map, _dev_path = _mm.mmap(_fd, 4096, _mm.MAP_SHARED, _mm.PROT_READ), "/dev/" + _name
+        break
+    except OSError:
+        continue
+    finally:
+        _os.close(_fd)
+"""
+
+
+def test_a_cuda_kernel_s_device_mappings_are_fenced_not_refused(jk: JailKernel) -> None:
+    """A kernel mapping a device shared (a block device read-only, never read: the stand-in here for
+    the ``/dev/nvidia*`` mappings of a CUDA kernel): a plain dry run refuses; a CUDA kernel's
+    shape-level run fences the mapping off in the child (it makes no call into the device) and gives
+    its verdict, and the kernel's mapping stays."""
+    if os.geteuid() != 0 or not os.path.isdir("/sys/block"):
+        pytest.skip("needs root to map a block device")
+    jk.run(MAP_A_DEVICE)
+    device = jk.eval("_dev_path").strip("'")
+    try:
+        if device == "None":
+            pytest.skip("no block device could be mapped shared here")
+        plain = jk.dry_run("z = 1", budget_s=20.0)
+        jk.run("_saved_init = torch.cuda._initialized\ntorch.cuda._initialized = True")
+        try:
+            seen = jk.dry_run("h = model(xo)\nout = model(x_wide)", budget_s=20.0)
+        finally:
+            jk.run("torch.cuda._initialized = _saved_init\ndel _saved_init")
+        still = jk.eval("_dev_map is not None and not _dev_map.closed")
+    finally:
+        jk.run("if _dev_map is not None:\n    _dev_map.close()\ndel _dev_map, _dev_path, _mm, _os")
+    assert plain["outcome"] == "unavailable" and f"maps the device {device} shared" in plain["message"], plain
+    assert verdict(seen)[:3] == ("raised", "RuntimeError", 2), verdict(seen)
+    assert f"device mappings fenced off (a shape-level run): {device}" in seen["notes"], seen["notes"]
+    assert still == "True"

@@ -286,3 +286,34 @@ def test_openblas_keeps_the_kernels_count_and_starts_no_worker() -> None:
         return 0 if threads == 1 and product.shape == (600, 600) else 2
 
     assert _in_child(body) == 0
+
+
+def _maps_line_naming(region: mmap.mmap, path: str) -> bytes:
+    """The /proc/self/maps line of ``region`` as if a device file were mapped there (a GPU's
+    ``/dev/nvidia0`` cannot be had here; the fence acts on the address range the line gives)."""
+    start = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    return f"{start:x}-{start + len(region):x} rw-s 00000000 00:05 4242 {path}\n".encode()
+
+
+@pytest.mark.parametrize("fence", [False, True], ids=["refused", "fenced"])
+def test_a_device_mapping_is_refused_or_fenced_off(fence: bool) -> None:
+    """A shared device mapping cannot be made private: refused, or (a shape-level run, which makes
+    no call into the device) replaced by an inaccessible mapping, so that touching it kills only
+    the child and the parent's mapping keeps its content."""
+    region = mmap.mmap(-1, 8192)
+    region[:2] = b"ok"
+    line = _maps_line_naming(region, "/dev/nvidia0")
+
+    def body() -> int:
+        try:
+            jail_maps._jmp_privatise(line, fence_devices=fence)
+        except jail_maps._JmpRefused as exc:
+            return 3 if "maps the device /dev/nvidia0 shared" in str(exc) else 4
+        if jail_maps._JMP_FENCED[-1][2] != "/dev/nvidia0":
+            return 5
+        region[0]  # noqa: B018 - the fence: a fault here
+        return 6
+
+    assert _in_child(body) == (-signal.SIGSEGV if fence else 3)
+    assert region[:2] == b"ok"
+    region.close()

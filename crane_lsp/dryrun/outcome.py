@@ -100,11 +100,18 @@ class DryRunPrepared(BaseModel):
 
 
 def _shape_level(outcome: DryRunOutcome) -> str | None:
-    """``(tensors on cuda:0 stood in by their shapes)`` for a shape-level run, else None."""
+    """``(tensors on cuda:0 stood in by their shapes)`` for a shape-level run, else None. TensorFlow's
+    (``how``: ``keras``) runs no operation and traces Keras models on the data's shapes."""
     if not outcome.standin:
         return None
     devices = ", ".join(str(d) for d in outcome.standin.get("devices") or ()) or "no device"
-    return f"(tensors on {devices} stood in by their shapes)"
+    how = outcome.standin.get("how") or ["meta"]
+    words = []
+    if "meta" in how:
+        words.append(f"tensors on {devices} stood in by their shapes")
+    if "keras" in how:
+        words.append(f"TensorFlow on {devices} stood in: Keras traced on the data's shapes")
+    return f"({'; '.join(words)})"
 
 
 def _note(text: str) -> Prediction:

@@ -25,12 +25,20 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     from crane_lsp.kernel.agent.dryrun.failkeywords import _fkw_add
     from crane_lsp.kernel.agent.dryrun.preview import _pv_execute
     from crane_lsp.kernel.agent.dryrun.refusal import _frm_refusal
-    from crane_lsp.kernel.agent.dryrun.standin import _sti_begin, _sti_needed, _sti_note, _StiNoVerdict
+    from crane_lsp.kernel.agent.dryrun.standin import (
+        _sti_begin,
+        _sti_needed,
+        _sti_note,
+        _sti_wanted,
+        _StiNoVerdict,
+    )
+    from crane_lsp.kernel.agent.dryrun.standin_tf import _stf_begin, _stf_gpu, _stf_note
     from crane_lsp.kernel.agent.guard import _JSONResult, _SandboxBlocked
     from crane_lsp.kernel.agent.jail.jail_answers import _jan_errnos, _jan_listen, _jan_settle, _JanLog
     from crane_lsp.kernel.agent.jail.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
     from crane_lsp.kernel.agent.jail.jail_landlock import _jll_libc, _jll_restrict
     from crane_lsp.kernel.agent.jail.jail_maps import (
+        _JMP_FENCED,
         _jmp_libc,
         _jmp_privatise,
         _jmp_seen_own_work,
@@ -88,21 +96,6 @@ class _DryRunResult(_JSONResult):
 
     def __repr__(self):
         return _sb_json.dumps(self._data)
-
-
-def _sb_cuda_reason():
-    """Why a GPU in the kernel leaves no dry run: TensorFlow's only. torch's CUDA gets a shape-level
-    dry run, its tensors stood in on ``meta`` (standin.py)."""
-    tf_context = _sb_sys.modules.get("tensorflow.python.eager.context")
-    try:
-        ctx = getattr(tf_context, "_context", None)
-        if ctx is not None and getattr(ctx, "_context_handle", None) is not None:
-            config = _sb_sys.modules.get("tensorflow").config  # type: ignore[union-attr]
-            if config.list_logical_devices("GPU"):
-                return "a GPU is initialised in the kernel (TensorFlow); a forked copy cannot use it"
-    except Exception:
-        pass
-    return None
 
 
 def _sb_shell():
@@ -213,7 +206,10 @@ def _sb_confine(handover_fd, keep, timings, prepared=None):
     fds = _jfd_neutralise(keep | {handover_fd})
     notes.extend(fds.notes)
     t1 = clock()
-    _jmp_privatise()
+    _jmp_privatise(fence_devices=_sb_fences_devices())
+    if _JMP_FENCED:
+        paths = sorted({path for _start, _end, path in _JMP_FENCED})
+        notes.append("device mappings fenced off (a shape-level run): " + ", ".join(paths))
     t2 = clock()
     threads = _jth_single_thread()  # the library list was made before the fork (and is checked)
     t3 = clock()
@@ -484,17 +480,39 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
 
 
 def _sb_standin(namespace, code, payload, result, write_fd, started):
-    """Torch tensors stood in by their shapes before the cell (standin.py), or None; a stand-in
-    that fails answers ``unavailable`` (the cell would reach the GPU)."""
+    """Torch tensors stood in by their shapes (standin.py) and TensorFlow kept from running, Keras
+    traced on shapes (standin_tf.py), before the cell; None when neither is wanted. A stand-in that
+    fails answers ``unavailable`` (the cell would reach the GPU). Returns ``{"mode"}``: entered
+    around the cell."""
     try:
-        standin = _sti_begin(namespace, code, payload)
+        parts = [_sti_begin(namespace, code, payload), _stf_begin(namespace, code, payload)]
     except Exception as exc:
         result.update(outcome="unavailable", message=f"cannot stand tensors in: {type(exc).__name__}: {exc}")
         _sb_answer(write_fd, result, started, payload["_begun"])
-    if standin:
-        result["standin"] = {k: standin[k] for k in ("why", "names", "devices")}
-        result.setdefault("notes", []).append(_sti_note(standin))
-    return standin
+    torch_part, tf_part = parts
+    found = [part for part in parts if part]
+    if not found:
+        return None
+    result["standin"] = {
+        "why": found[0]["why"],
+        "names": sorted({name for part in found for name in part["names"]}),
+        "devices": sorted({device for part in found for device in part["devices"]}),
+        "how": [part.get("how", "meta") for part in found],
+    }
+    notes = result.setdefault("notes", [])
+    if torch_part:
+        notes.append(_sti_note(torch_part))
+    if tf_part:
+        notes.append(_stf_note(tf_part))
+    return {"mode": _sb_modes([part["mode"] for part in found])}
+
+
+@_sb_contextlib.contextmanager
+def _sb_modes(modes):
+    with _sb_contextlib.ExitStack() as stack:
+        for mode in modes:
+            stack.enter_context(mode)
+        yield
 
 
 def _sb_answer(write_fd, result, started, begun):
@@ -544,8 +562,15 @@ class _SbProc:
         _thread.start_new_thread(_sb_reap, (self.pid,))
 
 
-def _sb_died(status, kill_mode):
-    """The outcome of a child that ended without an answer, from its wait status."""
+def _sb_fences_devices():
+    """Whether a dry run of this kernel is a shape-level one whose child makes no call into a GPU
+    (torch's CUDA or TensorFlow's GPU initialised): its device mappings are then fenced, not refused."""
+    return _sti_wanted({}) == "cuda" or _stf_gpu()
+
+
+def _sb_died(status, kill_mode, fenced=False):
+    """The outcome of a child that ended without an answer, from its wait status. ``fenced``: the
+    child's device mappings were fenced off, so a memory fault may be the fence's, not the cell's."""
     import signal
 
     if status is None:
@@ -554,6 +579,9 @@ def _sb_died(status, kill_mode):
         sig = _sb_os.WTERMSIG(status)
         if sig == signal.SIGSYS and kill_mode:
             return {"outcome": "blocked", "message": "a forbidden system call (the child was killed)"}
+        if fenced and sig in (signal.SIGSEGV, signal.SIGBUS):
+            message = "the copy reached the GPU's memory, which a shape-level run fences off"
+            return {"outcome": "unavailable", "message": message}
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         return {"outcome": "exits", "message": f"the cell kills the kernel process ({name})"}
     code = _sb_os.WEXITSTATUS(status) if _sb_os.WIFEXITED(status) else None
@@ -636,7 +664,7 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, 
     if verdict:
         return _jan_settle(verdict, answered)
     if not complete:
-        return _jan_settle(_sb_died(status, kill_mode), answered)
+        return _jan_settle(_sb_died(status, kill_mode, _sb_fences_devices()), answered)
     try:
         return _jan_settle(_sb_json.loads(b"".join(chunks).decode()), answered)
     except ValueError:
@@ -695,7 +723,7 @@ def _sb_refusal(source=""):
     """Why no fork of this kernel may run ``source`` here (the same reasons for a prepared child)."""
     if not hasattr(_sb_os, "fork"):
         return "this platform has no fork()"
-    return _sb_cuda_reason() or _frm_refusal(source) or _jsc_check_platform()
+    return _frm_refusal(source) or _jsc_check_platform()
 
 
 def _sb_compile(payload):

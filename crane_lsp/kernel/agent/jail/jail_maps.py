@@ -9,7 +9,11 @@ at the same address, by a private one with the same content:
   copy up front, so a 1 GiB memmap costs nothing until the child writes);
 * anything else (memfd, SysV shm, anonymous shared): a private copy, moved into place by ``mremap``.
 
-A shared mapping of a device (a GPU, a frame buffer) cannot be privatised: the dry run refuses.
+A shared mapping of a device (a GPU, a frame buffer) cannot be privatised. Where the run is a shape-level
+one whose child makes no call into the GPU (standin.py, standin_tf.py: CUDA or TensorFlow's GPU in the
+kernel), such a mapping is fenced instead: replaced at its address by an inaccessible anonymous one, as
+if the child had ended (an exit unmaps it the same way), so nothing the child does can reach the device
+through it. Otherwise the dry run refuses.
 
 What the cell can notice: once it writes through such a file mapping, the file (and any other
 mapping of it) no longer shows what it wrote, as it would in a real run. So the child watches
@@ -43,6 +47,7 @@ _JMP_ENOENT = 2
 _JMP_PRIVATE_FILES: list = []
 _JMP_WATCHED_NAMES: set = set()  # their base names: the audit hook's cheap first test
 _JMP_OPENED: set = set()
+_JMP_FENCED: list = []  # in the child: the device mappings fenced off, (start, end, path)
 
 
 class _JmpRefused(Exception):
@@ -126,9 +131,11 @@ def _jmp_find_shared(libc):
     return mappings
 
 
-def _jmp_privatise(maps=None):
+def _jmp_privatise(maps=None, fence_devices=False):
     """Replace every shared mapping by a private one; return how many were replaced. ``maps``:
-    the text of /proc/self/maps, else the kernel is asked (PROCMAP_QUERY, or that text)."""
+    the text of /proc/self/maps, else the kernel is asked (PROCMAP_QUERY, or that text).
+    ``fence_devices``: a device's shared mapping is made inaccessible instead of refused (a
+    shape-level run, which makes no call into the device)."""
     libc = _jmp_libc()
     mappings = _jmp_shared(maps) if maps is not None else _jmp_find_shared(libc)
     if not mappings:
@@ -136,7 +143,10 @@ def _jmp_privatise(maps=None):
     for start, end, prot, offset, path in mappings:
         size = end - start
         if path.startswith("/dev/") and not path.startswith(("/dev/shm/", "/dev/zero")):
-            raise _JmpRefused(f"the kernel maps the device {path} shared")
+            if not fence_devices:
+                raise _JmpRefused(f"the kernel maps the device {path} shared")
+            _jmp_fence(libc, start, size, path)
+            continue
         if (
             path.startswith("/")
             and not path.endswith(" (deleted)")
@@ -204,6 +214,14 @@ def _jmp_remap_file(libc, start, size, prot, offset, path):
     if where != start:
         raise _JmpRefused(f"cannot map {path} privately: {_jmp_os.strerror(_jmp_ctypes.get_errno())}")
     return True
+
+
+def _jmp_fence(libc, start, size, path):
+    """The device mapping at ``start`` replaced by an inaccessible private one (``PROT_NONE``)."""
+    where = libc.mmap(start, size, 0, _JMP_MAP_PRIVATE | _JMP_MAP_ANONYMOUS | _JMP_MAP_FIXED, -1, 0)
+    if where != start:
+        raise _JmpRefused(f"cannot fence off the device mapping of {path}")
+    _JMP_FENCED.append((start, start + size, path))
 
 
 def _jmp_copy(libc, start, size, prot):

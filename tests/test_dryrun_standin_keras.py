@@ -1,0 +1,169 @@
+"""The shape-level dry run for TensorFlow and Keras (issue 36), forced on a CPU kernel
+(``kernel/agent/dryrun/standin_tf.py``), exactly as in a kernel whose TensorFlow uses a GPU: no
+TensorFlow operation runs in the copy, Keras models are traced on the data's shapes.
+
+Each crash class is a crash and its near miss; the truth is the same cell run for real on the CPU
+afterwards (same exception class). A cell that needs a tensor's values gets "no verdict", the client
+words it as a shape-level run, and the kernel's state is unchanged by the dry runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from jail_util import JailKernel, jail_kernels, verdict
+
+from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
+
+if importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None:
+    pytest.skip("tensorflow/keras is not installed", allow_module_level=True)
+
+SETUP = """
+import os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+import keras
+keras.utils.set_random_seed(0)
+L = keras.layers
+model = keras.Sequential([keras.Input((10,)), L.Dense(16, activation="relu"), L.Dense(3)])
+model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+onehot_model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(3, activation="softmax")])
+onehot_model.compile(optimizer="adam", loss="categorical_crossentropy")
+bare = keras.Sequential([keras.Input((10,)), keras.layers.Dense(3)])
+cnn = keras.Sequential([keras.Input((28, 28, 1)), L.Conv2D(4, 3), L.Flatten(), L.Dense(2)])
+X = np.random.rand(40, 10).astype("float32")
+X_wide = np.random.rand(40, 12).astype("float32")
+y = np.random.randint(0, 3, 40)
+y_short = y[:30]
+Y_onehot = np.eye(3)[y]
+frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(10)])
+images = np.random.rand(8, 1, 28, 28).astype("float32")  # channels first
+images_last = images.transpose(0, 2, 3, 1)
+ds = tf.data.Dataset.from_tensor_slices((X_wide, y)).batch(8)
+ds_ok = tf.data.Dataset.from_tensor_slices((X, y)).batch(8)
+t = tf.constant([1.0, 2.0])
+"""
+STATE = (
+    "(round(float(np.sum(model.layers[0].get_weights()[0])), 6), model.optimizer.iterations.numpy().item(),"
+    " sorted(k for k in globals() if not k.startswith('_')), get_ipython().execution_count)"
+)
+
+
+@pytest.fixture(scope="module")
+def jk() -> Iterator[JailKernel]:
+    for kernel in jail_kernels("root"):
+        kernel.run(SETUP)
+        yield kernel
+
+
+def _run(jk: JailKernel, cell: str) -> dict[str, Any]:
+    result = jk.dry_run(cell, budget_s=30.0, standin="force")
+    assert result.get("standin", {}).get("why") == "forced", result
+    assert "keras" in result["standin"]["how"], result["standin"]
+    return result
+
+
+def _real(jk: JailKernel, cell: str) -> tuple[str, str | None]:
+    """The cell run for real on fresh models (after a failed ``fit`` Keras' cached train function is
+    broken: "Creating variables on a non-first call")."""
+    jk.run(SETUP)
+    reply = jk.run(cell, allow_error=True)
+    return reply["status"], reply.get("ename")
+
+
+ONE = ", epochs=1, verbose=0)"
+CASES = [  # (crash, near miss, exception, line)
+    # an input of the wrong width: fit, predict, evaluate, a call on a batch, a frame
+    ("n = 1\nmodel.fit(X_wide, y" + ONE, "n = 1\nmodel.fit(X, y" + ONE, "ValueError", 2),
+    ("p = model.predict(X_wide, verbose=0)", "p = model.predict(X, verbose=0)", "ValueError", 1),
+    ("r = model.evaluate(X_wide, y, verbose=0)", "r = model.evaluate(X, y, verbose=0)", "ValueError", 1),
+    ("out = model(X_wide[:4])", "out = model(X[:4])", "ValueError", 1),
+    ("model.fit(frame.iloc[:, :8], y" + ONE, "model.fit(frame, y" + ONE, "ValueError", 1),
+    # labels of the wrong rank for the loss
+    ("model.fit(X, Y_onehot" + ONE, "model.fit(X, y" + ONE, "ValueError", 1),
+    ("onehot_model.fit(X, y" + ONE, "onehot_model.fit(X, Y_onehot" + ONE, "ValueError", 1),
+    # samples that do not match, a model never compiled, channels first for a channels-last model
+    ("model.fit(X, y_short" + ONE, "model.fit(X[:30], y_short" + ONE, "ValueError", 1),
+    ("bare.fit(X, y" + ONE, "bare.predict(X, verbose=0)", "ValueError", 1),
+    ("cnn.predict(images, verbose=0)", "cnn.predict(images_last, verbose=0)", "ValueError", 1),
+    # a dataset's element shapes, and validation data after the first epoch
+    ("model.fit(ds" + ONE, "model.fit(ds_ok" + ONE, "ValueError", 1),
+    (
+        "h = model.fit(X, y, validation_data=(X_wide, y)" + ONE,
+        "h = model.fit(X, y, validation_data=(X, y)" + ONE,
+        "ValueError",
+        1,
+    ),
+]
+IDS = ["fit-width", "predict", "evaluate", "call", "frame", "sparse-labels", "onehot-labels", "samples",
+       "compile", "channels", "dataset", "validation"]  # fmt: skip
+
+
+@pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=IDS)
+def test_crash_and_near_miss_as_on_the_cpu(
+    jk: JailKernel, crash: str, near: str, exception: str, line: int
+) -> None:
+    seen = _run(jk, crash)
+    assert verdict(seen)[:3] == ("raised", exception, line), verdict(seen)
+    assert any("Keras models traced" in n for n in seen["notes"]), seen["notes"]
+    clean = _run(jk, near)
+    assert clean["outcome"] == "completed", verdict(clean)
+    # the truth, on the CPU for real
+    assert _real(jk, crash) == ("error", exception)
+    assert _real(jk, near) == ("ok", None)
+
+
+@pytest.mark.parametrize(
+    ("cell", "words", "line"),
+    [
+        ("p = model.predict(X, verbose=0)\nbest = np.argmax(p, axis=1)", "`p`", 2),
+        ("z = t * 2", "needs TensorFlow to run", 1),
+        ("if t[0] > 0:\n    pass", "needs TensorFlow to run", 1),
+        ("print(t)", "`t`", 1),
+        ("h = model.fit(X, y, epochs=1, verbose=0)\nloss = h.history['loss'][-1]", "fit()", 2),
+        ("try:\n    v = t.numpy()\nexcept Exception:\n    v = None", "`t`", 2),
+    ],
+    ids=["predict-values", "eager-op", "truth", "print", "history", "swallowed"],
+)
+def test_a_cell_needing_values_gets_no_verdict(jk: JailKernel, cell: str, words: str, line: int) -> None:
+    seen = _run(jk, cell)
+    assert seen["outcome"] == "no_verdict", verdict(seen)
+    assert words in seen["message"] and seen["line"] == line, (seen["message"], seen["line"])
+
+
+def test_shapes_of_a_symbolic_result_can_be_read(jk: JailKernel) -> None:
+    """``predict``'s stand-in has the real number of samples and the model's output width."""
+    seen = _run(jk, "p = model.predict(X, verbose=0)\nassert p.shape == (40, 3), p.shape\nn = len(X)")
+    assert seen["outcome"] == "completed", verdict(seen)
+    wrong = _run(jk, "p = model.predict(X, verbose=0)\nassert p.shape == (40, 4)")
+    assert verdict(wrong)[:3] == ("raised", "AssertionError", 2), verdict(wrong)
+
+
+def test_client_words_it_as_a_shape_level_run(jk: JailKernel) -> None:
+    cell = "model.fit(X_wide, y, verbose=0)"
+    crash = outcome_to_prediction(DryRunOutcome(**_run(jk, cell)), cell)
+    assert crash.crash and crash.certainty == "observed" and crash.line == 0  # LSP lines count from 0
+    words = "shape-level dry run (TensorFlow on cpu stood in: Keras traced on the data's shapes)"
+    assert words in crash.diagnosis, crash.diagnosis
+    cell = "model.fit(X, y, verbose=0)"
+    clean = outcome_to_prediction(DryRunOutcome(**_run(jk, cell)), cell)
+    assert clean.crash is False and clean.verdict == "nothing-found"
+    assert "no shape error seen" in clean.message and "ran clean" not in clean.message
+
+
+def test_pandas_cell_in_a_tensorflow_kernel_runs_for_real(jk: JailKernel) -> None:
+    """A cell that touches no TensorFlow is an ordinary dry run, values and all."""
+    seen = _run(jk, "m = frame['f0'].mean()\nassert m > 0\ncol = frame['missing']")
+    assert verdict(seen)[:3] == ("raised", "KeyError", 3), verdict(seen)
+
+
+def test_kernel_state_unchanged(jk: JailKernel) -> None:
+    before = jk.eval(STATE)
+    for cell in ("model.fit(X, y, epochs=2, verbose=0)", "model.fit(X_wide, y)", "z = t * 2"):
+        _run(jk, cell)
+    assert jk.eval(STATE) == before
