@@ -244,21 +244,28 @@ def _stf_step(model, method, step, args, kwargs):
     if step != "predict":
         model._assert_compile_called(method)  # the real method's first check ("You must call compile()")
     x, y, sample_weight = _stf_unpack(x, y, sample_weight)
-    if _stf_arrays((x, y, sample_weight)):  # the samples of x, y and the weights must match
-        from keras.src.trainers.data_adapters import data_adapter_utils
-
-        data_adapter_utils.check_data_cardinality(tuple(v for v in (x, y, sample_weight) if v is not None))
+    _stf_check_samples(x, y, sample_weight)
     xs, ys, ws = _stf_specs((x, y, sample_weight), batch_none=method in ("fit", "evaluate", "predict"))
     out = _stf_trace(lambda a, k: _stf_one_step(model, step, *a), (xs, ys, ws), {})
     validation = given.get("validation_data") if method == "fit" else None
     if validation is not None:  # run after the first epoch: a crash there is the cell's too
         parts = tuple(validation) if isinstance(validation, (tuple, list)) else (validation,)
         vx, vy, vw = _stf_unpack(*(*parts, None, None)[:3])
+        _stf_check_samples(vx, vy, vw)
         vspecs = _stf_specs((vx, vy, vw), batch_none=True)
         _stf_trace(lambda a, k: _stf_one_step(model, "test", *a), vspecs, {})
     if step == "predict":
         return _stf_with_batch(out, _stf_samples(x))
     return _StfResult(f"the result of `{method}()`", method == "fit")
+
+
+def _stf_check_samples(x, y, sample_weight):
+    """Keras' own check that x, y and the weights hold as many samples (arrays only)."""
+    data = tuple(v for v in (x, y, sample_weight) if v is not None)
+    if _stf_arrays(data):
+        from keras.src.trainers.data_adapters import data_adapter_utils
+
+        data_adapter_utils.check_data_cardinality(data)
 
 
 def _stf_one_step(model, step, x, y, sample_weight):
