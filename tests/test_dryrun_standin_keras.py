@@ -167,3 +167,36 @@ def test_kernel_state_unchanged(jk: JailKernel) -> None:
     for cell in ("model.fit(X, y, epochs=2, verbose=0)", "model.fit(X_wide, y)", "z = t * 2"):
         _run(jk, cell)
     assert jk.eval(STATE) == before
+
+
+def test_a_generator_s_first_batch_gives_the_shapes(jk: JailKernel) -> None:
+    make = "batches = ((a[i : i + 8], y[i : i + 8]) for i in range(0, 40, 8))\n"
+    seen = _run(jk, "a = X_wide\n" + make + "model.fit(batches, epochs=1, verbose=0)")
+    assert verdict(seen)[:3] == ("raised", "ValueError", 3), verdict(seen)
+    near = _run(jk, "a = X\n" + make + "model.fit(batches, epochs=1, verbose=0)")
+    assert near["outcome"] == "completed", verdict(near)
+    assert _real(jk, "a = X_wide\n" + make + "model.fit(batches, epochs=1, verbose=0)") == (
+        "error",
+        "ValueError",
+    )
+    assert _real(jk, "a = X\n" + make + "model.fit(batches, epochs=1, verbose=0)") == ("ok", None)
+
+
+def test_a_tensorflow_gpu_kernel_takes_the_path_unforced(jk: JailKernel) -> None:
+    """Nothing forced: a GPU in TensorFlow's device list (the context's own list, as TensorFlow fills it
+    when it initialises a GPU) takes the path, worded for the GPU; nothing runs in the kernel meanwhile."""
+    jk.run(
+        "from tensorflow.python.eager import context as _ctx\n"
+        "_ctx._context._logical_devices.append(_ctx.LogicalDevice(name='/device:GPU:0', device_type='GPU'))"
+    )
+    try:
+        crash = jk.dry_run("model.fit(X_wide, y, verbose=0)", budget_s=30.0)
+        eager = jk.dry_run("z = t * 2", budget_s=30.0)
+    finally:
+        jk.run("_ctx._context._logical_devices.pop()\ndel _ctx")
+    assert crash["standin"]["why"] == "gpu" and crash["standin"]["devices"] == ["GPU:0"], crash["standin"]
+    assert verdict(crash)[:3] == ("raised", "ValueError", 1), verdict(crash)
+    assert any("TensorFlow uses a GPU" in n for n in crash["notes"]), crash["notes"]
+    assert (
+        eager["outcome"] == "no_verdict" and eager["message"] == "needs TensorFlow to run `Mul` (on the GPU)"
+    )
