@@ -34,6 +34,7 @@ model = keras.Sequential([keras.Input((10,)), L.Dense(16, activation="relu"), L.
 model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 onehot_model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(3, activation="softmax")])
 onehot_model.compile(optimizer="adam", loss="categorical_crossentropy")
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 bare = keras.Sequential([keras.Input((10,)), keras.layers.Dense(3)])
 cnn = keras.Sequential([keras.Input((28, 28, 1)), L.Conv2D(4, 3), L.Flatten(), L.Dense(2)])
 X = np.random.rand(40, 10).astype("float32")
@@ -77,6 +78,9 @@ def _real(jk: JailKernel, cell: str) -> tuple[str, str | None]:
 
 
 ONE = ", epochs=1, verbose=0)"
+TAPE = "with tf.GradientTape() as tape:\n    "
+LOGITS = "logits = model(X[:8], training=True)\n    "
+LOSS = "loss = loss_fn(y[:8], logits)"
 CASES = [  # (crash, near miss, exception, line)
     # an input of the wrong width: fit, predict, evaluate, a call on a batch, a frame
     ("n = 1\nmodel.fit(X_wide, y" + ONE, "n = 1\nmodel.fit(X, y" + ONE, "ValueError", 2),
@@ -91,6 +95,19 @@ CASES = [  # (crash, near miss, exception, line)
     ("model.fit(X, y_short" + ONE, "model.fit(X[:30], y_short" + ONE, "ValueError", 1),
     ("bare.fit(X, y" + ONE, "bare.predict(X, verbose=0)", "ValueError", 1),
     ("cnn.predict(images, verbose=0)", "cnn.predict(images_last, verbose=0)", "ValueError", 1),
+    # a training loop of its own: the call and the loss on a batch
+    (
+        TAPE + "logits = model(X_wide[:8], training=True)",
+        TAPE + "logits = model(X[:8], training=True)",
+        "ValueError",
+        2,
+    ),
+    (
+        TAPE + LOGITS + "loss = loss_fn(Y_onehot[:8], logits)",
+        TAPE + LOGITS + "loss = loss_fn(y[:8], logits)",
+        "ValueError",
+        3,
+    ),
     # a dataset's element shapes, and validation data after the first epoch
     ("model.fit(ds" + ONE, "model.fit(ds_ok" + ONE, "ValueError", 1),
     (
@@ -101,7 +118,7 @@ CASES = [  # (crash, near miss, exception, line)
     ),
 ]
 IDS = ["fit-width", "predict", "evaluate", "call", "frame", "sparse-labels", "onehot-labels", "samples",
-       "compile", "channels", "dataset", "validation"]  # fmt: skip
+       "compile", "channels", "tape-call", "tape-loss", "dataset", "validation"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=IDS)
@@ -127,8 +144,13 @@ def test_crash_and_near_miss_as_on_the_cpu(
         ("print(t)", "`t`", 1),
         ("h = model.fit(X, y, epochs=1, verbose=0)\nloss = h.history['loss'][-1]", "fit()", 2),
         ("try:\n    v = t.numpy()\nexcept Exception:\n    v = None", "`t`", 2),
+        (
+            TAPE + LOGITS + "loss = loss_fn(y[:8], logits)\ng = tape.gradient(loss, model.trainable_weights)",
+            "gradients",
+            4,
+        ),
     ],
-    ids=["predict-values", "eager-op", "truth", "print", "history", "swallowed"],
+    ids=["predict-values", "eager-op", "truth", "print", "history", "swallowed", "gradients"],
 )
 def test_a_cell_needing_values_gets_no_verdict(jk: JailKernel, cell: str, words: str, line: int) -> None:
     seen = _run(jk, cell)

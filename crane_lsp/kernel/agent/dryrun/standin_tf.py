@@ -108,6 +108,7 @@ def _stf_begin(namespace, code, payload):
     why = _stf_wanted(payload)
     if why is None:
         return None
+    _stf_state["why"] = why
     _stf_close_eager(why)
     keras = _stf_keras()
     names = []
@@ -210,20 +211,39 @@ def _stf_patch_keras(keras):
         if original is not None:
             setattr(model_cls, method, _stf_method(method, step))
     layer_cls = _stf_sys.modules["keras.src.layers.layer"].Layer
-    original_call = layer_cls.__call__
-
-    def call(self, *args, **kwargs):
-        if _stf_state.get("tracing") or not _stf_concrete((args, kwargs)):
-            return original_call(self, *args, **kwargs)
-        specs = _stf_specs((args, kwargs), batch_none=False)
-        out = _stf_trace(lambda a, k: original_call(self, *a, **k), *specs)
-        return out
-
-    layer_cls.__call__ = call
+    layer_cls.__call__ = _stf_traced_call(layer_cls.__call__, symbolic_too=False)
+    # a loss on a batch or on a symbolic result (it would convert its arguments with TensorFlow)
+    keras.losses.Loss.__call__ = _stf_traced_call(keras.losses.Loss.__call__, symbolic_too=True)
+    tape = getattr(_stf_sys.modules.get("tensorflow.python.eager.backprop"), "GradientTape", None)
+    if tape is not None:
+        tape.gradient = _stf_gradient_stop
     tensor_cls = keras.KerasTensor
     for name, words in _STF_SYMBOLIC_READS.items():
         template = f"needs the values of {{}} (a shape-level result): {words}"
         setattr(tensor_cls, name, _stf_value_stop(template))
+
+
+def _stf_gradient_stop(self, *args, **kwargs):
+    _stf_stop(f"needs TensorFlow to compute the gradients ({_stf_where(_stf_state.get('why'))})")
+
+
+def _stf_traced_call(original, symbolic_too):
+    """``original(self, ...)`` (a layer's or a loss's ``__call__``) traced on the shapes of the data
+    it gets (a batch; with ``symbolic_too``, a symbolic result as well); as it was otherwise."""
+
+    def call(self, *args, **kwargs):
+        tree = (args, kwargs)
+        if _stf_state.get("tracing") or not (_stf_concrete(tree) or (symbolic_too and _stf_symbolic(tree))):
+            return original(self, *args, **kwargs)
+        specs = _stf_specs(tree, batch_none=False)
+        return _stf_trace(lambda a, k: original(self, *a, **k), *specs)
+
+    return call
+
+
+def _stf_symbolic(tree):
+    keras = _stf_keras()
+    return keras is not None and any(isinstance(leaf, keras.KerasTensor) for leaf in _stf_leaves(tree))
 
 
 def _stf_method(method, step):
@@ -372,8 +392,8 @@ def _stf_specs(tree, batch_none):
     keras = _stf_keras()
 
     def one(value):
-        if value is None or isinstance(value, keras.KerasTensor):
-            return value
+        if value is None or isinstance(value, keras.KerasTensor) or not hasattr(value, "shape"):
+            return value  # not data: ``training=True``, a mask of None, a name
         shape, dtype = _stf_shape_dtype(value)
         if batch_none and shape:
             shape = (None, *shape[1:])
