@@ -5,12 +5,12 @@ Forced on this CPU machine (``CRANE_DRYRUN_STANDIN=force``: no TensorFlow operat
 Keras models are traced on the data's shapes, exactly as in a kernel whose TensorFlow uses a GPU).
 
 The corpus is not hand-picked crashes. ``BASE`` holds clean cells that hand data to a Keras model
-(``fit``, ``evaluate``, ``predict``, a call on a batch, validation data). Every data argument of every
-such call gets every shape mutation that applies to its number of axes (``MUTATIONS``: a feature
-fewer or more, the batch axis dropped, an axis added, the channel axis moved, samples cut, labels
-one-hot or back). Each base cell and each mutant is dry-run, then run for real on fresh models; the
-real run is the truth. A mutant that runs clean for real (Keras adjusts a rank by one, a loss
-broadcasts) is a false-alarm check like the base cells.
+(``fit``, ``evaluate``, ``predict``, a call on a batch, validation data, a training loop of its
+own). Every data argument of every such call gets every shape mutation that applies to its number of
+axes (``MUTATIONS``: a feature fewer or more, the batch axis dropped, an axis added, the channel
+axis moved, samples cut, labels one-hot or back). Each base cell and each mutant is dry-run, then
+run for real on fresh models; the real run is the truth. A mutant that runs clean for real (Keras
+adjusts a rank by one, a loss broadcasts) is a false-alarm check like the base cells.
 
 Prints one row per cell and the totals: crashes observed with the right exception and line, false
 alarms, no verdicts, and the crashes missed (a clean shape-level trace where the real run raised: a
@@ -47,6 +47,7 @@ SETUP = """
 import os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np
+import tensorflow as tf
 import keras
 keras.utils.set_random_seed(0)
 L = keras.layers
@@ -58,6 +59,7 @@ reg = keras.Sequential([keras.Input((10,)), L.Dense(8, activation="relu"), L.Den
 reg.compile(optimizer="sgd", loss="mse")
 cnn = keras.Sequential([keras.Input((16, 16, 3)), L.Conv2D(4, 3), L.GlobalAveragePooling2D(), L.Dense(2)])
 cnn.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 X = np.random.rand(48, 10).astype("float32")
 y = np.random.randint(0, 3, 48)
 Y_onehot = keras.utils.to_categorical(y, 3)
@@ -77,10 +79,12 @@ BASE = [
     "r = reg.evaluate(X, t, verbose=0)",
     "out = cnn(imgs[:2])",
     "h = model.fit(X, y, validation_data=(X_val, y_val), epochs=1, verbose=0)",
+    "with tf.GradientTape() as tape:\n    logits = model(X[:8], training=True)\n"
+    "    loss = loss_fn(y[:8], logits)",
 ]
-#: the methods that take data, and a call on a model itself
+#: the methods that take data, and the models and losses called on data themselves
 DATA_METHODS = {"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"}
-MODELS = {"model", "onehot_model", "reg", "cnn"}
+CALLED_ON_DATA = {"model", "onehot_model", "reg", "cnn", "loss_fn"}
 #: name -> (applies to this many axes, the mutated expression)
 MUTATIONS: dict[str, tuple[Callable[[int], bool], str]] = {
     "feature fewer": (lambda nd: nd >= 1, "{e}[..., :-1]"),
@@ -96,7 +100,7 @@ MUTATIONS: dict[str, tuple[Callable[[int], bool], str]] = {
 
 def data_arguments(source: str) -> Iterator[ast.expr]:
     """The expressions a cell hands to a model as data: a data method's positional arguments and its
-    ``validation_data``'s items, and the arguments of a call on a model."""
+    ``validation_data``'s items, and the arguments of a call on a model or a loss."""
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Call):
             continue
@@ -106,7 +110,7 @@ def data_arguments(source: str) -> Iterator[ast.expr]:
             for keyword in node.keywords:
                 if keyword.arg == "validation_data" and isinstance(keyword.value, ast.Tuple):
                     yield from keyword.value.elts
-        elif isinstance(func, ast.Name) and func.id in MODELS:
+        elif isinstance(func, ast.Name) and func.id in CALLED_ON_DATA:
             yield from node.args
 
 
