@@ -35,6 +35,8 @@ model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(
 onehot_model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(3, activation="softmax")])
 onehot_model.compile(optimizer="adam", loss="categorical_crossentropy")
 loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+lazy = keras.Sequential([L.Dense(8, activation="relu"), L.Dense(3)])  # built by its first batch
+lazy.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
 bare = keras.Sequential([keras.Input((10,)), keras.layers.Dense(3)])
 cnn = keras.Sequential([keras.Input((28, 28, 1)), L.Conv2D(4, 3), L.Flatten(), L.Dense(2)])
 X = np.random.rand(40, 10).astype("float32")
@@ -50,7 +52,8 @@ ds_ok = tf.data.Dataset.from_tensor_slices((X, y)).batch(8)
 t = tf.constant([1.0, 2.0])
 """
 STATE = (
-    "(round(float(np.sum(model.layers[0].get_weights()[0])), 6), model.optimizer.iterations.numpy().item(),"
+    "(lazy.built, round(float(np.sum(model.layers[0].get_weights()[0])), 6),"
+    " model.optimizer.iterations.numpy().item(),"
     " sorted(k for k in globals() if not k.startswith('_')), get_ipython().execution_count)"
 )
 
@@ -95,6 +98,8 @@ CASES = [  # (crash, near miss, exception, line)
     ("model.fit(X, y_short" + ONE, "model.fit(X[:30], y_short" + ONE, "ValueError", 1),
     ("bare.fit(X, y" + ONE, "bare.predict(X, verbose=0)", "ValueError", 1),
     ("cnn.predict(images, verbose=0)", "cnn.predict(images_last, verbose=0)", "ValueError", 1),
+    # a model built by its first batch (the labels of the wrong rank for its loss)
+    ("lazy.fit(X, Y_onehot" + ONE, "lazy.fit(X, y" + ONE, "ValueError", 1),
     # a training loop of its own: the call and the loss on a batch
     (
         TAPE + "logits = model(X_wide[:8], training=True)",
@@ -118,7 +123,7 @@ CASES = [  # (crash, near miss, exception, line)
     ),
 ]
 IDS = ["fit-width", "predict", "evaluate", "call", "frame", "sparse-labels", "onehot-labels", "samples",
-       "compile", "channels", "tape-call", "tape-loss", "dataset", "validation"]  # fmt: skip
+       "compile", "channels", "unbuilt", "tape-call", "tape-loss", "dataset", "validation"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=IDS)
@@ -186,7 +191,8 @@ def test_pandas_cell_in_a_tensorflow_kernel_runs_for_real(jk: JailKernel) -> Non
 
 def test_kernel_state_unchanged(jk: JailKernel) -> None:
     before = jk.eval(STATE)
-    for cell in ("model.fit(X, y, epochs=2, verbose=0)", "model.fit(X_wide, y)", "z = t * 2"):
+    cells = ("model.fit(X, y, epochs=2, verbose=0)", "model.fit(X_wide, y)", "z = t * 2", "lazy.fit(X, y)")
+    for cell in cells:
         _run(jk, cell)
     assert jk.eval(STATE) == before
 

@@ -18,8 +18,9 @@ So, in the child:
   test or prediction step of the model's own code on the data's shapes (the batch dimension ``None``,
   as the real step is traced); calling a model or a layer on a batch traces the call on that batch's
   shape. The result is symbolic: its shape is known, its values are not (reading them stops the run);
-- a model whose weights were never made (a ``Sequential`` without an input shape) would make them with
-  TensorFlow operations: the run stops there.
+- a model whose weights were never made (a ``Sequential`` without an input shape) is built by the trace
+  on its first batch's shape, as the real ``fit`` builds it; its new weights stay uninitialised in the
+  copy (reading one stops the run).
 
 Used where TensorFlow initialised a GPU in the kernel, or forced by ``CRANE_DRYRUN_STANDIN=force``
 (as for torch): then a CPU kernel's TensorFlow is treated exactly as a GPU's, which is how it is tested
@@ -297,12 +298,17 @@ def _stf_one_step(model, step, x, y, sample_weight):
 
 
 def _stf_trace(fn, args, kwargs):
-    """``fn`` on symbolic inputs in Keras' scratch graph; an eager operation reached inside stops."""
+    """``fn`` on symbolic inputs in Keras' scratch graph; an eager operation reached inside stops.
+    Inside an outer stateless scope that initialises nothing: a model built by the trace (its first
+    batch) keeps its new weights uninitialised, as Keras defers them in a trace, instead of having
+    them made by TensorFlow operations when the trace ends; reading one later stops the run."""
     from keras.src.backend import compute_output_spec
+    from keras.src.backend.common.stateless_scope import StatelessScope
 
     _stf_state["tracing"] = True
     try:
-        return compute_output_spec(fn, args, kwargs)
+        with StatelessScope(initialize_variables=False):
+            return compute_output_spec(fn, args, kwargs)
     except _StfEager as eager:
         what = (
             "the model's weights are not made yet (it is built on its first batch)"
