@@ -60,6 +60,8 @@ reg.compile(optimizer="sgd", loss="mse")
 cnn = keras.Sequential([keras.Input((16, 16, 3)), L.Conv2D(4, 3), L.GlobalAveragePooling2D(), L.Dense(2)])
 cnn.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
 loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+lazy = keras.Sequential([L.Dense(8, activation="relu"), L.Dense(3)])  # built by its first batch
+lazy.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
 X = np.random.rand(48, 10).astype("float32")
 y = np.random.randint(0, 3, 48)
 Y_onehot = keras.utils.to_categorical(y, 3)
@@ -79,12 +81,13 @@ BASE = [
     "r = reg.evaluate(X, t, verbose=0)",
     "out = cnn(imgs[:2])",
     "h = model.fit(X, y, validation_data=(X_val, y_val), epochs=1, verbose=0)",
+    "lazy.fit(X, y, epochs=1, verbose=0)",
     "with tf.GradientTape() as tape:\n    logits = model(X[:8], training=True)\n"
     "    loss = loss_fn(y[:8], logits)",
 ]
 #: the methods that take data, and the models and losses called on data themselves
 DATA_METHODS = {"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"}
-CALLED_ON_DATA = {"model", "onehot_model", "reg", "cnn", "loss_fn"}
+CALLED_ON_DATA = {"model", "onehot_model", "reg", "cnn", "lazy", "loss_fn"}
 #: name -> (applies to this many axes, the mutated expression)
 MUTATIONS: dict[str, tuple[Callable[[int], bool], str]] = {
     "feature fewer": (lambda nd: nd >= 1, "{e}[..., :-1]"),
