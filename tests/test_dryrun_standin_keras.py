@@ -165,7 +165,8 @@ def test_a_cell_needing_values_gets_no_verdict(jk: JailKernel, cell: str, words:
 
 def test_shapes_of_a_symbolic_result_can_be_read(jk: JailKernel) -> None:
     """``predict``'s stand-in has the real number of samples and the model's output width."""
-    seen = _run(jk, "p = model.predict(X, verbose=0)\nassert p.shape == (40, 3), p.shape\nn = len(X)")
+    cell = "p = model.predict(X, verbose=0)\nassert p.shape == (40, 3), p.shape\nassert len(p) == len(X)"
+    seen = _run(jk, cell)
     assert seen["outcome"] == "completed", verdict(seen)
     wrong = _run(jk, "p = model.predict(X, verbose=0)\nassert p.shape == (40, 4)")
     assert verdict(wrong)[:3] == ("raised", "AssertionError", 2), verdict(wrong)

@@ -51,7 +51,7 @@ _STF_VALUE_READS = {
 _STF_SYMBOLIC_READS = {
     "numpy": "`.numpy()`", "__array__": "an array of its values", "__bool__": "a Python truth value",
     "__tf_tensor__": "a TensorFlow operation", "__float__": "a Python number", "__int__": "a Python number",
-    "__index__": "a Python number", "__iter__": "iterating over it", "__len__": "its length",
+    "__index__": "a Python number", "__iter__": "iterating over it",
 }  # fmt: skip
 #: the operations on ``fit``'s or ``evaluate``'s result that read its values
 _STF_RESULT_READS = (
@@ -184,7 +184,7 @@ def _stf_value_stop(template):
 
 
 def _stf_name_of(value):
-    """```x``` for the cell's name bound to ``value``, else 'a tensor'."""
+    """The cell's name bound to ``value`` in backquotes, else 'a tensor'."""
     frame = _sti_line()
     if frame is not None:
         for name, bound in {**frame.f_globals, **frame.f_locals}.items():
@@ -211,7 +211,7 @@ def _stf_patch_keras(keras):
         original = getattr(model_cls, method, None)
         if original is not None:
             setattr(model_cls, method, _stf_method(method, step))
-    layer_cls = _stf_sys.modules["keras.src.layers.layer"].Layer
+    layer_cls = keras.layers.Layer
     layer_cls.__call__ = _stf_traced_call(layer_cls.__call__, symbolic_too=False)
     # a loss on a batch or on a symbolic result (it would convert its arguments with TensorFlow)
     keras.losses.Loss.__call__ = _stf_traced_call(keras.losses.Loss.__call__, symbolic_too=True)
@@ -222,6 +222,16 @@ def _stf_patch_keras(keras):
     for name, words in _STF_SYMBOLIC_READS.items():
         template = f"needs the values of {{}} (a shape-level result): {words}"
         setattr(tensor_cls, name, _stf_value_stop(template))
+    tensor_cls.__len__ = _stf_symbolic_len
+
+
+def _stf_symbolic_len(self):
+    """``len()`` of a symbolic result: its first dimension where the shape says it (``predict``'s
+    has the real number of samples), else the run stops."""
+    if self.shape and isinstance(self.shape[0], int):
+        return self.shape[0]
+    _stf_stop(f"needs the values of {_stf_name_of(self)} (a shape-level result): its length")
+    return 0
 
 
 def _stf_gradient_stop(self, *args, **kwargs):
