@@ -229,3 +229,33 @@ def test_a_tensorflow_gpu_kernel_takes_the_path_unforced(jk: JailKernel) -> None
     assert (
         eager["outcome"] == "no_verdict" and eager["message"] == "needs TensorFlow to run `Mul` (on the GPU)"
     )
+
+
+def test_through_the_pipeline_and_a_prepared_child(jk: JailKernel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's environment forces it (as for ``crane-lsp check`` and the server), through a child
+    prepared ahead; the verdict is the pipeline's, worded as a shape-level run."""
+    import asyncio
+
+    from crane_lsp.dryrun import DryRunner
+    from crane_lsp.kernel.link import KernelLink
+    from crane_lsp.pipeline import Pipeline
+    from crane_lsp.settings import Settings
+
+    monkeypatch.setenv("CRANE_DRYRUN_STANDIN", "force")
+
+    async def predict(cell: str) -> Any:
+        async with await KernelLink.connect(jk.kernel.connection_file) as link:
+            settings = Settings(dry_run="on", dry_run_budget_s=30.0, dry_run_shorten=False)
+            runner = DryRunner(link, settings)
+            prepared = await runner.prepare()
+            assert prepared is not None and prepared.outcome == "prepared", prepared
+            pipeline = Pipeline(settings, link=link, dryrun=runner)
+            return (await pipeline.predict(cell, layers={"dryrun"})).prediction
+
+    crash = asyncio.run(predict("h = model.predict(X, verbose=0)\nmodel.fit(X_wide, y, verbose=0)"))
+    assert crash.crash and crash.certainty == "observed" and crash.line == 1, crash
+    assert crash.exception == "ValueError"
+    assert any("Keras traced on the data's shapes" in n for n in crash.notes), crash.notes
+    stopped = asyncio.run(predict("z = t * 2"))
+    assert not stopped.crash and stopped.verdict == "no-verdict", stopped
+    assert "needs TensorFlow to run `Mul`" in stopped.message, stopped.message
