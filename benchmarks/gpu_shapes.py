@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,20 +175,33 @@ async def _cell(
     return verdict, truth, "real"
 
 
-async def run(budget: float, real_gpu: bool = False) -> list[Row]:
+def shape_level_settings(budget: float, real_gpu: bool) -> Settings:
+    """The dry run's settings for these benchmarks; forced on this CPU unless ``real_gpu``."""
     if not real_gpu:
         os.environ["CRANE_DRYRUN_STANDIN"] = "force"  # sent in the dry-run payloads (crane_lsp/dryrun.py)
-    setup_code = SETUP + (GPU_SETUP if real_gpu else "")
-    pairs = [p for p in PAIRS if not p[0].startswith("device")] + GPU_PAIRS if real_gpu else PAIRS
-    settings = Settings(
+    return Settings(
         dry_run="on", dry_run_budget_s=budget, dry_run_recheck_budget_s=budget, dry_run_shorten=False
     )
-    rows: list[Row] = []
+
+
+@contextlib.asynccontextmanager
+async def set_up_kernel(settings: Settings, setup_code: str) -> AsyncIterator[tuple[KernelLink, DryRunner]]:
+    """A fresh kernel with ``setup_code`` run in it, and its dry runner; closed at the end."""
     link = await KernelLink.start(REPO, quiet=True)
     try:
-        runner = DryRunner(link, settings)
         setup = await link.execute(setup_code, timeout=300)
         assert setup.ok, setup.evalue
+        yield link, DryRunner(link, settings)
+    finally:
+        await link.close()
+
+
+async def run(budget: float, real_gpu: bool = False) -> list[Row]:
+    settings = shape_level_settings(budget, real_gpu)
+    setup_code = SETUP + (GPU_SETUP if real_gpu else "")
+    pairs = [p for p in PAIRS if not p[0].startswith("device")] + GPU_PAIRS if real_gpu else PAIRS
+    rows: list[Row] = []
+    async with set_up_kernel(settings, setup_code) as (link, runner):
         for name, buggy, fixed, expected in pairs:
             for version, source, truth in (
                 ("buggy", buggy, expected),
@@ -195,8 +210,6 @@ async def run(budget: float, real_gpu: bool = False) -> list[Row]:
                 await link.execute(setup_code, timeout=120)  # the same state for each (real runs change it)
                 verdict, real, origin = await _cell(link, runner, source, truth)
                 rows.append(Row("pairs", f"{name} [{version}]", verdict, real, origin))
-    finally:
-        await link.close()
     if real_gpu:
         return rows
     link = await KernelLink.start(NOTEBOOK.parent, quiet=True)

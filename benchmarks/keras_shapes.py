@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,11 +35,7 @@ from pathlib import Path
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_shapes import Row, _cell, report
-
-from crane_lsp.dryrun import DryRunner
-from crane_lsp.kernel.link import KernelLink
-from crane_lsp.settings import Settings
+from gpu_shapes import Row, _cell, report, set_up_kernel, shape_level_settings
 
 REPO = Path(__file__).resolve().parents[1]
 SETUP = """
@@ -140,18 +135,10 @@ model.fit(X, y, epochs=1, verbose=0)
 
 
 async def run(budget: float, real_gpu: bool = False) -> list[Row]:
-    if not real_gpu:
-        os.environ["CRANE_DRYRUN_STANDIN"] = "force"  # sent in the dry-run payloads
+    settings = shape_level_settings(budget, real_gpu)
     setup_code = SETUP + (GPU_SETUP if real_gpu else "")
-    settings = Settings(
-        dry_run="on", dry_run_budget_s=budget, dry_run_recheck_budget_s=budget, dry_run_shorten=False
-    )
     rows: list[Row] = []
-    link = await KernelLink.start(REPO, quiet=True)
-    try:
-        runner = DryRunner(link, settings)
-        setup = await link.execute(setup_code, timeout=300)
-        assert setup.ok, setup.evalue
+    async with set_up_kernel(settings, setup_code) as (link, runner):
         texts = sorted(
             {
                 text
@@ -167,8 +154,6 @@ async def run(budget: float, real_gpu: bool = False) -> list[Row]:
                 await link.execute(setup_code, timeout=120)  # fresh models (a failed fit breaks Keras' step)
                 verdict, truth, origin = await _cell(link, runner, cell, None)
                 rows.append(Row(f"keras {index}", name, verdict, truth, origin))
-    finally:
-        await link.close()
     return rows
 
 

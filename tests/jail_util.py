@@ -314,3 +314,18 @@ def assert_nothing_left_since(before: set[str], settle_s: float = 10.0) -> None:
             return
         assert time.monotonic() < deadline, f"left on the machine: {sorted(new)}"
         time.sleep(0.1)
+
+
+def set_up_kernels(setup: str) -> Iterator[JailKernel]:
+    """A module-scoped kernel of the test's own user with ``setup`` run in it (a fixture's body)."""
+    for kernel in jail_kernels("root"):
+        kernel.run(setup)
+        yield kernel
+
+
+def forced_dry_run(jk: JailKernel, cell: str, budget_s: float) -> dict[str, Any]:
+    """A shape-level dry run forced from the payload (``CRANE_DRYRUN_STANDIN=force``), as the server and
+    ``crane-lsp check`` send it; it must say it ran forced."""
+    result = jk.dry_run(cell, budget_s=budget_s, standin="force")
+    assert result.get("standin", {}).get("why") == "forced", result
+    return result

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from jail_util import JailKernel, jail_kernels, verdict
+from jail_util import JailKernel, forced_dry_run, set_up_kernels, verdict
 
 from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
 from crane_lsp.kernel.link import KernelLink
@@ -48,15 +48,11 @@ STATE = (
 
 @pytest.fixture(scope="module")
 def jk() -> Iterator[JailKernel]:
-    for kernel in jail_kernels("root"):
-        kernel.run(SETUP)
-        yield kernel
+    yield from set_up_kernels(SETUP)
 
 
 def _run(jk: JailKernel, cell: str) -> dict[str, Any]:
-    result = jk.dry_run(cell, budget_s=20.0, standin="force")
-    assert result.get("standin", {}).get("why") == "forced", result
-    return result
+    return forced_dry_run(jk, cell, 20.0)
 
 
 def _real(jk: JailKernel, cell: str) -> tuple[str, str | None]:

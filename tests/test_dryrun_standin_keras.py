@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from jail_util import JailKernel, jail_kernels, verdict
+from jail_util import JailKernel, forced_dry_run, set_up_kernels, verdict
 
 from crane_lsp.dryrun import DryRunOutcome, outcome_to_prediction
 
@@ -60,14 +60,11 @@ STATE = (
 
 @pytest.fixture(scope="module")
 def jk() -> Iterator[JailKernel]:
-    for kernel in jail_kernels("root"):
-        kernel.run(SETUP)
-        yield kernel
+    yield from set_up_kernels(SETUP)
 
 
 def _run(jk: JailKernel, cell: str) -> dict[str, Any]:
-    result = jk.dry_run(cell, budget_s=30.0, standin="force")
-    assert result.get("standin", {}).get("why") == "forced", result
+    result = forced_dry_run(jk, cell, 30.0)
     assert "keras" in result["standin"]["how"], result["standin"]
     return result
 
