@@ -45,6 +45,8 @@ y = np.random.randint(0, 3, 40)
 y_short = y[:30]
 Y_onehot = np.eye(3)[y]
 frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(10)])
+frame_text = frame.assign(f9=["a", "b"] * 20)  # a text column among the features
+X_objects = X.astype(object)
 images = np.random.rand(8, 1, 28, 28).astype("float32")  # channels first
 images_last = images.transpose(0, 2, 3, 1)
 ds = tf.data.Dataset.from_tensor_slices((X_wide, y)).batch(8)
@@ -88,6 +90,9 @@ CASES = [  # (crash, near miss, exception, line)
     ("r = model.evaluate(X_wide, y, verbose=0)", "r = model.evaluate(X, y, verbose=0)", "ValueError", 1),
     ("out = model(X_wide[:4])", "out = model(X[:4])", "ValueError", 1),
     ("model.fit(frame.iloc[:, :8], y" + ONE, "model.fit(frame, y" + ONE, "ValueError", 1),
+    # data Keras cannot convert: a text column, an array of Python objects
+    ("model.fit(frame_text, y" + ONE, "model.fit(frame, y" + ONE, "ValueError", 1),
+    ("model.fit(X_objects, y" + ONE, "model.fit(X_objects.astype('float32'), y" + ONE, "ValueError", 1),
     # labels of the wrong rank for the loss
     ("model.fit(X, Y_onehot" + ONE, "model.fit(X, y" + ONE, "ValueError", 1),
     ("onehot_model.fit(X, y" + ONE, "onehot_model.fit(X, Y_onehot" + ONE, "ValueError", 1),
@@ -119,8 +124,8 @@ CASES = [  # (crash, near miss, exception, line)
         1,
     ),
 ]
-IDS = ["fit-width", "predict", "evaluate", "call", "frame", "sparse-labels", "onehot-labels", "samples",
-       "compile", "channels", "unbuilt", "tape-call", "tape-loss", "dataset", "validation"]  # fmt: skip
+IDS = ["fit-width", "predict", "evaluate", "call", "frame", "text-column", "objects", "sparse-labels",
+       "onehot-labels", "samples", "compile", "channels", "unbuilt", "tape-call", "tape-loss", "dataset", "validation"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=IDS)

@@ -276,18 +276,39 @@ def _stf_step(model, method, step, args, kwargs):
         model._assert_compile_called(method)  # the real method's first check ("You must call compile()")
     x, y, sample_weight = _stf_unpack(x, y, sample_weight)
     _stf_check_samples(x, y, sample_weight)
-    xs, ys, ws = _stf_specs((x, y, sample_weight), batch_none=method in ("fit", "evaluate", "predict"))
+    batched = method in ("fit", "evaluate", "predict")
+    if batched:  # Keras' own host-side conversion of arrays and frames: its dtype errors, its dtypes
+        x, y, sample_weight = _stf_host_data((x, y, sample_weight))
+    xs, ys, ws = _stf_specs((x, y, sample_weight), batch_none=batched)
     out = _stf_trace(lambda a, k: _stf_one_step(model, step, *a), (xs, ys, ws), {})
     validation = given.get("validation_data") if method == "fit" else None
     if validation is not None:  # run after the first epoch: a crash there is the cell's too
         parts = tuple(validation) if isinstance(validation, (tuple, list)) else (validation,)
         vx, vy, vw = _stf_unpack(*(*parts, None, None)[:3])
         _stf_check_samples(vx, vy, vw)
-        vspecs = _stf_specs((vx, vy, vw), batch_none=True)
+        vspecs = _stf_specs(_stf_host_data((vx, vy, vw)), batch_none=True)
         _stf_trace(lambda a, k: _stf_one_step(model, "test", *a), vspecs, {})
     if step == "predict":
         return _stf_with_batch(out, _stf_samples(x))
     return _StfResult(f"the result of `{method}()`", method == "fit")
+
+
+def _stf_host_data(tree):
+    """Arrays and frames as Keras' data adapter converts them on the host before any TensorFlow
+    operation (``array_slicing.convert_to_sliceable``: floats to ``floatx``, a frame cast whole, an
+    array of Python objects refused), so the run meets the same dtype errors and the same dtypes."""
+    from keras.src.trainers.data_adapters import array_slicing
+
+    def walk(node):
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if type(node) in (list, tuple):
+            return type(node)(walk(v) for v in node)
+        if type(node).__module__.split(".")[0] in ("numpy", "pandas") and hasattr(node, "shape"):
+            return array_slicing.convert_to_sliceable(node).array
+        return node
+
+    return walk(tree)
 
 
 def _stf_check_samples(x, y, sample_weight):
