@@ -125,7 +125,8 @@ CASES = [  # (crash, near miss, exception, line)
     ),
 ]
 IDS = ["fit-width", "predict", "evaluate", "call", "frame", "text-column", "objects", "sparse-labels",
-       "onehot-labels", "samples", "compile", "channels", "unbuilt", "tape-call", "tape-loss", "dataset", "validation"]  # fmt: skip
+       "onehot-labels", "samples", "compile", "channels", "unbuilt", "tape-call", "tape-loss", "dataset",
+       "validation"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=IDS)
