@@ -83,7 +83,7 @@ BASE = [
 #: the methods that take data, and the models and losses called on data themselves
 DATA_METHODS = {"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"}
 CALLED_ON_DATA = {"model", "onehot_model", "reg", "cnn", "lazy", "loss_fn"}
-#: name -> (applies to this many axes, the mutated expression)
+#: name -> (applies to this many axes, the mutated expression): shapes, then dtypes
 MUTATIONS: dict[str, tuple[Callable[[int], bool], str]] = {
     "feature fewer": (lambda nd: nd >= 1, "{e}[..., :-1]"),
     "feature more": (lambda nd: nd >= 1, "np.concatenate([{e}, {e}[..., :1]], axis=-1)"),
@@ -93,6 +93,8 @@ MUTATIONS: dict[str, tuple[Callable[[int], bool], str]] = {
     "samples cut": (lambda nd: nd >= 1, "{e}[:-5]"),
     "labels one-hot": (lambda nd: nd == 1, "keras.utils.to_categorical({e})"),
     "labels from one-hot": (lambda nd: nd == 2, "{e}.argmax(-1)"),
+    "dtype: Python objects": (lambda nd: nd >= 1, "{e}.astype(object)"),
+    "dtype: text": (lambda nd: nd >= 1, "{e}.astype(str)"),
 }
 
 

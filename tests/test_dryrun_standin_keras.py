@@ -157,8 +157,10 @@ def test_crash_and_near_miss_as_on_the_cpu(
             "gradients",
             4,
         ),
+        # labels as text: TensorFlow itself parses them (for real this runs), the copy cannot
+        (TAPE + LOGITS + "loss = loss_fn(y[:8].astype(str), logits)", "TensorFlow would convert", 3),
     ],
-    ids=["predict-values", "eager-op", "truth", "print", "history", "swallowed", "gradients"],
+    ids=["predict-values", "eager-op", "truth", "print", "history", "swallowed", "gradients", "text"],
 )
 def test_a_cell_needing_values_gets_no_verdict(jk: JailKernel, cell: str, words: str, line: int) -> None:
     seen = _run(jk, cell)

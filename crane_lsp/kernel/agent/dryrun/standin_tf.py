@@ -246,6 +246,10 @@ def _stf_traced_call(original, symbolic_too):
         tree = (args, kwargs)
         if _stf_state.get("tracing") or not (_stf_concrete(tree) or (symbolic_too and _stf_symbolic(tree))):
             return original(self, *args, **kwargs)
+        for leaf in _stf_leaves(tree):  # TensorFlow would convert these itself (strings it may parse)
+            kind = getattr(getattr(leaf, "dtype", None), "kind", "f")
+            if hasattr(leaf, "shape") and kind not in "biufc":
+                _stf_stop(f"no shape-level trace: TensorFlow would convert data of dtype {leaf.dtype}")
         specs = _stf_specs(tree, batch_none=False)
         return _stf_trace(lambda a, k: original(self, *a, **k), *specs)
 
