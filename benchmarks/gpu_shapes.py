@@ -9,8 +9,9 @@ by ``meta`` tensors, exactly as in a kernel that initialised CUDA). Two corpora,
   logits of the wrong rank, a dtype clash, a CPU tensor meeting a CUDA one), each dry-run, then run for
   real on the CPU. A device case's truth is the GPU's (``.to("cuda")`` fails differently on this CPU
   torch): it is marked ``truth: expected``;
-- ``torch_training``: every code cell of ``benchmarks/audit_notebooks/torch_training.ipynb`` in order,
-  dry-run, then run for real (the notebook's own crash, and its clean cells as the false-alarm check).
+- ``NOTEBOOKS``: every code cell of our notebooks that use torch (``benchmarks/audit_notebooks/
+  torch_training.ipynb``, ``examples/torch_classifier``) in order, dry-run, then run for real (the
+  notebooks' own crashes, and their clean cells as the false-alarm check).
 
 Prints one row per cell and the totals: crashes observed with the right exception and line, false
 alarms (a clean cell reported raised), no verdicts.
@@ -43,7 +44,11 @@ from crane_lsp.notebook import read_notebook
 from crane_lsp.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO / "benchmarks" / "audit_notebooks" / "torch_training.ipynb"
+#: every notebook of ours that uses torch: its cells in order, the real run the truth
+NOTEBOOKS = [
+    REPO / "benchmarks" / "audit_notebooks" / "torch_training.ipynb",
+    REPO / "examples" / "torch_classifier" / "classifier.ipynb",
+]
 SETUP = """
 import torch
 import torch.nn as nn
@@ -212,12 +217,20 @@ async def run(budget: float, real_gpu: bool = False) -> list[Row]:
                 rows.append(Row("pairs", f"{name} [{version}]", verdict, real, origin))
     if real_gpu:
         return rows
-    link = await KernelLink.start(NOTEBOOK.parent, quiet=True)
+    for notebook in NOTEBOOKS:
+        rows += await walk_notebook(notebook, settings)
+    return rows
+
+
+async def walk_notebook(notebook: Path, settings: Settings) -> list[Row]:
+    """Every code cell of ``notebook`` in order, in a fresh kernel in its folder: dry-run, then run."""
+    rows = []
+    link = await KernelLink.start(notebook.parent, quiet=True)
     try:
         runner = DryRunner(link, settings)
-        for index, cell in enumerate(read_notebook(NOTEBOOK).code_cells, 1):
+        for index, cell in enumerate(read_notebook(notebook).code_cells, 1):
             verdict, real, origin = await _cell(link, runner, cell.source, None)
-            rows.append(Row("torch_training", f"cell {index}", verdict, real, origin))
+            rows.append(Row(notebook.stem, f"cell {index}", verdict, real, origin))
     finally:
         await link.close()
     return rows

@@ -12,6 +12,9 @@ axis moved, samples cut, labels one-hot or back). Each base cell and each mutant
 run for real on fresh models; the real run is the truth. A mutant that runs clean for real (Keras
 adjusts a rank by one, a loss broadcasts) is a false-alarm check like the base cells.
 
+Then every code cell of ``examples/keras_images`` (a ``DirectoryIterator`` into ``fit``) in order,
+dry-run, then run for real.
+
 Prints one row per cell and the totals: crashes observed with the right exception and line, false
 alarms, no verdicts, and the crashes missed (a clean shape-level trace where the real run raised: a
 crash that only the values decide).
@@ -35,9 +38,11 @@ from pathlib import Path
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_shapes import Row, _cell, report, set_up_kernel, shape_level_settings
+from gpu_shapes import Row, _cell, report, set_up_kernel, shape_level_settings, walk_notebook
 
 REPO = Path(__file__).resolve().parents[1]
+#: our notebook that uses Keras: its cells in order, the real run the truth
+NOTEBOOK = REPO / "examples" / "keras_images" / "images.ipynb"
 SETUP = """
 import os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
@@ -156,6 +161,8 @@ async def run(budget: float, real_gpu: bool = False) -> list[Row]:
                 await link.execute(setup_code, timeout=120)  # fresh models (a failed fit breaks Keras' step)
                 verdict, truth, origin = await _cell(link, runner, cell, None)
                 rows.append(Row(f"keras {index}", name, verdict, truth, origin))
+    if not real_gpu:
+        rows += await walk_notebook(NOTEBOOK, settings)
     return rows
 
 

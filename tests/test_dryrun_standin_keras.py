@@ -81,6 +81,12 @@ def _real(jk: JailKernel, cell: str) -> tuple[str, str | None]:
 
 ONE = ", epochs=1, verbose=0)"
 TAPE = "with tf.GradientTape() as tape:\n    "
+BUILD = (
+    "m2 = keras.Sequential([keras.Input((10,)), L.Dense(4), L.Dense(3)])\n"
+    "m2.compile('adam', 'sparse_categorical_crossentropy')\n"
+)
+INPUTS = "a = keras.Input((4,))\n"
+CONCAT = "\nc = L.Concatenate()([a, b])"
 LOGITS = "logits = model(X[:8], training=True)\n    "
 LOSS = "loss = loss_fn(y[:8], logits)"
 CASES = [  # (crash, near miss, exception, line)
@@ -102,6 +108,10 @@ CASES = [  # (crash, near miss, exception, line)
     ("cnn.predict(images, verbose=0)", "cnn.predict(images_last, verbose=0)", "ValueError", 1),
     # a model built by its first batch (the labels of the wrong rank for its loss)
     ("lazy.fit(X, Y_onehot" + ONE, "lazy.fit(X, y" + ONE, "ValueError", 1),
+    # a model made, compiled and fitted in one cell (its weights, its optimizer's: deferred in the copy)
+    (BUILD + "m2.fit(X_wide, y" + ONE, BUILD + "m2.fit(X, y" + ONE, "ValueError", 3),
+    # a functional model whose layers do not fit together (raised where it is made)
+    (INPUTS + "b = keras.Input((3, 2))" + CONCAT, INPUTS + "b = keras.Input((3,))" + CONCAT, "ValueError", 3),
     # a training loop of its own: the call and the loss on a batch
     (
         TAPE + "logits = model(X_wide[:8], training=True)",
@@ -125,8 +135,8 @@ CASES = [  # (crash, near miss, exception, line)
     ),
 ]
 IDS = ["fit-width", "predict", "evaluate", "call", "frame", "text-column", "objects", "sparse-labels",
-       "onehot-labels", "samples", "compile", "channels", "unbuilt", "tape-call", "tape-loss", "dataset",
-       "validation"]  # fmt: skip
+       "onehot-labels", "samples", "compile", "channels", "unbuilt", "built-here", "concatenate", "tape-call",
+       "tape-loss", "dataset", "validation"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=IDS)
@@ -157,10 +167,22 @@ def test_crash_and_near_miss_as_on_the_cpu(
             "gradients",
             4,
         ),
+        # the weights of a model made in the cell: deferred in the copy, their values unknown
+        (BUILD + "w = m2.get_weights()", "needs TensorFlow to run", 3),
         # labels as text: TensorFlow itself parses them (for real this runs), the copy cannot
         (TAPE + LOGITS + "loss = loss_fn(y[:8].astype(str), logits)", "TensorFlow would convert", 3),
     ],
-    ids=["predict-values", "eager-op", "truth", "print", "history", "swallowed", "gradients", "text"],
+    ids=[
+        "predict-values",
+        "eager-op",
+        "truth",
+        "print",
+        "history",
+        "swallowed",
+        "gradients",
+        "weights",
+        "text",
+    ],
 )
 def test_a_cell_needing_values_gets_no_verdict(jk: JailKernel, cell: str, words: str, line: int) -> None:
     seen = _run(jk, cell)

@@ -18,9 +18,10 @@ So, in the child:
   test or prediction step of the model's own code on the data's shapes (the batch dimension ``None``,
   as the real step is traced); calling a model or a layer on a batch traces the call on that batch's
   shape. The result is symbolic: its shape is known, its values are not (reading them stops the run);
-- a model whose weights were never made (a ``Sequential`` without an input shape) is built by the trace
-  on its first batch's shape, as the real ``fit`` builds it; its new weights stay uninitialised in the
-  copy (reading one stops the run).
+- the cell runs in a Keras stateless scope that initialises nothing, so the weights it makes (a model
+  built, an optimizer compiled, a model built by the trace on its first batch, as the real ``fit``
+  builds it) are deferred, as Keras defers them in a trace: they have shapes and no values (reading one
+  stops the run).
 
 Used where TensorFlow initialised a GPU in the kernel, or forced by ``CRANE_DRYRUN_STANDIN=force``
 (as for torch): then a CPU kernel's TensorFlow is treated exactly as a GPU's, which is how it is tested
@@ -125,14 +126,27 @@ def _stf_begin(namespace, code, payload):
 
 class _StfLive:
     """Entered around the cell: the stops are live only while it runs (after it, the verdict's own
-    code may read a tensor: it then gets an ordinary error, never a stop)."""
+    code may read a tensor: it then gets an ordinary error, never a stop). With Keras, the cell runs
+    in a stateless scope that initialises nothing: the weights a cell makes (a model built, an
+    optimizer compiled) are deferred, as Keras defers them in a trace, instead of being made by
+    TensorFlow operations; reading one stops the run."""
+
+    def __init__(self):
+        self.scope = None
 
     def __enter__(self):
         _stf_state["live"] = True
+        if _stf_keras() is not None:
+            from keras.src.backend.common.stateless_scope import StatelessScope
+
+            self.scope = StatelessScope(initialize_variables=False)
+            self.scope.__enter__()
         return self
 
     def __exit__(self, *exc):
         _stf_state["live"] = False
+        if self.scope is not None:
+            self.scope.__exit__(*exc)
         return False
 
 
@@ -218,6 +232,20 @@ def _stf_patch_keras(keras):
     tape = getattr(_stf_sys.modules.get("tensorflow.python.eager.backprop"), "GradientTape", None)
     if tape is not None:
         tape.gradient = _stf_gradient_stop
+    variable_cls = keras.Variable
+    variable_init = variable_cls.__init__
+
+    def make_variable(self, initializer, shape=None, dtype=None, *args, **kwargs):
+        if _stf_state.get("live") and not callable(initializer):  # deferred like the others
+            initializer, shape, dtype = _stf_deferred_value(keras, initializer, shape, dtype)
+        try:
+            variable_init(self, initializer, shape, dtype, *args, **kwargs)
+        except ValueError as exc:  # Keras refuses a variable made from values in the copy's scope
+            if "while in a stateless scope" not in str(exc):
+                raise
+            _stf_stop(f"a variable made from values needs TensorFlow ({_stf_where(_stf_state.get('why'))})")
+
+    variable_cls.__init__ = make_variable
     tensor_cls = keras.KerasTensor
     for name, words in _STF_SYMBOLIC_READS.items():
         template = f"needs the values of {{}} (a shape-level result): {words}"
@@ -232,6 +260,23 @@ def _stf_symbolic_len(self):
         return self.shape[0]
     _stf_stop(f"needs the values of {_stf_name_of(self)} (a shape-level result): its length")
     return 0
+
+
+def _stf_deferred_value(keras, value, shape, dtype):
+    """A variable's initial value (a number, a NumPy array) as the initializer Keras defers in a
+    stateless scope, with the shape and dtype Keras would give it; anything else as it is."""
+    np = _stf_sys.modules.get("numpy")
+    numbers = (int, float, np.ndarray, np.generic) if np is not None else ()
+    if np is None or not isinstance(value, numbers):
+        return value, shape, dtype
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        return value, shape, dtype
+    if dtype is None:  # as TensorFlow converts it: Python floats to floatx, ints to int32
+        python = {float: keras.config.floatx(), int: "int32", bool: "bool"}
+        dtype = python.get(type(value), array.dtype.name)
+    shape = tuple(array.shape) if shape is None else shape
+    return (lambda shape, dtype=None, array=array: array), shape, dtype
 
 
 def _stf_gradient_stop(self, *args, **kwargs):
