@@ -36,6 +36,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 fam_wide = pd.DataFrame({'a': [1, 2], 'b': [3, 4], 'c': [0, 1]})
 fam_narrow = fam_wide[['a', 'c']]
+fam_fitted = LinearRegression().fit(fam_wide[['a', 'b']], fam_wide['c'])
 fam_gone = fam_df.drop(columns=['units'])
 fam_gone_cols = ['region', 'size']
 class FamGen:  # a generator the cell builds before calling it
@@ -48,6 +49,11 @@ class FamLayer:  # a library that takes **kwargs and words an unknown keyword it
 """
 
 CASES = {
+    "features-from-frame": (  # the operand sliced the fitted features away: select them from its frame
+        "fam_pred = fam_fitted.predict(fam_wide.iloc[:, 1:])",
+        "Select the features fam_fitted was fitted on from fam_wide",
+        "fam_wide[fam_fitted.feature_names_in_]",
+    ),
     "aggregation": ("fam_total = fam_df.groupby('region')['units'].avg()", "Use 'mean'", "mean()"),
     "dropped-already": (
         "fam_small = fam_df.drop(columns=['units'])\nfam_small.drop(columns=['units'], inplace=True)",

@@ -277,6 +277,20 @@ def _features(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
             arg = node.args[0]
             shown = _operand(line, arg, f"[{model}.feature_names_in_]")
             yield _fix(line, line.replace(arg, shown), f"Select the features {model} was fitted on", layer)
+            root = _derived_from(arg)
+            if root is not None:  # ``X.iloc[:, 1:]``, ``X.values.reshape(1, -1)``: from X itself
+                shown = f"{root}[{model}.feature_names_in_]"
+                title = f"Select the features {model} was fitted on from {root}"
+                yield _fix(line, line.replace(arg, shown), title, layer)
+
+
+def _derived_from(node: ast.AST) -> str | None:
+    """The name an operand was derived from by selections, attributes and method calls on it
+    (``X.iloc[:, 1:]``, ``X.values.reshape(1, -1)`` -> ``X``); None for a bare name or anything else."""
+    inner = node
+    while isinstance(inner, ast.Subscript | ast.Attribute | ast.Call):
+        inner = inner.func if isinstance(inner, ast.Call) else inner.value
+    return inner.id if isinstance(inner, ast.Name) and inner is not node else None
 
 
 def _channels_last(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
