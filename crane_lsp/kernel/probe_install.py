@@ -48,6 +48,7 @@ SOURCES = (
     "agent/shorten/shorten_report.py",
     "agent/dryrun/standin.py",
     "agent/dryrun/standin_tf.py",
+    "agent/dryrun/standins.py",
     "agent/undo/undo_print.py",
     "agent/dryrun/preview.py",
     "agent/dryrun/dryrun.py",

@@ -25,14 +25,8 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     from crane_lsp.kernel.agent.dryrun.failkeywords import _fkw_add
     from crane_lsp.kernel.agent.dryrun.preview import _pv_execute
     from crane_lsp.kernel.agent.dryrun.refusal import _frm_refusal
-    from crane_lsp.kernel.agent.dryrun.standin import (
-        _sti_begin,
-        _sti_needed,
-        _sti_note,
-        _sti_wanted,
-        _StiNoVerdict,
-    )
-    from crane_lsp.kernel.agent.dryrun.standin_tf import _stf_begin, _stf_gpu, _stf_note
+    from crane_lsp.kernel.agent.dryrun.standin import _sti_needed, _StiNoVerdict
+    from crane_lsp.kernel.agent.dryrun.standins import _sta_begin, _sta_fences_devices
     from crane_lsp.kernel.agent.guard import _JSONResult, _SandboxBlocked
     from crane_lsp.kernel.agent.jail.jail_answers import _jan_errnos, _jan_listen, _jan_settle, _JanLog
     from crane_lsp.kernel.agent.jail.jail_fds import _jfd_classify, _jfd_expected, _jfd_neutralise
@@ -206,7 +200,7 @@ def _sb_confine(handover_fd, keep, timings, prepared=None):
     fds = _jfd_neutralise(keep | {handover_fd})
     notes.extend(fds.notes)
     t1 = clock()
-    _jmp_privatise(fence_devices=_sb_fences_devices())
+    _jmp_privatise(fence_devices=_sta_fences_devices())
     if _JMP_FENCED:
         paths = sorted({path for _start, _end, path in _JMP_FENCED})
         notes.append("device mappings fenced off (a shape-level run): " + ", ".join(paths))
@@ -427,8 +421,8 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             _shp_report_shortened(write_fd, result["shortened"])  # said now, in case the run hangs
         if payload.get("_report_where") is not None and not payload.get("_shorten"):  # where the full run is
             _shp_report_where(write_fd, float(payload["_report_where"]))
-        standin = _sb_standin(namespace, code, payload, result, write_fd, started)
-        with standin["mode"] if standin else _sb_contextlib.nullcontext():
+        mode = _sb_standin(namespace, code, payload, result, write_fd, started)
+        with mode or _sb_contextlib.nullcontext():
             _pv_execute(code, namespace, payload, result)  # a preview captures around it (preview.py)
     except (_SandboxBlocked, _StiNoVerdict):
         pass
@@ -480,39 +474,18 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
 
 
 def _sb_standin(namespace, code, payload, result, write_fd, started):
-    """Torch tensors stood in by their shapes (standin.py) and TensorFlow kept from running, Keras
-    traced on shapes (standin_tf.py), before the cell; None when neither is wanted. A stand-in that
-    fails answers ``unavailable`` (the cell would reach the GPU). Returns ``{"mode"}``: entered
-    around the cell."""
+    """The shape-level run's stand-ins before the cell (standins.py), or None; a stand-in that fails
+    answers ``unavailable`` (the cell would reach the GPU). Returns the context entered around the cell."""
     try:
-        parts = [_sti_begin(namespace, code, payload), _stf_begin(namespace, code, payload)]
+        begun = _sta_begin(namespace, code, payload)
     except Exception as exc:
         result.update(outcome="unavailable", message=f"cannot stand tensors in: {type(exc).__name__}: {exc}")
         _sb_answer(write_fd, result, started, payload["_begun"])
-    torch_part, tf_part = parts
-    found = [part for part in parts if part]
-    if not found:
+    if begun is None:
         return None
-    result["standin"] = {
-        "why": found[0]["why"],
-        "names": sorted({name for part in found for name in part["names"]}),
-        "devices": sorted({device for part in found for device in part["devices"]}),
-        "how": [part.get("how", "meta") for part in found],
-    }
-    notes = result.setdefault("notes", [])
-    if torch_part:
-        notes.append(_sti_note(torch_part))
-    if tf_part:
-        notes.append(_stf_note(tf_part))
-    return {"mode": _sb_modes([part["mode"] for part in found])}
-
-
-@_sb_contextlib.contextmanager
-def _sb_modes(modes):
-    with _sb_contextlib.ExitStack() as stack:
-        for mode in modes:
-            stack.enter_context(mode)
-        yield
+    result["standin"], notes, mode = begun
+    result.setdefault("notes", []).extend(notes)
+    return mode
 
 
 def _sb_answer(write_fd, result, started, begun):
@@ -560,12 +533,6 @@ class _SbProc:
         import _thread  # a bare thread, as Thread.start() waits until it runs
 
         _thread.start_new_thread(_sb_reap, (self.pid,))
-
-
-def _sb_fences_devices():
-    """Whether a dry run of this kernel is a shape-level one whose child makes no call into a GPU
-    (torch's CUDA or TensorFlow's GPU initialised): its device mappings are then fenced, not refused."""
-    return _sti_wanted({}) == "cuda" or _stf_gpu()
 
 
 def _sb_died(status, kill_mode, fenced=False):
@@ -664,7 +631,7 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, 
     if verdict:
         return _jan_settle(verdict, answered)
     if not complete:
-        return _jan_settle(_sb_died(status, kill_mode, _sb_fences_devices()), answered)
+        return _jan_settle(_sb_died(status, kill_mode, _sta_fences_devices()), answered)
     try:
         return _jan_settle(_sb_json.loads(b"".join(chunks).decode()), answered)
     except ValueError:
