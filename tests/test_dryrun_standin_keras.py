@@ -238,18 +238,22 @@ def test_a_generator_s_first_batch_gives_the_shapes(jk: JailKernel) -> None:
     assert _real(jk, "a = X\n" + make + "model.fit(batches, epochs=1, verbose=0)") == ("ok", None)
 
 
+GPU_ON = (  # a GPU in TensorFlow's device list: the context's own list, as TensorFlow fills it
+    "from tensorflow.python.eager import context as _ctx\n"
+    "_ctx._context._logical_devices.append(_ctx.LogicalDevice(name='/device:GPU:0', device_type='GPU'))"
+)
+GPU_OFF = "_ctx._context._logical_devices.pop()\ndel _ctx"
+
+
 def test_a_tensorflow_gpu_kernel_takes_the_path_unforced(jk: JailKernel) -> None:
-    """Nothing forced: a GPU in TensorFlow's device list (the context's own list, as TensorFlow fills it
-    when it initialises a GPU) takes the path, worded for the GPU; nothing runs in the kernel meanwhile."""
-    jk.run(
-        "from tensorflow.python.eager import context as _ctx\n"
-        "_ctx._context._logical_devices.append(_ctx.LogicalDevice(name='/device:GPU:0', device_type='GPU'))"
-    )
+    """Nothing forced: a GPU in TensorFlow's device list takes the path, worded for the GPU; nothing
+    runs in the kernel meanwhile."""
+    jk.run(GPU_ON)
     try:
         crash = jk.dry_run("model.fit(X_wide, y, verbose=0)", budget_s=30.0)
         eager = jk.dry_run("z = t * 2", budget_s=30.0)
     finally:
-        jk.run("_ctx._context._logical_devices.pop()\ndel _ctx")
+        jk.run(GPU_OFF)
     assert crash["standin"]["why"] == "gpu" and crash["standin"]["devices"] == ["GPU:0"], crash["standin"]
     assert verdict(crash)[:3] == ("raised", "ValueError", 1), verdict(crash)
     assert any("TensorFlow uses a GPU" in n for n in crash["notes"]), crash["notes"]
@@ -286,3 +290,17 @@ def test_through_the_pipeline_and_a_prepared_child(jk: JailKernel, monkeypatch: 
     stopped = asyncio.run(predict("z = t * 2"))
     assert not stopped.crash and stopped.verdict == "no-verdict", stopped
     assert "needs TensorFlow to run `Mul`" in stopped.message, stopped.message
+
+
+def test_undo_holds_no_copy_of_a_tensorflow_gpu_kernel(jk: JailKernel) -> None:
+    """The undo's copy needs values, which live on the GPU: it refuses, and says why (the dry run's
+    shape-level path needs none)."""
+    jk.run(GPU_ON)
+    try:
+        jk.call("undo_configure", {"on": True, "reserve_mb": 64, "hold_s": 30})
+        jk.run("undo_probe = 1")
+        changes = jk.call("undo_changes", {})
+    finally:
+        jk.call("undo_configure", {"on": False})
+        jk.run(GPU_OFF)
+    assert "a GPU is initialised in the kernel (TensorFlow)" in str(changes), changes

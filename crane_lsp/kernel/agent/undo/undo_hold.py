@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # in the kernel these come from the modules joined before thi
         _dw_state,
         _DwChild,
     )
+    from crane_lsp.kernel.agent.dryrun.standin_tf import _stf_gpu
     from crane_lsp.kernel.agent.guard import _JSONResult
     from crane_lsp.kernel.agent.safe import _isa
     from crane_lsp.kernel.agent.undo.undo_print import _ufp_all
@@ -150,6 +151,14 @@ def _uh_on_run(info=None):
         _uh_why(None, f"no copy held: {type(exc).__name__}: {exc}")
 
 
+def _uh_gpu_values():
+    """Why a kernel whose TensorFlow uses a GPU holds no copy: its tensors' values live on the GPU,
+    which a copy cannot read (the dry run's shape-level run needs no values; the undo does)."""
+    if _stf_gpu():
+        return "a GPU is initialised in the kernel (TensorFlow); a copy cannot read its tensors"
+    return None
+
+
 def _uh_run():
     child = _uh_state.pop("candidate", None)
     config = _uh_state.get("config")
@@ -159,7 +168,7 @@ def _uh_run():
         return
     reason = _uh_fits(config)
     if reason is None and child is None:
-        reason = _sb_refusal("")
+        reason = _sb_refusal("") or _uh_gpu_values()
         if reason is None:
             child = _uh_fork(config)
             reason = None if child is not None else "no copy held: the fork failed"
