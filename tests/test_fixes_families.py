@@ -152,6 +152,12 @@ CASES = {
         "Use 'label'",
         "plt.plot([1, 2], [3, 4], label='a')",
     ),
+    # a method of a call's result: the error names DataFrame.sort_values, a class of fam_df
+    "keyword-of-a-method-of-a-result": (
+        "fam_sorted = fam_df.groupby('region').get_group('n').sort_values(bys='units')",
+        "Use 'by'",
+        "sort_values(by='units')",
+    ),
     # subplots() hands the word on to figure() and Figure: figure() names the parameter meant
     "keyword-handed-on-through-kwargs": (
         "fam_fig, fam_ax = plt.subplots(figsizes=(4, 3))",

@@ -19,6 +19,10 @@ function the error names, where the innermost such frame holds it, names its own
 whose class the error names takes property keywords by its setters (``set_label`` makes ``label`` a
 keyword), which the class dictionaries list without running any of its code. The nearest of all
 those is reported, with ``via`` naming the function or class that rejected the word.
+
+A method of a call's result (``df.groupby(...).get_group(...).sort_values(bys=...)``) has no chain to
+look up; the error names it by its qualified name (``DataFrame.sort_values()``), and that class is
+found among the classes of the values the failing statement names.
 """
 
 import difflib as _fkw_difflib
@@ -205,6 +209,33 @@ def _fkw_handed_on(exc, word):
     return names, rejecter
 
 
+def _fkw_named_method(message, frame, stmt):
+    """The parameters of the method the error names by its qualified name (``DataFrame.sort_values()
+    got an unexpected keyword argument``), found in the dictionary of that class among the classes of
+    the values the failing statement names: a method of a call's result
+    (``df.groupby(...).get_group(...).sort_values(bys=...)``) has no chain to look up, but its class is
+    a class of ``df``. Read from the class dictionaries: no code of the object runs."""
+    import ast
+
+    called = _fkw_re.search(r"([\w.]+)\.(\w+)\(\) got an unexpected keyword argument", message)
+    if not called:
+        return None
+    owner, method = called[1], called[2]
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Name):
+            continue
+        value = _ff_lookup(frame, node.id)
+        if value is _MISSING:
+            continue
+        for klass in _fkw_type_attr(type(value), "__mro__"):
+            if _fkw_type_attr(klass, "__qualname__") != owner:
+                continue
+            function = _fkw_type_attr(klass, "__dict__").get(method, _MISSING)
+            if type(function) is _fkw_types.FunctionType and _fkw_signature_safe(function):
+                return _fkw_signature_names(function, drop_self=True)
+    return None
+
+
 def _fkw_signature_names(value, drop_self=False):
     """The named parameters of ``value`` (its signature judged safe to read), None when unreadable;
     ``drop_self``: a method found on its class, not bound."""
@@ -240,6 +271,8 @@ def _fkw_collect(out, scope, frame, line, exc=None):
         # may still tell what it takes (``_fkw_handed_on``)
         plain = text is not None and "[" not in text
         names = (_fkw_params(frame, text) or []) if plain else []
+        if not names and exc is not None:  # a method of a call's result: the class the error names
+            names = _fkw_named_method(str(exc), frame, stmt) or []
         text = text or ast.unparse(node.func)
         if len(text) > 80:
             continue
