@@ -169,6 +169,8 @@ def test_crash_and_near_miss_as_on_the_cpu(
         ),
         # the weights of a model made in the cell: deferred in the copy, their values unknown
         (BUILD + "w = m2.get_weights()", "needs TensorFlow to run", 3),
+        # a variable made from a tensor's values: the copy's scope defers only initializers
+        ("v = keras.Variable(t)", "a variable made from a tensor's values", 1),
         # labels as text: TensorFlow itself parses them (for real this runs), the copy cannot
         (TAPE + LOGITS + "loss = loss_fn(y[:8].astype(str), logits)", "TensorFlow would convert", 3),
     ],
@@ -181,6 +183,7 @@ def test_crash_and_near_miss_as_on_the_cpu(
         "swallowed",
         "gradients",
         "weights",
+        "variable-from-tensor",
         "text",
     ],
 )
@@ -188,6 +191,16 @@ def test_a_cell_needing_values_gets_no_verdict(jk: JailKernel, cell: str, words:
     seen = _run(jk, cell)
     assert seen["outcome"] == "no_verdict", verdict(seen)
     assert words in seen["message"] and seen["line"] == line, (seen["message"], seen["line"])
+
+
+def test_variables_the_cell_makes_are_deferred(jk: JailKernel) -> None:
+    """From an array, a number or an initializer's name: deferred with their shapes, as for real."""
+    cell = (
+        "v = keras.Variable(np.zeros(3))\nw = keras.Variable(0.5)\n"
+        "u = keras.Variable(initializer='zeros', shape=(2,))\nassert v.shape == (3,) and u.shape == (2,)"
+    )
+    assert _run(jk, cell)["outcome"] == "completed"
+    assert _real(jk, cell) == ("ok", None)
 
 
 def test_shapes_of_a_symbolic_result_can_be_read(jk: JailKernel) -> None:

@@ -236,14 +236,14 @@ def _stf_patch_keras(keras):
     variable_init = variable_cls.__init__
 
     def make_variable(self, initializer, shape=None, dtype=None, *args, **kwargs):
+        if isinstance(initializer, str):  # a name: Keras' own first step, to a callable
+            initializer = keras.initializers.get(initializer)
         if _stf_state.get("live") and not callable(initializer):  # deferred like the others
             initializer, shape, dtype = _stf_deferred_value(keras, initializer, shape, dtype)
-        try:
-            variable_init(self, initializer, shape, dtype, *args, **kwargs)
-        except ValueError as exc:  # Keras refuses a variable made from values in the copy's scope
-            if "while in a stateless scope" not in str(exc):
-                raise
-            _stf_stop(f"a variable made from values needs TensorFlow ({_stf_where(_stf_state.get('why'))})")
+            if not callable(initializer):  # a stateless scope takes only an initializer to defer
+                where = _stf_where(_stf_state.get("why"))
+                _stf_stop(f"a variable made from a tensor's values needs TensorFlow ({where})")
+        variable_init(self, initializer, shape, dtype, *args, **kwargs)
 
     variable_cls.__init__ = make_variable
     tensor_cls = keras.KerasTensor
