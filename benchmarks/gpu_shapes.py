@@ -163,9 +163,11 @@ class Row:
         return not self.crash and self.verdict.startswith("raised")
 
 
-async def _cell(
+async def dry_run_then_run(
     link: KernelLink, runner: DryRunner, source: str, expected: str | None
 ) -> tuple[str, str, str]:
+    """``(verdict, truth, where the truth came from)``: the cell dry-run, then run for real in the kernel
+    (``expected``: the truth this CPU cannot give, used instead)."""
     outcome = await runner.run_outcome(source, explicit=True)
     if outcome.outcome == "raised":
         verdict = f"raised {outcome.exception}@{outcome.line}"
@@ -213,7 +215,7 @@ async def run(budget: float, real_gpu: bool = False) -> list[Row]:
                 ("fixed", fixed, "ok" if expected else None),
             ):
                 await link.execute(setup_code, timeout=120)  # the same state for each (real runs change it)
-                verdict, real, origin = await _cell(link, runner, source, truth)
+                verdict, real, origin = await dry_run_then_run(link, runner, source, truth)
                 rows.append(Row("pairs", f"{name} [{version}]", verdict, real, origin))
     if real_gpu:
         return rows
@@ -229,7 +231,7 @@ async def walk_notebook(notebook: Path, settings: Settings) -> list[Row]:
     try:
         runner = DryRunner(link, settings)
         for index, cell in enumerate(read_notebook(notebook).code_cells, 1):
-            verdict, real, origin = await _cell(link, runner, cell.source, None)
+            verdict, real, origin = await dry_run_then_run(link, runner, cell.source, None)
             rows.append(Row(notebook.stem, f"cell {index}", verdict, real, origin))
     finally:
         await link.close()

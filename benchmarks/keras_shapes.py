@@ -38,7 +38,7 @@ from pathlib import Path
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_shapes import Row, _cell, report, set_up_kernel, shape_level_settings, walk_notebook
+from gpu_shapes import Row, dry_run_then_run, report, set_up_kernel, shape_level_settings, walk_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 #: our notebook that uses Keras: its cells in order, the real run the truth
@@ -159,7 +159,7 @@ async def run(budget: float, real_gpu: bool = False) -> list[Row]:
         for index, source in enumerate(BASE, 1):
             for name, cell in [("base", source), *mutants(source, ndims)]:
                 await link.execute(setup_code, timeout=120)  # fresh models (a failed fit breaks Keras' step)
-                verdict, truth, origin = await _cell(link, runner, cell, None)
+                verdict, truth, origin = await dry_run_then_run(link, runner, cell, None)
                 rows.append(Row(f"keras {index}", name, verdict, truth, origin))
     if not real_gpu:
         rows += await walk_notebook(NOTEBOOK, settings)

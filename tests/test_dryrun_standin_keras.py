@@ -125,6 +125,8 @@ CASES = [  # (crash, near miss, exception, line)
         "ValueError",
         3,
     ),
+    # arguments bound by the method's own signature: a keyword it does not take
+    ("model.fit(X, y, epochz=1, verbose=0)", "model.fit(X, y" + ONE, "TypeError", 1),
     # a dataset's element shapes, and validation data after the first epoch
     ("model.fit(ds" + ONE, "model.fit(ds_ok" + ONE, "ValueError", 1),
     (
@@ -136,7 +138,7 @@ CASES = [  # (crash, near miss, exception, line)
 ]
 IDS = ["fit-width", "predict", "evaluate", "call", "frame", "text-column", "objects", "sparse-labels",
        "onehot-labels", "samples", "compile", "channels", "unbuilt", "built-here", "concatenate", "tape-call",
-       "tape-loss", "dataset", "validation"]  # fmt: skip
+       "tape-loss", "keyword", "dataset", "validation"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("crash", "near", "exception", "line"), CASES, ids=IDS)
@@ -204,8 +206,9 @@ def test_variables_the_cell_makes_are_deferred(jk: JailKernel) -> None:
 
 
 def test_shapes_of_a_symbolic_result_can_be_read(jk: JailKernel) -> None:
-    """``predict``'s stand-in has the real number of samples and the model's output width."""
-    cell = "p = model.predict(X, verbose=0)\nassert p.shape == (40, 3), p.shape\nassert len(p) == len(X)"
+    """``predict``'s stand-in has the real number of samples and the model's output width (its batch
+    size given by position, as its signature takes it)."""
+    cell = "p = model.predict(X, 8, verbose=0)\nassert p.shape == (40, 3), p.shape\nassert len(p) == len(X)"
     seen = _run(jk, cell)
     assert seen["outcome"] == "completed", verdict(seen)
     wrong = _run(jk, "p = model.predict(X, verbose=0)\nassert p.shape == (40, 4)")

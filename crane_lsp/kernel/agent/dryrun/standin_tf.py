@@ -224,7 +224,7 @@ def _stf_patch_keras(keras):
     for method, step in _STF_STEPS.items():
         original = getattr(model_cls, method, None)
         if original is not None:
-            setattr(model_cls, method, _stf_method(method, step))
+            setattr(model_cls, method, _stf_method(method, step, original))
     layer_cls = keras.layers.Layer
     layer_cls.__call__ = _stf_traced_call(layer_cls.__call__, symbolic_too=False)
     # a loss on a batch or on a symbolic result (it would convert its arguments with TensorFlow)
@@ -291,10 +291,6 @@ def _stf_traced_call(original, symbolic_too):
         tree = (args, kwargs)
         if _stf_state.get("tracing") or not (_stf_concrete(tree) or (symbolic_too and _stf_symbolic(tree))):
             return original(self, *args, **kwargs)
-        for leaf in _stf_leaves(tree):  # TensorFlow would convert these itself (strings it may parse)
-            kind = getattr(getattr(leaf, "dtype", None), "kind", "f")
-            if hasattr(leaf, "shape") and kind not in "biufc":
-                _stf_stop(f"no shape-level trace: TensorFlow would convert data of dtype {leaf.dtype}")
         specs = _stf_specs(tree, batch_none=False)
         return _stf_trace(lambda a, k: original(self, *a, **k), *specs)
 
@@ -306,67 +302,62 @@ def _stf_symbolic(tree):
     return keras is not None and any(isinstance(leaf, keras.KerasTensor) for leaf in _stf_leaves(tree))
 
 
-def _stf_method(method, step):
+def _stf_method(method, step, original):
+    import inspect
+
+    signature = inspect.signature(original)
+
     def run(self, *args, **kwargs):
-        return _stf_step(self, method, step, args, kwargs)
+        given = signature.bind(self, *args, **kwargs).arguments  # its TypeError is the real one
+        return _stf_step(self, method, step, given)
 
     run.__name__ = method
     return run
 
 
-def _stf_step(model, method, step, args, kwargs):
-    """What ``model.<method>(...)`` checks before its first step, then that step traced on shapes."""
-    names = ("x", "y", "batch_size") if method in ("fit", "evaluate", "predict") else ("x", "y")
-    given = dict(zip(names, args, strict=False))
-    given.update(kwargs)
-    x, y = given.get("x"), given.get("y")
-    sample_weight = given.get("sample_weight")
+def _stf_step(model, method, step, given):
+    """What ``model.<method>(...)`` checks before its first step, then that step traced on shapes
+    (``given``: the arguments bound by the method's own signature)."""
     if step != "predict":
         model._assert_compile_called(method)  # the real method's first check ("You must call compile()")
-    x, y, sample_weight = _stf_unpack(x, y, sample_weight)
-    _stf_check_samples(x, y, sample_weight)
-    batched = method in ("fit", "evaluate", "predict")
-    if batched:  # Keras' own host-side conversion of arrays and frames: its dtype errors, its dtypes
-        x, y, sample_weight = _stf_host_data((x, y, sample_weight))
-    xs, ys, ws = _stf_specs((x, y, sample_weight), batch_none=batched)
+    adapted = method in ("fit", "evaluate", "predict")  # through Keras' data adapters (*_on_batch not)
+    data = (given.get("x"), given.get("y"), given.get("sample_weight"))
+    x, y, sample_weight = _stf_adapted(*data) if adapted else data
+    xs, ys, ws = _stf_specs((x, y, sample_weight), batch_none=adapted)
     out = _stf_trace(lambda a, k: _stf_one_step(model, step, *a), (xs, ys, ws), {})
     validation = given.get("validation_data") if method == "fit" else None
     if validation is not None:  # run after the first epoch: a crash there is the cell's too
-        parts = tuple(validation) if isinstance(validation, (tuple, list)) else (validation,)
-        vx, vy, vw = _stf_unpack(*(*parts, None, None)[:3])
-        _stf_check_samples(vx, vy, vw)
-        vspecs = _stf_specs(_stf_host_data((vx, vy, vw)), batch_none=True)
+        from keras.src.trainers.data_adapters import data_adapter_utils
+
+        vspecs = _stf_specs(_stf_adapted(*data_adapter_utils.unpack_x_y_sample_weight(validation)), True)
         _stf_trace(lambda a, k: _stf_one_step(model, "test", *a), vspecs, {})
     if step == "predict":
         return _stf_with_batch(out, _stf_samples(x))
     return _StfResult(f"the result of `{method}()`", method == "fit")
 
 
-def _stf_host_data(tree):
-    """Arrays and frames as Keras' data adapter converts them on the host before any TensorFlow
-    operation (``array_slicing.convert_to_sliceable``: floats to ``floatx``, a frame cast whole, an
-    array of Python objects refused), so the run meets the same dtype errors and the same dtypes."""
-    from keras.src.trainers.data_adapters import array_slicing
+def _stf_adapted(x, y, sample_weight):
+    """The data as Keras' adapters see it before any TensorFlow operation. Arrays, frames and the
+    like (Keras' own ``can_convert_arrays``) take the array adapter's host-side path: its check that
+    they hold as many samples, and its conversion (floats to ``floatx``, a frame cast whole, an
+    array of Python objects refused), so the run meets the same errors and dtypes. Anything else (a
+    dataset, a ``PyDataset``, a generator) gives its first batch (``_stf_unpack``)."""
+    from keras.src.trainers.data_adapters import array_data_adapter, array_slicing, data_adapter_utils
 
-    def walk(node):
+    if not array_data_adapter.can_convert_arrays((x, y, sample_weight)):
+        return _stf_unpack(x, y, sample_weight)
+    packed = data_adapter_utils.pack_x_y_sample_weight(x, y, sample_weight)
+    data_adapter_utils.check_data_cardinality(packed)
+    converted = array_slicing.convert_to_sliceable(packed)
+
+    def arrays(node):
         if isinstance(node, dict):
-            return {k: walk(v) for k, v in node.items()}
+            return {k: arrays(v) for k, v in node.items()}
         if type(node) in (list, tuple):
-            return type(node)(walk(v) for v in node)
-        if type(node).__module__.split(".")[0] in ("numpy", "pandas") and hasattr(node, "shape"):
-            return array_slicing.convert_to_sliceable(node).array
-        return node
+            return type(node)(arrays(v) for v in node)
+        return node.array if hasattr(node, "array") else node
 
-    return walk(tree)
-
-
-def _stf_check_samples(x, y, sample_weight):
-    """Keras' own check that x, y and the weights hold as many samples (arrays only)."""
-    data = tuple(v for v in (x, y, sample_weight) if v is not None)
-    if _stf_arrays(data):
-        from keras.src.trainers.data_adapters import data_adapter_utils
-
-        data_adapter_utils.check_data_cardinality(data)
+    return (*data_adapter_utils.unpack_x_y_sample_weight(arrays(converted)), None, None)[:3]
 
 
 def _stf_one_step(model, step, x, y, sample_weight):
@@ -390,23 +381,9 @@ def _stf_trace(fn, args, kwargs):
         with StatelessScope(initialize_variables=False):
             return compute_output_spec(fn, args, kwargs)
     except _StfEager as eager:
-        what = (
-            "the model's weights are not made yet (it is built on its first batch)"
-            if not _stf_built(fn)
-            else f"the step needs TensorFlow to run `{eager.args[0]}`"
-        )
-        _stf_stop(f"no shape-level trace: {what}")
+        _stf_stop(f"no shape-level trace: the step needs TensorFlow to run `{eager.args[0]}`")
     finally:
         _stf_state["tracing"] = False
-
-
-def _stf_built(fn):
-    closure = getattr(fn, "__closure__", None) or ()
-    for cell in closure:
-        value = cell.cell_contents
-        if hasattr(value, "built") and not value.built:
-            return False
-    return True
 
 
 def _stf_unpack(x, y, sample_weight):
@@ -442,23 +419,14 @@ def _stf_leaves(tree):
 
 
 def _stf_concrete(tree):
-    """Whether a call gets real data (an array, an eager tensor, a frame), not symbolic tensors."""
+    """Whether a call gets data (anything with a shape: an array, a frame, an eager tensor) rather
+    than symbolic tensors alone. Inside a trace nothing is concrete (``_stf_traced_call`` asks only
+    outside one)."""
     keras = _stf_keras()
-    for leaf in _stf_leaves(tree):
-        if keras is not None and isinstance(leaf, keras.KerasTensor):
-            return False
-        kind = type(leaf)
-        if kind.__name__ == "EagerTensor" or (
-            kind.__module__.split(".")[0] in ("numpy", "pandas") and hasattr(leaf, "shape")
-        ):
-            return True
-    return False
-
-
-def _stf_arrays(tree):
-    """Whether every datum is an array with a first dimension (so its samples can be counted)."""
     leaves = list(_stf_leaves(tree))
-    return bool(leaves) and all(_stf_samples(leaf) is not None for leaf in leaves)
+    if keras is not None and any(isinstance(leaf, keras.KerasTensor) for leaf in leaves):
+        return False
+    return any(hasattr(leaf, "shape") for leaf in leaves)
 
 
 def _stf_samples(value):
@@ -496,23 +464,20 @@ def _stf_specs(tree, batch_none):
 
 
 def _stf_shape_dtype(value):
-    spec_shape = getattr(value, "shape", None)
+    """A datum's shape and dtype name. Data that is not numbers (text, Python objects) stops the run:
+    TensorFlow converts it itself (it parses text labels), which the copy cannot; what Keras' data
+    adapter refuses on the host was refused before this (``_stf_adapted``)."""
     dtype = getattr(value, "dtype", None)
-    kind = type(value)
-    if kind.__module__.split(".")[0] == "pandas":
-        if hasattr(value, "dtypes") and hasattr(value.dtypes, "tolist"):  # a frame: one dtype for all
-            dtype = value.iloc[:1].to_numpy().dtype
-        kinds = getattr(dtype, "kind", "O")
-        if kinds not in "biuf":
-            _stf_stop(f"no shape-level trace: the data's dtype ({dtype}) is not numeric")
+    if dtype is None and hasattr(value, "dtypes") and hasattr(value, "iloc"):  # a frame: one for all
+        dtype = value.iloc[:1].to_numpy().dtype
+    kind = getattr(dtype, "kind", None)  # NumPy's; a TensorSpec's dtype (a tf.DType) has none
+    if kind is not None and kind not in "biufc":
+        _stf_stop(f"no shape-level trace: TensorFlow would convert data of dtype {dtype}")
     try:
-        shape = tuple(None if d is None else int(d) for d in spec_shape)  # type: ignore[union-attr]
+        shape = tuple(None if d is None else int(d) for d in value.shape)
     except TypeError:
-        _stf_stop(f"no shape-level trace: cannot read the shape of a {kind.__name__}")
-    name = getattr(dtype, "name", None) or str(dtype)
-    if getattr(dtype, "kind", "") == "O" or name == "object":
-        _stf_stop("no shape-level trace: an array of Python objects")
-    return shape, name
+        _stf_stop(f"no shape-level trace: cannot read the shape of a {type(value).__name__}")
+    return shape, getattr(dtype, "name", None) or str(dtype)
 
 
 def _stf_with_batch(out, samples):
