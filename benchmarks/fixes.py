@@ -32,8 +32,10 @@ import asyncio
 import contextlib
 import json
 import re
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -249,8 +251,11 @@ async def _walk(args: argparse.Namespace, llm: dict[str, Any] | None) -> int:
     for case_dir in sorted(p for p in args.cases.iterdir() if (p / "meta.json").exists()):
         if args.only not in case_dir.name:
             continue
-        try:
-            row = await run_case(case_dir, args.budget, llm)
+        try:  # in a copy of the case: the real runs write where the notebook does (np.savetxt)
+            with tempfile.TemporaryDirectory(prefix="crane-fixes-") as work:
+                copy = Path(work) / case_dir.name
+                shutil.copytree(case_dir, copy)
+                row = await run_case(copy, args.budget, llm)
         except Exception as exc:  # a row, not a lost run
             row = Case(case=case_dir.name, label="", error=f"{type(exc).__name__}: {exc}")
         rows.append(row)

@@ -287,6 +287,19 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def real_run(jk: JailKernel, cell: str) -> tuple[str, str | None, int | None]:
+    """The cell run for real in the kernel: (outcome, exception, line of the cell's frame)."""
+    content = jk.run(cell, allow_error=True, timeout=300)
+    if content["status"] != "error":
+        return "completed", None, None
+    text = _ANSI.sub("", "\n".join(content["traceback"]))
+    found = re.search(r"Cell In\[\d+\], line (\d+)", text)
+    return "raised", content["ename"], int(found.group(1)) if found else None
+
+
 def verdict(result: dict) -> tuple:
     """A dry run's answer as (outcome, exception, line, message), for assertions and their messages."""
     return result["outcome"], result.get("exception"), result.get("line"), result.get("message")

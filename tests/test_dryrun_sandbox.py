@@ -66,12 +66,16 @@ def test_parent_state_unchanged_after_mutations_in_child(sandboxed: TestKernel) 
     assert "new_name" not in after
 
 
-def test_file_write_is_blocked_and_nothing_is_written(sandboxed: TestKernel, tmp_path: Path) -> None:
+def test_a_written_file_stays_in_the_copys_memory(sandboxed: TestKernel, tmp_path: Path) -> None:
     target = tmp_path / "written.csv"
-    result, _ = _dry_run(sandboxed, f"df.to_csv({str(target)!r})")
-    assert result["outcome"] == "blocked"
-    assert "writes a file" in result["message"] and "written.csv" in result["message"]
+    result, _ = _dry_run(sandboxed, f"df.to_csv({str(target)!r})\ndf['no such column']")
+    assert (result["outcome"], result["exception"], result["line"]) == ("raised", "KeyError", 2), result
+    assert any(f"openat({str(target)!r}) for writing" in n for n in result["notes"]), result
     assert not target.exists()
+    missing = tmp_path / "no-such-folder" / "written.csv"  # the real crash: the folder is not there
+    result, _ = _dry_run(sandboxed, f"open({str(missing)!r}, 'w')")
+    assert (result["outcome"], result["exception"]) == ("raised", "FileNotFoundError"), result
+    assert not missing.parent.exists()
 
 
 def test_network_connection_from_child_fails(sandboxed: TestKernel) -> None:

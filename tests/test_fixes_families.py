@@ -4,6 +4,8 @@ verified edit really runs in the kernel afterwards."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from crane_lsp.dryrun import DryRunner
@@ -26,6 +28,7 @@ import seaborn as sns
 from sklearn.linear_model import LinearRegression, LogisticRegression
 fam_df = pd.DataFrame({'region': ['n', 's', 'n'], 'units': [1, 2, 3], 'size': ['46.0', '2.0', '7.0']})
 fam_img = np.zeros((3, 8, 8))
+fam_cube = np.zeros((4, 2, 2))
 fam_model = LinearRegression()
 fam_cat = pd.Categorical(['a', 'b', 'a'])
 fam_labels = np.array([[0], [1]])
@@ -64,6 +67,11 @@ CASES = {
         "fam_model.fit(fam_df['units'], fam_df['units'])",
         "Select one column as a frame (fam_df[['units']])",
         "fam_df[['units']]",
+    ),
+    "flattened": (  # images fed to an estimator: one row each, the other axes as columns
+        "fam_flat = LinearRegression().fit(fam_cube, fam_y)",
+        "Flatten fam_cube to rows (fam_cube.reshape(len(fam_cube), -1))",
+        "fam_cube.reshape(len(fam_cube), -1)",
     ),
     "channels-last": (
         "fam_shown = plt.imshow(fam_img)",
@@ -223,6 +231,29 @@ async def test_family_fix_is_verified_and_really_runs(prepared: TestKernel, fami
     edited = apply(cell, fixed.fix)
     assert edited is not None
     assert prepared.run(edited, allow_error=True)["status"] == "ok"  # verified: it really runs
+
+
+async def test_a_fix_of_a_cell_that_saves_is_verified_without_writing(
+    prepared: TestKernel, tmp_path: Path
+) -> None:
+    """``np.savetxt`` of a 5-D array opens its file before it checks the array: the crash and the
+    fix's clean run both go through a write, which the copy keeps in its memory. Only the real run
+    of the applied fix writes the file."""
+    target = tmp_path / "images.txt"
+    prepared.run("fam_images = np.zeros((1, 2, 2, 2, 3))")
+    cell = f"np.savetxt({str(target)!r}, fam_images, delimiter=',', fmt='%d')"
+    settings = Settings(dry_run="on", dry_run_budget_s=10.0)
+    async with await KernelLink.connect(prepared.connection_file) as link:
+        runner = DryRunner(link, settings)
+        prediction = (await Pipeline(settings, link=link, dryrun=runner).predict(cell)).prediction
+        assert prediction.crash and prediction.exception == "ValueError", prediction
+        fixed = await offer_fixes(runner, cell, prediction, limit=6)
+    assert fixed.fix is not None and fixed.fix.verified(), (fixed.notes, [f.title for f in fixed.fixes])
+    assert "fam_images.reshape(len(fam_images), -1)" in (fixed.fix.new_text or "")
+    assert not target.exists()
+    edited = apply(cell, fixed.fix)
+    assert edited is not None and prepared.run(edited, allow_error=True)["status"] == "ok"
+    assert len(target.read_text().splitlines()) == 1  # one row of 24 numbers
 
 
 async def test_the_next_cell_that_reads_what_the_fix_binds_runs_after_it(prepared: TestKernel) -> None:

@@ -47,12 +47,13 @@ async def test_timeout_headline_and_longer_recheck(kernel: TestKernel) -> None:
 
 async def test_blocked_and_exits_say_so(kernel: TestKernel, tmp_path: Path) -> None:
     target = tmp_path / "x.bin"
+    target.write_bytes(b"kept")
     async with await KernelLink.connect(kernel.connection_file) as link:
         pipeline = _pipeline(link, mode="on", budget=3.0)
         # the screen does not see through getattr; the jail does not need to
         blocked = (
             await pipeline.predict(
-                f"w = getattr(open, '__call__')\nw({str(target)!r}, 'wb')", layers={"dryrun"}
+                f"import os\nw = getattr(os, 'remove')\nw({str(target)!r})", layers={"dryrun"}
             )
         ).prediction
         ends = (await pipeline.predict("import os\nos._exit(1)", layers={"dryrun"})).prediction
@@ -62,11 +63,11 @@ async def test_blocked_and_exits_say_so(kernel: TestKernel, tmp_path: Path) -> N
     assert (clean.verdict, clean.no_verdict, clean.crash) == ("clean", None, False), clean
     assert raised.verdict == "crash" and raised.raw_message == "'b'", raised
     assert not blocked.crash and blocked.message.startswith(
-        "no verdict: the dry run was stopped (writes a file"
+        "no verdict: the dry run was stopped (deletes a file or folder"
     )
     assert (blocked.verdict, blocked.no_verdict) == ("no-verdict", "blocked")
     assert (ends.verdict, ends.no_verdict) == ("no-verdict", "ends-kernel")
-    assert not target.exists()
+    assert target.read_bytes() == b"kept"
     assert (
         ends.message.startswith("the dry run saw the cell end the kernel") and "os._exit(1)" in ends.message
     )

@@ -11,7 +11,6 @@ too, with what such a worker cannot load (the notebook's own functions) failing 
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 
@@ -23,6 +22,7 @@ from jail_util import (
     jail_kernels,
     machine_leftovers,
     no_process_in_group,
+    real_run,
     verdict,
 )
 
@@ -31,7 +31,6 @@ pytest.importorskip("joblib")
 
 PATHS = pytest.mark.parametrize("prepared", [False, True], ids=["cold", "prepared"])
 WORLD = "worker processes kept in the copy (a single-process world): "
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +46,6 @@ def _world(result: dict, *words: str) -> str:
     for word in words:
         assert word in notes[0], notes
     return notes[0]
-
-
-def _real(jk: JailKernel, cell: str) -> tuple[str, str | None, int | None]:
-    """The cell run for real in the kernel: (outcome, exception, line of the cell's frame)."""
-    content = jk.run(cell, allow_error=True, timeout=300)
-    if content["status"] != "error":
-        return "completed", None, None
-    text = ANSI.sub("", "\n".join(content["traceback"]))
-    found = re.search(r"Cell In\[\d+\], line (\d+)", text)
-    return "raised", content["ename"], int(found.group(1)) if found else None
 
 
 def _children(jk: JailKernel) -> list[int]:
@@ -77,7 +66,7 @@ def _dry_then_real(jk: JailKernel, cell: str, prepared: bool = False) -> dict:
     assert no_process_in_group(result["child_pid"])  # nor any thread or process it started
     assert _children(jk) == before_children, (children_of(jk.pid), before_children)
     assert_nothing_left_since(before_files)
-    outcome, exception, line = _real(jk, cell)
+    outcome, exception, line = real_run(jk, cell)
     assert (result["outcome"], result.get("exception")) == (outcome, exception), (verdict(result), outcome)
     if outcome == "raised":
         assert result.get("line") == line, (verdict(result), line)

@@ -235,6 +235,23 @@ def _two_d(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
                 yield _fix(line, line.replace(arg, shown), f"Reshape to one column ({shown})", layer)
 
 
+def _flattened(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
+    """An array of more dimensions than the callee takes (``np.savetxt`` of images, an estimator fed
+    3-D data): each array argument of the call kept as rows, the other axes flattened into columns
+    (``x.reshape(len(x), -1)``); the jail finds the one that was meant."""
+    words = r"Expected 1D or 2D array, got \d+D|Found array with dim \d+|1-D or 2-D arrays; .+ has \d+ dim"
+    if not re.search(words, _text(p)):
+        return
+    for node in line.nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        for arg in node.args:
+            if isinstance(arg, ast.Name | ast.Attribute | ast.Subscript):
+                source = line.source(arg)
+                shown = _operand(line, arg, f".reshape(len({source}), -1)")
+                yield _fix(line, line.replace(arg, shown), f"Flatten {source} to rows ({shown})", layer)
+
+
 def _text_values(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
     """Text where numbers are needed: ``numeric_only=True`` on a reduction, ``pd.to_numeric(...,
     errors="coerce")`` on a column operand, ``.to_numpy()`` on a frame fed to an estimator."""
@@ -517,6 +534,7 @@ FAMILIES: tuple[_Family, ...] = (
     keys_from_another_frame,
     _features,
     _two_d,
+    _flattened,
     _transpose,
     _channels_last,
     _text_values,

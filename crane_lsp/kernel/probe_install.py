@@ -36,6 +36,7 @@ SOURCES = (
     "agent/dryrun/failkeywords.py",
     "agent/jail/jail_seccomp.py",
     "agent/jail/jail_semaphores.py",
+    "agent/jail/jail_writes.py",
     "agent/jail/jail_answers.py",
     "agent/jail/jail_fds.py",
     "agent/jail/jail_maps.py",

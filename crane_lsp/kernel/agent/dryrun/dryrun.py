@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     )
     from crane_lsp.kernel.agent.jail.jail_threads import _jth_pools, _jth_single_thread
     from crane_lsp.kernel.agent.jail.jail_workers import _jwk_report, _jwk_single_process
+    from crane_lsp.kernel.agent.jail.jail_writes import _jwr_begin, _jwr_report
     from crane_lsp.kernel.agent.shorten.shorten_extrapolate import _shx_extrapolate
     from crane_lsp.kernel.agent.shorten.shorten_report import (
         _shp_report_shortened,
@@ -155,6 +156,7 @@ def _sb_limits(payload):
     if payload.get("_nice"):  # a shortened run beside a full one: the full run keeps the CPU (shorten.py)
         with _sb_contextlib.suppress(OSError):
             _sb_os.nice(int(payload["_nice"]))
+    _jwr_begin(payload)  # files the cell writes are kept in memory, capped (jail_writes.py)
     return notes
 
 
@@ -445,6 +447,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             extrapolated = _shx_extrapolate(exc, text, result["shortened"])
             result["shortened"]["extrapolated"] = extrapolated
     _jwk_report(result)  # the single-process worlds the cell was given (jail_workers.py)
+    _jwr_report(result)  # kept files it read back by name (jail_writes.py)
     if result["outcome"] == "completed" and "shown" in state:  # an error a magic showed, not raised
         shown, line = state["shown"]
         result.update(

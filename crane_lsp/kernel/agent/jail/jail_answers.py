@@ -43,6 +43,15 @@ if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semapho
         _JSE_INJECT,
         _jse_create,
         _jse_inject,
+        _jse_unlink,
+    )
+    from crane_lsp.kernel.agent.jail.jail_writes import (
+        _JWR_INJECT,
+        _jwr_inject,
+        _jwr_open,
+        _jwr_release,
+        _jwr_settle,
+        _jwr_unlink,
     )
 
 _JAN_KNOWN = "known outcome"
@@ -53,6 +62,9 @@ _JAN_ERRNO_NAMES = {
     2: "ENOENT",
     13: "EACCES",
     17: "EEXIST",
+    20: "ENOTDIR",
+    21: "EISDIR",
+    -2: "a file in the copy's memory",  # jail_writes' _JWR_INJECT
     88: "ENOTSOCK",
     99: "EADDRNOTAVAIL",
     111: "ECONNREFUSED",
@@ -76,6 +88,13 @@ class _JanLog:
     def __init__(self):
         self.answers = []
         self.semaphores = set()  # /dev/shm names the copy believes it made (``jail_semaphores``)
+        self.kept = {}  # files the copy wrote, in memory: path -> the parent's memfd (``jail_writes``)
+        self.created = set()  # those of them the copy created (it may unlink them)
+        self.pending = -1  # the descriptor the next injection sends
+        self.keeper = -1  # and the child's own handle of a new kept file, sent before it
+
+    def __del__(self):
+        _jwr_release(self)  # also when the run ends without ``_jan_settle``
 
 
 def _jan_int(value):
@@ -173,8 +192,18 @@ def _jan_thread_name(pid, name, args, log=None):
 
 def _jan_opened(pid, name, args, log):
     """An open for writing: a semaphore's temporary file (kept in the copy), another semaphore or
-    shared memory in /dev/shm, or a thread's own name."""
-    return _jse_create(pid, name, args, log) or _jan_shm(pid, name, args) or _jan_thread_name(pid, name, args)
+    shared memory in /dev/shm, a thread's own name, or a file (kept in the copy's memory)."""
+    return (
+        _jse_create(pid, name, args, log)
+        or _jan_shm(pid, name, args)
+        or _jan_thread_name(pid, name, args)
+        or _jwr_open(pid, name, args, log)
+    )
+
+
+def _jan_unlinked(pid, name, args, log):
+    """``unlink`` of a semaphore name or a file the copy made: done, in the copy only."""
+    return _jse_unlink(pid, name, args, log) or _jwr_unlink(pid, name, args, log)
 
 
 def _jan_replaced_socket(pid, name, args, log=None):
@@ -194,8 +223,8 @@ _JAN_RULES = {
     "openat": "_jan_opened",
     "link": "_jse_link",
     "linkat": "_jse_link",
-    "unlink": "_jse_unlink",
-    "unlinkat": "_jse_unlink",
+    "unlink": "_jan_unlinked",
+    "unlinkat": "_jan_unlinked",
     "getsockname": "_jan_replaced_socket",
     "getpeername": "_jan_replaced_socket",
     "getsockopt": "_jan_replaced_socket",
@@ -232,10 +261,13 @@ def _jan_answer(listener, notif_id, errno):
     return _jsc_libc().ioctl(listener, _jan_ctypes.c_ulong(_JAN_NOTIF_SEND), response) == 0
 
 
-def _jan_send(listener, notif_id, errno):
-    """The answer: an error (``errno`` > 0), success (0) or a memfd (``_JSE_INJECT``)."""
+def _jan_send(listener, notif_id, errno, log):
+    """The answer: an error (``errno`` > 0), success (0), a semaphore's memfd (``_JSE_INJECT``) or
+    a kept file's (``_JWR_INJECT``)."""
     if errno == _JSE_INJECT:
         return _jse_inject(listener, notif_id)
+    if errno == _JWR_INJECT:
+        return _jwr_inject(listener, notif_id, log)
     return _jan_answer(listener, notif_id, errno)
 
 
@@ -258,7 +290,7 @@ def _jan_listen(listener, log):
         return "a forbidden system call"
     notif_id, pid, number, args = parked
     decided = _jan_decide(pid, number, args, log)
-    if decided is not None and _jan_send(listener, notif_id, decided[0]):
+    if decided is not None and _jan_send(listener, notif_id, decided[0], log):
         if decided[2]:  # housekeeping answers (a semaphore's temporary name) go unlisted
             log.answers.append(decided)
         return None
@@ -297,19 +329,24 @@ def _jan_note(answers):
 
 def _jan_settle(result, log):
     """The verdict with the answered calls in its notes; a crash through a fallback answer, or
-    after the cell saw the jail's own work, is no verdict (``blocked``) with that reason."""
+    after the cell saw the jail's own work, or any verdict that may rest on a file kept in memory,
+    is no verdict (``blocked``) with that reason."""
     errnos = set(result.pop("errnos", None) or ())
-    if not log.answers:
-        return result
-    notes = result.get("notes") or []
-    notes.append(_jan_note(log.answers))
-    result["notes"] = notes
-    if result.get("outcome") != "raised":
+    kept = _jwr_settle({**result, "errnos": errnos}, log)  # a file kept in memory read back (jail_writes)
+    _jwr_release(log)
+    result.pop("read_back", None), result.pop("written", None)
+    if log.answers:
+        result["notes"] = [*(result.get("notes") or []), _jan_note(log.answers)]
+    if result.get("outcome") not in ("raised", "completed") or not (log.answers or kept):
         return result
     raised = result.get("exception") or "an exception"
     through = [what for errno, kind, what in log.answers if kind == _JAN_FALLBACK and errno in errnos]
     shaped = [what for _errno, kind, what in log.answers if kind == _JAN_SHAPED]
-    if through:
+    if kept:
+        why = kept
+    elif result.get("outcome") != "raised":
+        return result
+    elif through:
         why = f"its {raised} follows a call the jail answered with an error ({through[0]})"
     elif shaped:
         why = f"it raised {raised} after seeing the jail's own work ({shaped[0]})"

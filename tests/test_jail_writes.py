@@ -1,0 +1,182 @@
+"""Files the dry run's copy writes are kept in its own memory (``jail_writes.py``), in REAL kernels.
+
+Each cell that writes is dry-run, then (where the test's own folder takes the write) run for real in
+the same kernel: the verdicts agree, the dry run left the disk as it was, and the real run wrote.
+Errors the real open would meet (a missing folder, a folder, ``O_EXCL`` on a file that exists) are
+the real crashes. What the copy cannot show (a kept file read back by name, a file past its cap,
+native code that looks its file up by name) is no verdict; a folder the kernel may not write, /proc
+and a ninth file still end the run. The kernel holds no descriptor afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jail_util import JailKernel, jail_kernels, real_run, verdict
+
+from crane_lsp.kernel.probe_install import PROBE_SOURCE
+
+PATHS = pytest.mark.parametrize("prepared", [False, True], ids=["cold", "prepared"])
+KEPT = "for writing -> a file in the copy's memory (kept in the copy)"
+
+
+@pytest.fixture(scope="module", params=["root", "nobody"])
+def jk(request: pytest.FixtureRequest) -> Iterator[JailKernel]:
+    kernels = jail_kernels(request.param)
+    kernel = next(kernels)
+    kernel.run("import matplotlib.pyplot")  # its config folder exists, as after any first import
+    yield kernel
+    next(kernels, None)
+
+
+def _folder(jk: JailKernel, name: str) -> Path:
+    """A fresh folder of the test's, which the kernel's user may write."""
+    folder = jk.workdir / name
+    folder.mkdir()
+    if jk.user == "nobody":
+        os.chown(folder, 65534, 65534)
+    return folder
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _kept(result: dict, *paths: Path) -> None:
+    notes = [n for n in result.get("notes") or [] if n.startswith("answered by the jail")]
+    assert notes, result
+    for path in paths:
+        assert f"openat({str(path)!r}) {KEPT}" in notes[0], notes
+
+
+def _kept_descriptors(jk: JailKernel) -> list[str]:
+    """The kernel's descriptors of kept files (the copy's are gone with the copy; none may stay)."""
+    found = []
+    for fd in os.listdir(f"/proc/{jk.pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{jk.pid}/fd/{fd}")
+        except OSError:
+            continue
+        if "crane-kept" in target:
+            found.append(target)
+    return found
+
+
+@PATHS
+def test_a_cell_that_saves_gets_the_verdict_of_its_real_run(jk: JailKernel, prepared: bool) -> None:
+    folder = _folder(jk, f"saves{int(prepared)}")
+    (folder / "old.csv").write_text("kept as it is\n")
+    jk.own(folder / "old.csv")
+    before = _listing(folder)
+    cell = (
+        "import numpy as np, pandas as pd, matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+        f"frame = pd.DataFrame({{'a': [1, 2]}})\nframe.to_csv({str(folder / 'old.csv')!r})\n"
+        f"np.savetxt({str(folder / 'a.txt')!r}, np.ones((2, 2)))\n"
+        f"plt.plot([1, 2])\nplt.savefig({str(folder / 'fig.png')!r})\n"
+        "frame['no such column']"
+    )
+    dry = jk.dry_run(cell, budget_s=60, prepared=prepared)
+    assert verdict(dry)[:3] == ("raised", "KeyError", 9), verdict(dry)
+    _kept(dry, folder / "old.csv", folder / "a.txt", folder / "fig.png")
+    assert _listing(folder) == before and _kept_descriptors(jk) == []
+    assert real_run(jk, cell) == ("raised", "KeyError", 9)
+    assert sorted(_listing(folder)) == ["a.txt", "fig.png", "old.csv"]  # the real run wrote
+
+
+def test_the_errors_of_the_real_open_are_the_real_crashes(jk: JailKernel) -> None:
+    folder = _folder(jk, "errors")
+    (folder / "there.txt").write_text("x")
+    jk.own(folder / "there.txt")
+    cells = [
+        (f"open({str(folder / 'missing' / 'x.txt')!r}, 'w')", "FileNotFoundError"),
+        (f"open({str(folder / 'there.txt' / 'x.txt')!r}, 'w')", "NotADirectoryError"),
+        (f"open({str(folder)!r}, 'w')", "IsADirectoryError"),
+        (f"open({str(folder / 'there.txt')!r}, 'x')", "FileExistsError"),
+        (
+            f"import numpy as np\nnp.savetxt({str(folder / 'five.txt')!r}, np.ones((1, 2, 1, 2, 1)))",
+            "ValueError",
+        ),
+    ]
+    for cell, exception in cells:
+        dry = jk.dry_run(cell, budget_s=30)
+        assert verdict(dry)[1] == exception and verdict(dry)[0] == "raised", (cell, verdict(dry))
+        assert not (folder / "five.txt").exists()
+        assert real_run(jk, cell)[:2] == ("raised", exception), cell
+
+
+def test_the_copy_sees_what_it_wrote_through_its_own_files(jk: JailKernel) -> None:
+    """Appending in a loop reopens the same kept file; ``os.path.getsize``, ``os.path.exists`` and
+    ``Path.stat`` describe it; a temporary file (named or not) works and is gone after."""
+    folder = _folder(jk, "loop")
+    log = folder / "log.txt"
+    cell = (
+        "import os, tempfile, pathlib\n"
+        f"for i in range(3):\n    with open({str(log)!r}, 'a') as f:\n        f.write(str(i))\n"
+        f"assert os.path.exists({str(log)!r}) and os.path.getsize({str(log)!r}) == 3\n"
+        f"assert pathlib.Path({str(log)!r}).stat().st_size == 3\n"
+        f"with open({str(log)!r}, 'w') as f:\n    f.write('x')\n"
+        f"assert os.path.getsize({str(log)!r}) == 1\n"
+        f"with tempfile.TemporaryFile(dir={str(folder)!r}) as t:\n    t.write(b'y')\n"
+        f"with tempfile.NamedTemporaryFile(dir={str(folder)!r}) as t:\n    t.write(b'z')\n"
+        "1 / 0"
+    )
+    dry = jk.dry_run(cell, budget_s=30)
+    assert verdict(dry)[:3] == ("raised", "ZeroDivisionError", 14), verdict(dry)
+    assert _listing(folder) == {} and _kept_descriptors(jk) == []
+
+
+def test_what_the_copy_cannot_show_is_no_verdict(jk: JailKernel) -> None:
+    folder = _folder(jk, "cannot")
+    path = folder / "b.csv"
+    # read back by name: the disk has no such file (the real run reads what it wrote)
+    read_back = (
+        f"import pandas as pd\npd.DataFrame({{'a': [1]}}).to_csv({str(path)!r})\n"
+        f"pd.read_csv({str(path)!r})['a']"
+    )
+    result = jk.dry_run(read_back, budget_s=30)
+    assert result["outcome"] == "blocked" and "it read back" in result["message"], verdict(result)
+    # past the cap (memory_mb / 8): the write fails in the copy only
+    big = f"with open({str(folder / 'big.bin')!r}, 'wb') as f:\n    f.write(bytes(20 * 1024 * 1024))"
+    result = jk.dry_run(big, budget_s=30, memory_mb=128)
+    assert result["outcome"] == "blocked" and "size cap" in result["message"], verdict(result)
+    # a ninth file ends the run, as every write did before
+    many = "".join(f"open({str(folder / f'f{i}.txt')!r}, 'w')\n" for i in range(9))
+    result = jk.dry_run(many, budget_s=30)
+    assert result["outcome"] == "blocked" and "writes a file" in result["message"], verdict(result)
+    assert "f8.txt" in result["message"]
+    # a file of the system
+    result = jk.dry_run("open('/proc/self/oom_score_adj', 'w').write('0')", budget_s=30)
+    assert result["outcome"] == "blocked" and "writes a file" in result["message"], verdict(result)
+    assert _listing(folder) == {}
+
+
+def test_a_folder_the_kernel_may_not_write_still_ends_the_run(jk: JailKernel) -> None:
+    if jk.user != "nobody":
+        pytest.skip("root may write anywhere")
+    folder = jk.workdir / "roots"
+    folder.mkdir(mode=0o755)  # owned by root: the unprivileged kernel may not create files in it
+    result = jk.dry_run(f"open({str(folder / 'x.txt')!r}, 'w')", budget_s=30)
+    assert result["outcome"] == "blocked" and "writes a file" in result["message"], verdict(result)
+    assert real_run(jk, f"open({str(folder / 'x.txt')!r}, 'w')")[:2] == ("raised", "PermissionError")
+
+
+def test_settle_rules() -> None:
+    """The parent's rules, on the joined module (no kernel): a raise through ENOENT, EFBIG, naming a
+    kept file, or after native code opened one is no verdict; a crash elsewhere stands."""
+    joined: dict[str, Any] = {}
+    exec(compile(PROBE_SOURCE, "<crane-probe>", "exec"), joined)
+    settle, log = joined["_jwr_settle"], joined["_JanLog"]()
+    log.kept = {"/data/out.csv": -1}
+    raised = {"outcome": "raised", "exception": "KeyError", "message": "'x'", "written": ["/data/out.csv"]}
+    assert settle(raised, log) == ""
+    assert "may follow /data/out.csv" in settle({**raised, "errnos": [2]}, log)
+    assert "may follow /data/out.csv" in settle({**raised, "message": "bad out.csv"}, log)
+    assert "size cap" in settle({**raised, "errnos": [27]}, log)
+    assert "native code writing /data/out.csv" in settle({**raised, "written": []}, log)
+    assert "read back" in settle({"outcome": "completed", "read_back": ["/data/out.csv"]}, log)
+    assert settle({"outcome": "completed", "written": []}, log) == ""
+    log.kept = {}
