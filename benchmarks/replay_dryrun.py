@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -216,7 +218,10 @@ async def main_async(args: argparse.Namespace) -> list[Row]:
         for version in ("buggy", "fixed"):
             if not (case / f"{version}.ipynb").exists():
                 continue
-            row = await run_notebook(case, version, args.budget)
+            with tempfile.TemporaryDirectory(prefix="crane-replay-") as work:  # real runs write there
+                copy = Path(work) / case.name
+                shutil.copytree(case, copy)
+                row = await run_notebook(copy, version, args.budget)
             rows.append(row)
             console.print(
                 f"[{time.perf_counter() - started:5.0f} s] {case.name}/{version}: on={row.on_verdict} "

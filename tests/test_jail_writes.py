@@ -73,7 +73,8 @@ def test_a_cell_that_saves_gets_the_verdict_of_its_real_run(jk: JailKernel, prep
     jk.own(folder / "old.csv")
     before = _listing(folder)
     cell = (
-        "import numpy as np, pandas as pd, matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+        "import numpy as np, pandas as pd, matplotlib\nmatplotlib.use('Agg')\n"
+        "import matplotlib.pyplot as plt\n"
         f"frame = pd.DataFrame({{'a': [1, 2]}})\nframe.to_csv({str(folder / 'old.csv')!r})\n"
         f"np.savetxt({str(folder / 'a.txt')!r}, np.ones((2, 2)))\n"
         f"plt.plot([1, 2])\nplt.savefig({str(folder / 'fig.png')!r})\n"
@@ -129,13 +130,31 @@ def test_the_copy_sees_what_it_wrote_through_its_own_files(jk: JailKernel) -> No
     assert _listing(folder) == {} and _kept_descriptors(jk) == []
 
 
+@PATHS
+def test_a_file_read_back_through_python_is_the_kept_one(jk: JailKernel, prepared: bool) -> None:
+    """``pd.read_csv`` of the CSV the cell just saved, ``np.load`` of its ``.npy``: the copy reads
+    what it wrote, as the real run does, and the verdicts agree."""
+    folder = _folder(jk, f"readback{int(prepared)}")
+    cell = (
+        "import numpy as np, pandas as pd\n"
+        f"pd.DataFrame({{'a': [1, 2]}}).to_csv({str(folder / 'b.csv')!r}, index=False)\n"
+        f"np.save({str(folder / 'c.npy')!r}, np.arange(3))\n"
+        f"assert np.load({str(folder / 'c.npy')!r}).tolist() == [0, 1, 2]\n"
+        f"back = pd.read_csv({str(folder / 'b.csv')!r})\n"
+        "back['b']"
+    )
+    dry = jk.dry_run(cell, budget_s=30, prepared=prepared)
+    assert verdict(dry)[:3] == ("raised", "KeyError", 6), verdict(dry)
+    assert _listing(folder) == {}
+    assert real_run(jk, cell) == ("raised", "KeyError", 6)
+
+
 def test_what_the_copy_cannot_show_is_no_verdict(jk: JailKernel) -> None:
     folder = _folder(jk, "cannot")
-    path = folder / "b.csv"
-    # read back by name: the disk has no such file (the real run reads what it wrote)
+    path = folder / "b.bin"
+    # read back by name below Python's open: the disk has no such file (the real run reads what it wrote)
     read_back = (
-        f"import pandas as pd\npd.DataFrame({{'a': [1]}}).to_csv({str(path)!r})\n"
-        f"pd.read_csv({str(path)!r})['a']"
+        f"open({str(path)!r}, 'wb').write(b'x')\nimport os\nos.read(os.open({str(path)!r}, os.O_RDONLY), 1)"
     )
     result = jk.dry_run(read_back, budget_s=30)
     assert result["outcome"] == "blocked" and "it read back" in result["message"], verdict(result)

@@ -19,11 +19,12 @@ could be verified. Now the parent answers an open for writing itself; the kernel
   a folder the kernel may not write, more than ``_JWR_MAX_FILES`` files, an existing file of more
   than ``_JWR_MAX_COPY`` bytes opened without truncating.
 
-What the copy cannot see: a read of a kept file by its name goes to the disk (reads are not
-parked). So an audit hook in the child notes the cell opening for reading a path it opened for
-writing before (``_jwr_report``), and a crash after a kept write that carries ENOENT or EFBIG, or
-names a kept file, is no verdict (``_jwr_settle``): a C library (h5py, pyarrow) may have read it
-back without Python's ``open``. Each kept file may grow to an eighth of the memory cap
+Reads are not parked, so a read of a kept file by its name would find the disk. In the child, from
+its first write on, ``os.stat`` and ``open`` for reading of a kept file use the kept file instead
+(``_jwr_shim_stat``). Below them (``os.open``, C libraries) the child cannot be shown the file: an
+audit hook notes an ``os.open`` for reading of a path opened for writing before (``_jwr_report``),
+and a crash after a kept write that carries ENOENT or EFBIG, names a kept file, or follows native
+code opening one, is no verdict (``_jwr_settle``). Each kept file may grow to an eighth of the memory cap
 (``RLIMIT_FSIZE``; past it the write fails with EFBIG), so at most the cap in all.
 """
 
@@ -139,6 +140,26 @@ def _jwr_shim_stat():
         return real_lstat(path, dir_fd=dir_fd) if kept is None else _jwr_os.fstat(kept)
 
     _jwr_os.stat, _jwr_os.lstat = stat, lstat
+    _jwr_shim_open(kept_for)
+
+
+def _jwr_shim_open(kept_for):
+    """``open``/``io.open`` for reading of a kept file read the kept file (a new open of the child's
+    handle, from its start), as the real run reads what it wrote: ``pd.read_csv`` of the CSV the
+    cell just saved, ``np.load`` of its ``.npy``. Other modes, and ``os.open``, go on as they were."""
+    import builtins
+    import io
+
+    real_open = io.open
+
+    def open(file, mode="r", *args, **kwargs):
+        reads = isinstance(mode, str) and not any(c in mode for c in "wax+")
+        kept = kept_for(file, None) if reads else None
+        if kept is None:
+            return real_open(file, mode, *args, **kwargs)
+        return real_open(f"/proc/self/fd/{kept}", mode, *args, **kwargs)
+
+    io.open = builtins.open = open
 
 
 def _jwr_report(result):
