@@ -73,14 +73,15 @@ async def test_real_answers_validate_against_the_wire(kernel: TestKernel, tmp_pa
         prepared = DryRunPrepared.model_validate(await link.call("dry_run_prepare", {}, timeout=10))
         raised = await runner.run_outcome("dw_c = dw_a @ dw_b", False)
         clean = await runner.run_outcome("dw_d = dw_a.sum()", False)
-        blocked = await runner.run_outcome(f"import os\nos.mkdir({str(tmp_path / 'x')!r})", False)
+        (tmp_path / "x.txt").write_text("kept")
+        blocked = await runner.run_outcome(f"import os\nos.remove({str(tmp_path / 'x.txt')!r})", False)
         ends = await runner.run_outcome("import os\nos._exit(3)", False)
         slow = await runner.run_outcome(SLOW_CELL, False)
     assert prepared.outcome in ("prepared", "skipped"), prepared
     assert raised.outcome == "raised" and raised.facts is not None and raised.facts.values, raised
     assert raised.prepared and raised.phases_ms, raised  # the child prepared ahead ran it
     assert clean.outcome == "completed", clean
-    assert blocked.outcome == "blocked" and not (tmp_path / "x").exists(), blocked
+    assert blocked.outcome == "blocked" and (tmp_path / "x.txt").exists(), blocked
     assert ends.outcome == "exits", ends
     assert slow.outcome == "timeout" and slow.shortened is not None and slow.shortened.runs, slow
     first = slow.shortened.runs[0]

@@ -186,13 +186,14 @@ def test_swallowed_block_still_ends_the_run(jk: JailKernel, prepared: bool) -> N
     (folder / "a.txt").write_text("keep me")
     cell = (
         "import os, shutil\ntry:\n"
-        f"    os.mkdir({str(folder / 'b')!r})\nexcept BaseException:\n    pass\n"
+        f"    os.rename({str(folder / 'a.txt')!r}, {str(folder / 'b.txt')!r})\n"
+        "except BaseException:\n    pass\n"
         f"shutil.rmtree({str(folder)!r})"
     )
     result = jk.dry_run(cell, prepared=prepared)
-    _blocked(result, "creates a folder", "b")
+    _blocked(result, "renames a file", "a.txt")
     assert (folder / "a.txt").read_text() == "keep me"
-    assert not (folder / "b").exists()
+    assert not (folder / "b.txt").exists()
 
 
 # 4. native code -----------------------------------------------------------------------------------

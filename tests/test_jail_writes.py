@@ -5,7 +5,8 @@ the same kernel: the verdicts agree, the dry run left the disk as it was, and th
 Errors the real open would meet (a missing folder, a folder, ``O_EXCL`` on a file that exists) are
 the real crashes. What the copy cannot show (a kept file read back by name, a file past its cap,
 native code that looks its file up by name) is no verdict; a folder the kernel may not write, /proc
-and a ninth file still end the run. The kernel holds no descriptor afterwards.
+and a ninth file still end the run. A folder the cell makes is made in the copy only. The kernel
+holds no descriptor afterwards.
 """
 
 from __future__ import annotations
@@ -147,6 +148,34 @@ def test_a_file_read_back_through_python_is_the_kept_one(jk: JailKernel, prepare
     assert verdict(dry)[:3] == ("raised", "KeyError", 6), verdict(dry)
     assert _listing(folder) == {}
     assert real_run(jk, cell) == ("raised", "KeyError", 6)
+
+
+def test_a_folder_the_cell_makes_is_made_in_the_copy_only(jk: JailKernel) -> None:
+    """``os.makedirs('out/sub')`` then a save into it: the folders exist in name only, in the copy,
+    and the files in them are kept files; a listing of such a folder is no verdict."""
+    folder = _folder(jk, "made")
+    out = folder / "out" / "sub"
+    cells = [
+        (
+            f"import os, pandas as pd\nos.makedirs({str(out)!r}, exist_ok=True)\n"
+            f"pd.DataFrame({{'a': [1]}}).to_csv({str(out / 's.csv')!r})\n"
+            f"assert os.path.isdir({str(out)!r}) and os.path.exists({str(out / 's.csv')!r})\n"
+            f"pd.read_csv({str(out / 's.csv')!r})['b']"
+        ),
+        f"import os\nos.mkdir({str(folder / 'c')!r})\nos.mkdir({str(folder / 'c')!r})",  # EEXIST
+        f"import os\nos.mkdir({str(folder / 'no' / 'parent')!r})",  # ENOENT
+    ]
+    for cell in cells:
+        dry = jk.dry_run(cell, budget_s=30)
+        assert _listing(folder) == {}, cell
+        real = real_run(jk, cell)
+        assert real[0] == "raised" and verdict(dry)[:3] == real, (cell, verdict(dry), real)
+        for made in sorted(folder.iterdir(), reverse=True):  # what the real run made
+            for file in sorted(made.rglob("*"), reverse=True):
+                file.unlink() if file.is_file() else file.rmdir()
+            made.rmdir()
+    listed = jk.dry_run(f"import os\nos.mkdir({str(folder / 'e')!r})\nos.listdir({str(folder / 'e')!r})")
+    assert listed["outcome"] == "blocked" and "it read back" in listed["message"], verdict(listed)
 
 
 def test_what_the_copy_cannot_show_is_no_verdict(jk: JailKernel) -> None:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semapho
     from crane_lsp.kernel.agent.jail.jail_writes import (
         _JWR_INJECT,
         _jwr_inject,
+        _jwr_mkdir,
         _jwr_open,
         _jwr_release,
         _jwr_settle,
@@ -90,6 +91,7 @@ class _JanLog:
         self.semaphores = set()  # /dev/shm names the copy believes it made (``jail_semaphores``)
         self.kept = {}  # files the copy wrote, in memory: path -> the parent's memfd (``jail_writes``)
         self.created = set()  # those of them the copy created (it may unlink them)
+        self.folders = set()  # folders the copy made, in name only (``jail_writes``)
         self.pending = -1  # the descriptor the next injection sends
         self.keeper = -1  # and the child's own handle of a new kept file, sent before it
 
@@ -122,6 +124,11 @@ def _jan_exists(pid, dirfd, path):
         return False
     finally:
         _jan_os.close(folder)
+
+
+def _jan_mkdir(pid, name, args, log):
+    """``mkdir`` of a folder that exists (EEXIST), or of a new one (made in the copy only)."""
+    return _jan_mkdir_existing(pid, name, args, log) or _jwr_mkdir(pid, name, args, log)
 
 
 def _jan_mkdir_existing(pid, name, args, log=None):
@@ -215,8 +222,8 @@ def _jan_replaced_socket(pid, name, args, log=None):
 #: the answered calls: syscall name -> the rule that decides (by name: some live in jail_semaphores);
 #: a call not here, or that its rule declines, still ends the run
 _JAN_RULES = {
-    "mkdir": "_jan_mkdir_existing",
-    "mkdirat": "_jan_mkdir_existing",
+    "mkdir": "_jan_mkdir",
+    "mkdirat": "_jan_mkdir",
     "connect": "_jan_nscd",
     "bind": "_jan_ipv6_probe",
     "open": "_jan_opened",

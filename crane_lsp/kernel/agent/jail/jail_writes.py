@@ -15,6 +15,8 @@ could be verified. Now the parent answers an open for writing itself; the kernel
   the file's bytes unless the open truncates. The copy writes into its own memory, and the memory
   goes with the copy. Opening the same path again (a loop that appends) reopens the same memfd.
   An ``O_TMPFILE`` file is a memfd too, and ``unlink`` of a name the copy made succeeds in the copy.
+* A new folder (``os.makedirs('out')`` before a save into it) is made in the copy only, in name
+  (``log.folders``): files opened in it are new kept files.
 * Anything else still ends the run: a link as the last name, a device, a FIFO, /proc, /sys, /dev,
   a folder the kernel may not write, more than ``_JWR_MAX_FILES`` files, an existing file of more
   than ``_JWR_MAX_COPY`` bytes opened without truncating.
@@ -42,6 +44,7 @@ _JWR_KEPT = "kept in the copy"  # jail_semaphores' class of the same words (_JSE
 _JWR_KNOWN = "known outcome"  # jail_answers' class of the same words (_JAN_KNOWN)
 _JWR_INJECT = -2  # the answer is the file's memfd, prepared in the log (``pending``)
 _JWR_MAX_FILES = 8
+_JWR_MAX_FOLDERS = 16
 _JWR_MAX_COPY = 64 * 1024 * 1024  # an existing file opened without truncating: its bytes are copied
 _JWR_AT_FDCWD = -100
 _JWR_O_ACCMODE = 0o3
@@ -57,6 +60,8 @@ _JWR_ENOENT, _JWR_ENOTDIR, _JWR_EISDIR, _JWR_EEXIST, _JWR_EFBIG = 2, 20, 21, 17,
 _JWR_WRITTEN: set[str] = set()  # the child: absolute paths the cell opened for writing (the audit hook)
 _JWR_READ_BACK: list[str] = []  # the child: those it then opened for reading
 _JWR_BUSY: list[int] = []  # the child: inside the shim's own lookup (no lookup within it)
+_JWR_FOLDERS: set[str] = set()  # the child: folders the cell made (``os.mkdir``)
+_JWR_REAL_STAT: list = []  # the child: ``os.stat`` before the shim
 
 
 def _jwr_begin(payload):
@@ -72,8 +77,11 @@ def _jwr_begin(payload):
 
 
 def _jwr_watch(event, args):
-    """Audit hook: note a path opened for writing, and a later open of it for reading. Never
-    raises (an exception here would become the cell's)."""
+    """Audit hook: note a path opened for writing, and a later open of it for reading; a folder
+    made, and a later listing of it. Never raises (an exception here would become the cell's)."""
+    if event in ("os.mkdir", "os.listdir", "os.scandir"):
+        _jwr_watch_folder(event, args)
+        return
     if event != "open" or len(args) < 3 or isinstance(args[0], int):
         return
     try:
@@ -87,13 +95,56 @@ def _jwr_watch(event, args):
         finally:
             _JWR_BUSY.pop()
         if writes:
-            if not _JWR_WRITTEN:
+            if not _JWR_WRITTEN and not _JWR_FOLDERS:
                 _jwr_shim_stat()
             _JWR_WRITTEN.add(path)
         elif path in _JWR_WRITTEN and path not in _JWR_READ_BACK:
             _JWR_READ_BACK.append(path)
     except Exception:
         pass
+
+
+def _jwr_watch_folder(event, args):
+    """``os.mkdir`` of a path (the parent may make it in the copy only), ``os.listdir`` and
+    ``os.scandir`` of one made so: the disk has no such folder."""
+    try:
+        if not args or args[0] is None or isinstance(args[0], int):
+            return
+        if len(args) > 2 and args[2] not in (None, -1):  # relative to a descriptor: not followed
+            return
+        if event != "os.mkdir" and not _JWR_FOLDERS:
+            return
+        _JWR_BUSY.append(1)
+        try:
+            path = _jwr_os.path.realpath(_jwr_os.fsdecode(args[0]))
+        finally:
+            _JWR_BUSY.pop()
+        if event == "os.mkdir":
+            if not _JWR_WRITTEN and not _JWR_FOLDERS:
+                _jwr_shim_stat()
+            _JWR_FOLDERS.add(path)
+        elif path in _JWR_FOLDERS and path not in _JWR_READ_BACK:
+            _JWR_READ_BACK.append(path)
+    except Exception:
+        pass
+
+
+def _jwr_made_folder(path, error):
+    """The stat of a folder the copy made (``error``: the real stat's, re-raised otherwise): its
+    nearest ancestor on the disk stands for it (a folder, with the kernel's permissions)."""
+    _JWR_BUSY.append(1)  # ``realpath`` stats through the shim
+    try:
+        absolute = _jwr_os.path.realpath(_jwr_os.fsdecode(_jwr_os.fspath(path)))
+    except Exception:
+        raise error from None
+    finally:
+        _JWR_BUSY.pop()
+    if absolute not in _JWR_FOLDERS:
+        raise error
+    above = _jwr_os.path.dirname(absolute)
+    while above in _JWR_FOLDERS:
+        above = _jwr_os.path.dirname(above)
+    return _JWR_REAL_STAT[0](above)
 
 
 def _jwr_keeper(path):
@@ -117,6 +168,7 @@ def _jwr_shim_stat():
     describe the kept file, as after the real write: ``np.savetxt`` creates the file, then checks
     that it exists. In the child only, from its first write on; C code still sees the disk."""
     real_stat, real_lstat = _jwr_os.stat, _jwr_os.lstat
+    _JWR_REAL_STAT.append(real_stat)
 
     def kept_for(path, dir_fd):
         if dir_fd is not None or _JWR_BUSY:  # ``realpath`` in ``_jwr_keeper`` calls ``os.lstat``
@@ -131,13 +183,25 @@ def _jwr_shim_stat():
 
     def stat(path, *, dir_fd=None, follow_symlinks=True):
         kept = kept_for(path, dir_fd)
-        if kept is None:
+        if kept is not None:
+            return _jwr_os.fstat(kept)
+        try:
             return real_stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
-        return _jwr_os.fstat(kept)
+        except FileNotFoundError as exc:
+            if dir_fd is not None or not _JWR_FOLDERS or _JWR_BUSY:
+                raise
+            return _jwr_made_folder(path, exc)
 
     def lstat(path, *, dir_fd=None):
         kept = kept_for(path, dir_fd)
-        return real_lstat(path, dir_fd=dir_fd) if kept is None else _jwr_os.fstat(kept)
+        if kept is not None:
+            return _jwr_os.fstat(kept)
+        try:
+            return real_lstat(path, dir_fd=dir_fd)
+        except FileNotFoundError as exc:
+            if dir_fd is not None or not _JWR_FOLDERS or _JWR_BUSY:
+                raise
+            return _jwr_made_folder(path, exc)
 
     _jwr_os.stat, _jwr_os.lstat = stat, lstat
     _jwr_shim_open(kept_for)
@@ -182,9 +246,10 @@ def _jwr_folder(pid, dirfd, path):
     return _jwr_os.open(base, _JWR_O_PATH_DIR)
 
 
-def _jwr_where(pid, dirfd, path):
+def _jwr_where(pid, dirfd, path, log=None):
     """``(folder fd, leaf, absolute path)`` for ``path``, or an errno the real open would fail
-    with, or None (not a case answered here). The caller closes the folder descriptor."""
+    with, or None (not a case answered here). The folder descriptor is None for a folder the copy
+    made (``log.folders``: it is not on the disk); else the caller closes it."""
     head, leaf = _jwr_os.path.split(path)
     if leaf in ("", ".", ".."):
         return None
@@ -193,6 +258,9 @@ def _jwr_where(pid, dirfd, path):
         try:
             info = _jwr_os.stat(head or ".", dir_fd=base)
         except OSError as exc:
+            made = _jwr_os.path.normpath(_jwr_os.path.join(_jwr_os.readlink(f"/proc/self/fd/{base}"), head))
+            if exc.errno == _JWR_ENOENT and log is not None and made in log.folders:
+                return None, leaf, _jwr_os.path.join(made, leaf)
             return exc.errno if exc.errno in (_JWR_ENOENT, _JWR_ENOTDIR) else None
         if not _jwr_stat.S_ISDIR(info.st_mode):
             return _JWR_ENOTDIR
@@ -209,6 +277,8 @@ def _jwr_where(pid, dirfd, path):
 def _jwr_decide(folder, leaf, flags):
     """What the real open of ``leaf`` in ``folder`` does: an errno, "new" (a file it creates),
     "keep" or "truncate" (an existing regular file), or None (not answered)."""
+    if folder is None:  # in a folder the copy made: nothing of it is on the disk
+        return "new" if flags & _JWR_O_CREAT else _JWR_ENOENT
     try:
         info = _jwr_os.stat(leaf, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
@@ -235,11 +305,13 @@ def _jwr_open(pid, name, args, log):
         return _jwr_tmpfile(pid, dirfd, path, flags, log)
     if flags & _JWR_O_DIRECTORY:
         return None
-    where = _jwr_where(pid, dirfd, path)
+    where = _jwr_where(pid, dirfd, path, log)
     if where is None or isinstance(where, int):
         return None if where is None else (where, _JWR_KNOWN, f"{name}({path!r})")
     folder, leaf, absolute = where
     try:
+        if absolute in log.folders:
+            return _JWR_EISDIR, _JWR_KNOWN, f"{name}({path!r})"
         kept = log.kept.get(absolute)
         if kept is not None and flags & _JWR_O_CREAT and flags & _JWR_O_EXCL:
             return _JWR_EEXIST, _JWR_KNOWN, f"{name}({path!r})"
@@ -257,23 +329,24 @@ def _jwr_open(pid, name, args, log):
         elif flags & _JWR_O_TRUNC:
             _jwr_os.ftruncate(kept, 0)
     finally:
-        _jwr_os.close(folder)
+        _jwr_close(folder)
     log.pending = _jwr_reopen(kept, flags)
     return _JWR_INJECT, _JWR_KEPT, f"{name}({path!r}) for writing"
 
 
 def _jwr_tmpfile(pid, dirfd, path, flags, log):
     """``O_TMPFILE`` (``tempfile.TemporaryFile``): an unnamed file in a folder the kernel may write."""
-    where = _jwr_where(pid, dirfd, _jwr_os.path.join(path, "x"))  # the folder is ``path`` itself
+    where = _jwr_where(pid, dirfd, _jwr_os.path.join(path, "x"), log)  # the folder is ``path`` itself
     if not isinstance(where, tuple):
         return None if where is None else (where, _JWR_KNOWN, f"openat({path!r}, O_TMPFILE)")
     folder = where[0]
     try:
-        if len(log.kept) >= _JWR_MAX_FILES or not _jwr_os.access(".", _jwr_os.W_OK, dir_fd=folder):
+        writable = folder is None or _jwr_os.access(".", _jwr_os.W_OK, dir_fd=folder)
+        if len(log.kept) >= _JWR_MAX_FILES or not writable:
             return None
         memfd = _jwr_memfd(folder, None, "")
     finally:
-        _jwr_os.close(folder)
+        _jwr_close(folder)
     log.kept[f"(unnamed {len(log.kept)})"] = memfd
     log.pending = _jwr_reopen(memfd, flags)
     return _JWR_INJECT, _JWR_KEPT, ""
@@ -321,15 +394,45 @@ def _jwr_unlink(pid, name, args, log):
     path = _jsc_path(pid, args[at])
     if path is None or not log.created:
         return None
-    where = _jwr_where(pid, dirfd, path)
+    where = _jwr_where(pid, dirfd, path, log)
     if not isinstance(where, tuple):
         return None
-    _jwr_os.close(where[0])
+    _jwr_close(where[0])
     if where[2] not in log.created:
         return None
     log.created.discard(where[2])
     _jwr_os.close(log.kept.pop(where[2]))
     return 0, _JWR_KEPT, ""
+
+
+def _jwr_mkdir(pid, name, args, log):
+    """``mkdir`` of a new folder where the kernel may make one (``os.makedirs('out')`` before a
+    save into it): done, in the copy only. Files opened in it are new kept files; the real
+    ``mkdir``'s error where it would fail (a missing parent: ENOENT)."""
+    dirfd, at = (_JWR_AT_FDCWD, 0) if name == "mkdir" else (args[0], 1)
+    dirfd = _jwr_struct.unpack("i", _jwr_struct.pack("I", dirfd & 0xFFFFFFFF))[0]
+    path = _jsc_path(pid, args[at])
+    if path is None:
+        return None
+    where = _jwr_where(pid, dirfd, path.rstrip("/") or path, log)
+    if where is None or isinstance(where, int):
+        return None if where is None else (where, _JWR_KNOWN, f"{name}({path!r})")
+    folder, _leaf, absolute = where
+    try:
+        if absolute in log.folders or absolute in log.kept:
+            return _JWR_EEXIST, _JWR_KNOWN, f"{name}({path!r})"
+        writable = folder is None or _jwr_os.access(".", _jwr_os.W_OK | _jwr_os.X_OK, dir_fd=folder)
+        if not writable or len(log.folders) >= _JWR_MAX_FOLDERS:
+            return None  # (a name that exists on the disk was answered EEXIST before this rule)
+    finally:
+        _jwr_close(folder)
+    log.folders.add(absolute)
+    return 0, _JWR_KEPT, f"{name}({path!r})"
+
+
+def _jwr_close(fd):
+    if fd is not None:
+        _jwr_os.close(fd)
 
 
 def _jwr_inject(listener, notif_id, log):
@@ -374,11 +477,11 @@ def _jwr_settle(result, log):
     which finds the disk: the copy's ``os.stat`` is Python's), through ENOENT or EFBIG, or naming
     a kept file (a C library's read)."""
     kept = [path for path in log.kept if not path.startswith("(")]
-    if not log.kept:
+    if not log.kept and not log.folders:
         return ""
     read_back = result.get("read_back") or []
     if read_back and result.get("outcome") in ("raised", "completed"):
-        return f"it read back {read_back[0]}, a file the copy wrote only in memory"
+        return f"it read back {read_back[0]}, which the copy made only in its memory"
     if result.get("outcome") != "raised":
         return ""
     raised = result.get("exception") or "an exception"
@@ -390,6 +493,6 @@ def _jwr_settle(result, log):
     message = result.get("message") or ""
     named = [path for path in kept if _jwr_os.path.basename(path) in message]
     if named or _JWR_ENOENT in (result.get("errnos") or ()):
-        which = named[0] if named else kept[0] if kept else "a temporary file"
-        return f"its {raised} may follow {which}, a file the copy wrote only in memory"
+        which = named[0] if named else kept[0] if kept else sorted(log.folders or ["a temporary file"])[0]
+        return f"its {raised} may follow {which}, which the copy made only in its memory"
     return ""
