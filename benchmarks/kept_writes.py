@@ -2,10 +2,10 @@
 
 Derived from every target of the JunoBench replay corpus (buggy and fixed, real code nobody here
 wrote): each target gets twins that first save a small file, one per common writer (Python's
-``open``, ``np.save``, ``np.savetxt``, ``DataFrame.to_csv``, a matplotlib ``Figure.savefig``, and
-``torch.save``, a native writer), so the crash or the clean end comes after a write. Before files
-were kept in the copy's memory, every twin ended the dry run at its first line (``blocked: writes a
-file``): no verdict for any of them.
+``open``, ``np.save``, ``np.savetxt``, ``DataFrame.to_csv``, a matplotlib ``Figure.savefig``,
+``torch.save``, a native writer, and ``os.makedirs`` then ``to_csv`` into the new folder), so the
+crash or the clean end comes after a write. Before files were kept in the copy's memory, every twin
+ended the dry run at its save (``blocked: writes a file``, ``creates a folder``): no verdict.
 
 Per notebook, in a copy of its case folder: replay the state, dry-run the original target and each
 twin (nothing may reach the folder), then run the original target for real: its outcome (and its
@@ -44,6 +44,10 @@ SAVES = {
     "to_csv": "import pandas as _twin_pd\n_twin_pd.DataFrame({'a': [1, 2]}).to_csv('crane_twin_frame.csv')",
     "savefig": "from matplotlib.figure import Figure as _TwinFigure\n_TwinFigure().savefig('crane_twin.png')",
     "torch.save": "import torch as _twin_torch\n_twin_torch.save(_twin_torch.ones(2), 'crane_twin.pt')",
+    "makedirs": (
+        "import os as _twin_os, pandas as _twin_pd\n_twin_os.makedirs('crane_twin/out', exist_ok=True)\n"
+        "_twin_pd.DataFrame({'a': [1]}).to_csv('crane_twin/out/t.csv')"
+    ),
 }
 
 
