@@ -17,20 +17,17 @@ serially in the copy (its workers would be processes, which the jail stops).
 
 import os as _jse_os
 import re as _jse_re
-import struct as _jse_struct
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # in the kernel these come from jail_seccomp, joined before
-    from crane_lsp.kernel.agent.jail.jail_seccomp import _jsc_libc, _jsc_path
+if TYPE_CHECKING:  # in the kernel these come from jail_seccomp (before) and jail_writes (after)
+    from crane_lsp.kernel.agent.jail.jail_seccomp import _jsc_path
+    from crane_lsp.kernel.agent.jail.jail_writes import _jwr_addfd
 
 _JSE_KEPT = "kept in the copy"
 _JSE_FALLBACK = "handled fallback"  # jail_answers' rule class of the same name (_JSE_FALLBACK)
 _JSE_INJECT = -1  # the answer is a memfd, not an errno
 _JSE_TEMP = _jse_re.compile(r"^/dev/shm/sem\.[A-Za-z0-9]{6}$")  # glibc's temporary name
-#: SECCOMP_IOCTL_NOTIF_ADDFD: _IOW('!', 3, struct seccomp_notif_addfd) (24 bytes)
-_JSE_ADDFD = 0x40182103
 _JSE_ADDFD_SEND = 2  # SECCOMP_ADDFD_FLAG_SEND: the new descriptor is the call's result (Linux 5.14)
-_JSE_O_CLOEXEC = 0o2000000
 
 
 def _jse_create(pid, name, args, log):
@@ -70,12 +67,8 @@ def _jse_unlink(pid, name, args, log):
 
 def _jse_inject(listener, notif_id):
     """Answer the parked open with a fresh memfd in the copy (closed here at once)."""
-    import ctypes
-
     memfd = _jse_os.memfd_create("crane-semaphore", _jse_os.MFD_CLOEXEC)
     try:
-        request = _jse_struct.pack("QIIII", notif_id, _JSE_ADDFD_SEND, memfd, 0, _JSE_O_CLOEXEC)
-        buffer = ctypes.create_string_buffer(request, len(request))
-        return _jsc_libc().ioctl(listener, ctypes.c_ulong(_JSE_ADDFD), buffer) >= 0
+        return _jwr_addfd(listener, notif_id, memfd, _JSE_ADDFD_SEND)
     finally:
         _jse_os.close(memfd)
