@@ -1,7 +1,8 @@
 """The dry-run layer through the REAL link and pipeline, on real kernels.
 
 A raised exception comes back as an ``observed`` prediction on the exact (0-based) line; a clean cell
-as the final "ran clean" note; ``safe`` mode screens a writing cell out and says why; ``off`` does
+as the final "ran clean" note; ``safe`` mode screens out a cell that writes outside its files and
+says why (a save is dry-run: the jail keeps the file in memory); ``off`` does
 nothing; the kernel's namespace and execution count are untouched; and ``crane-lsp check`` observes
 the crash of every bundled example notebook.
 """
@@ -76,16 +77,20 @@ async def test_clean_cell_ran_clean_note(prepared: TestKernel) -> None:
     assert any(n.startswith("ran clean in a sandboxed copy in ") for n in prediction.notes)
 
 
-async def test_safe_mode_skips_a_writing_cell_with_the_reason(prepared: TestKernel, tmp_path: Path) -> None:
+async def test_safe_mode_skips_a_cell_that_writes_outside_its_files(
+    prepared: TestKernel, tmp_path: Path
+) -> None:
+    pushed = "layer_df.to_sql('sales', layer_con)\nlayer_df['nope']"
     target = tmp_path / "out.csv"
-    cell = f"layer_df.to_csv({str(target)!r})\nlayer_df['nope']"
+    saves = f"layer_df.to_csv({str(target)!r})\nlayer_df['nope']"
     async with await KernelLink.connect(prepared.connection_file) as link:
-        prediction = (await _pipeline(link, "safe").predict(cell, layers={"dryrun"})).prediction
+        prediction = (await _pipeline(link, "safe").predict(pushed, layers={"dryrun"})).prediction
         assert not prediction.crash and prediction.source.layer == "none"
-        assert "not dry-run (saves or writes files: layer_df.to_csv())" in prediction.notes
-        # in "on" mode it is dry-run: the copy keeps the file in its memory and reaches the KeyError
-        on = (await _pipeline(link, "on").predict(cell, layers={"dryrun"})).prediction
-    assert on.crash and on.exception == "KeyError" and on.line == 1, on
+        assert "not dry-run (writes outside its files: layer_df.to_sql())" in prediction.notes
+        # a save is dry-run in both modes: the copy keeps the file in its memory and reaches the KeyError
+        for mode in ("safe", "on"):
+            saved = (await _pipeline(link, mode).predict(saves, layers={"dryrun"})).prediction
+            assert saved.crash and saved.exception == "KeyError" and saved.line == 1, (mode, saved)
     assert not target.exists()
 
 

@@ -1,8 +1,9 @@
 """The static screen of ``safe`` dry-run mode: pure and fast, no kernel.
 
-Cells that save models or data, talk to the network or the shell, or wait for stdin must not be
-dry-run in ``safe`` mode (C-level writers escape the sandbox's audit hook); ordinary cells must pass,
-or the dry run would be useless.
+Cells that write outside a file of their own (a database, a remote store, a deletion), talk to the
+network or the shell, or wait for stdin must not be dry-run in ``safe`` mode (the jail would stop
+them at once); ordinary cells must pass, or the dry run would be useless. So must cells that save a
+file: the jail keeps what they write in the copy's memory, and the run goes on past the save.
 """
 
 from __future__ import annotations
@@ -13,41 +14,21 @@ from crane_lsp.analysis.parse import analyze
 from crane_lsp.dryrun import screen
 
 SCREENED = {
-    # saves models or data
-    "pandas to_csv": ("df.to_csv('out.csv', index=False)", "saves"),
-    "pandas to_parquet": ("df.groupby('a').sum().to_parquet(path)", "saves"),
-    "ExcelWriter": ("with pd.ExcelWriter('a.xlsx') as w:\n    df.to_excel(w)", "saves"),
-    "plt.savefig": ("plt.plot(x, y)\nplt.savefig('plot.png')", "saves"),
-    "fig.savefig chained": ("sns.heatmap(corr).get_figure().savefig('corr.png')", "saves"),
-    "torch.save": ("torch.save(model.state_dict(), 'model.pt')", "saves"),
-    "keras model.save": ("model.save('model.keras')", "saves"),
-    "save_weights": ("model.save_weights('w.h5')", "saves"),
-    "np.save": ("np.save('arr.npy', arr)", "saves"),
-    "np.savetxt": ("np.savetxt('arr.txt', arr)", "saves"),
-    "joblib.dump": ("import joblib\njoblib.dump(model, 'model.pkl')", "saves"),
-    "pickle.dump": ("with open('m.pkl', 'wb') as f:\n    pickle.dump(model, f)", "for writing"),
+    # writes outside a file of its own
+    "to_sql": ("df.to_sql('sales', con, if_exists='replace')", "writes outside its files"),
+    "push_to_hub": ("model.push_to_hub('me/model')", "writes outside its files"),
+    "writer by reference": ("push = model.push_to_hub\npush('me/model')", "writes outside its files"),
+    "Path.unlink": ("Path('old.csv').unlink()", "writes outside its files"),
     "tf.io.write_file": ("tf.io.write_file('x.txt', data)", "saves"),
     "tf.io.gfile": ("with tf.io.gfile.GFile('x', 'w') as f:\n    f.write('a')", "saves"),
     "tf.saved_model": ("tf.saved_model.save(model, 'export_dir')", "saves"),
-    "tf summary writer": ("writer = tf.summary.create_file_writer('logs')", "saves"),
+    "tf summary writer": ("writer = tf.summary.create_file_writer('logs')", "writes outside its files"),
     "checkpoint callback": (
         "model.fit(X, y, epochs=3, callbacks=[ModelCheckpoint('best.h5')])",
-        "saves",
+        "checkpoints",
     ),
     "checkpoint callback by name": ("model.fit(X, y, callbacks=[checkpoint_cb])", "checkpoints"),
-    "open for writing": ("with open(path, 'w') as f:\n    f.write('x')", "for writing"),
-    "open mode keyword": ("f = open(path, mode='ab')", "for writing"),
-    "open mode unknown": ("f = open(path, mode)", "for writing"),
-    "Path.open write": ("with Path('a.txt').open('w') as f:\n    pass", "for writing"),
-    "h5py write": ("f = h5py.File('data.h5', 'w')", "for writing"),
-    "gzip write": ("with gzip.open('a.gz', 'wt') as f:\n    f.write(text)", "for writing"),
-    "tarfile write": ("tar = tarfile.open('a.tar.gz', 'w:gz')", "for writing"),
-    "fsspec write": ("f = fs.open('bucket/a.csv', mode='wb')", "for writing"),
-    "Path.write_text": ("Path('notes.txt').write_text('x')", "saves"),
     "os.remove": ("os.remove('old.csv')", "changes files"),
-    "os.makedirs": ("os.makedirs('out', exist_ok=True)", "saves"),
-    "writer by reference": ("save = df.to_csv\nsave('a.csv')", "saves"),
-    "cv2.imwrite": ("cv2.imwrite('a.png', img)", "saves"),
     # network
     "requests.get": ("r = requests.get('https://example.com/data.json')", "network"),
     "import requests": ("import requests", "network"),
@@ -68,7 +49,6 @@ SCREENED = {
     "%%bash": ("%%bash\nls", "%%bash"),
     "%%writefile": ("%%writefile script.py\nprint(1)", "%%writefile"),
     "%run": ("%run train.py", "%run"),
-    "%time around a writer": ("%time df.to_csv('a.csv')", "saves"),
     "subprocess.run": ("subprocess.run(['ls'])", "program"),
     "from subprocess import": ("from subprocess import run\nrun(['ls'])", "subprocess"),
     "os.system": ("os.system('ls')", "program"),
@@ -82,6 +62,32 @@ SCREENED = {
 }
 
 PASSES = {
+    # saves a file (kept in the copy's memory by the jail)
+    "pandas to_csv": "df.to_csv('out.csv', index=False)",
+    "pandas to_parquet": "df.groupby('a').sum().to_parquet(path)",
+    "ExcelWriter": "with pd.ExcelWriter('a.xlsx') as w:\n    df.to_excel(w)",
+    "plt.savefig": "plt.plot(x, y)\nplt.savefig('plot.png')",
+    "fig.savefig chained": "sns.heatmap(corr).get_figure().savefig('corr.png')",
+    "torch.save": "torch.save(model.state_dict(), 'model.pt')",
+    "keras model.save": "model.save('model.keras')",
+    "save_weights": "model.save_weights('w.h5')",
+    "np.save": "np.save('arr.npy', arr)",
+    "np.savetxt": "np.savetxt('arr.txt', arr)",
+    "joblib.dump": "import joblib\njoblib.dump(model, 'model.pkl')",
+    "pickle.dump": "with open('m.pkl', 'wb') as f:\n    pickle.dump(model, f)",
+    "open for writing": "with open(path, 'w') as f:\n    f.write('x')",
+    "open mode keyword": "f = open(path, mode='ab')",
+    "open mode unknown": "f = open(path, mode)",
+    "Path.open write": "with Path('a.txt').open('w') as f:\n    pass",
+    "h5py write": "f = h5py.File('data.h5', 'w')",
+    "gzip write": "with gzip.open('a.gz', 'wt') as f:\n    f.write(text)",
+    "tarfile write": "tar = tarfile.open('a.tar.gz', 'w:gz')",
+    "fsspec write": "f = fs.open('bucket/a.csv', mode='wb')",
+    "Path.write_text": "Path('notes.txt').write_text('x')",
+    "os.makedirs": "os.makedirs('out', exist_ok=True)",
+    "writer by reference": "save = df.to_csv\nsave('a.csv')",
+    "cv2.imwrite": "cv2.imwrite('a.png', img)",
+    "%time around a writer": "%time df.to_csv('a.csv')",
     "groupby": "df.groupby('a').sum()",
     "open for reading": "with open(path) as f:\n    text = f.read()",
     "open rb": "f = open(path, 'rb')",
@@ -130,5 +136,5 @@ def test_ordinary_cells_pass(source: str) -> None:
 
 
 def test_reason_names_the_call() -> None:
-    verdict = screen(analyze("x = 1\nresult.to_csv('out.csv')"))
-    assert verdict.reason == "saves or writes files: result.to_csv()"
+    verdict = screen(analyze("x = 1\nresult.to_sql('out', con)"))
+    assert verdict.reason == "writes outside its files: result.to_sql()"

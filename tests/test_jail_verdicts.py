@@ -3,7 +3,7 @@
 A timeout is never "no certain crash found": the headline says the dry run did not finish in N s;
 an explicit Re-check waits longer (``dryRunRecheckBudget``) and observes a crash after 3 s of work;
 a blocked operation and a cell that ends the kernel say so up front; ``on`` gets the same jail as
-``safe`` (a writer the screen lets through is still stopped).
+``safe`` (a delete the screen does not see is still stopped).
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def test_a_short_cell_and_a_whole_read_are_not_cut() -> None:
 
 @pytest.mark.parametrize(
     ("line", "reason"),
-    [("df.to_csv('out.csv')", "saves"), ("import socket", "network")],
+    [("df.to_sql('out', con)", "writes outside its files"), ("import socket", "network")],
 )
 def test_the_safe_mode_screen_reads_past_the_cut(line: str, reason: str) -> None:
     cell = long_cell(MAX_LINES + 300, {MAX_LINES + 200: line})

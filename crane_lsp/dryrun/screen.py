@@ -1,7 +1,9 @@
 """The safe-mode screen: cells the jail would only stop are not dry-run in ``safe`` mode.
 
-Read from the cell's facts alone (writes, sockets, shells, stdin, dynamic code, magics that run
-code): a cell that would be stopped at its first write gains nothing from a fork.
+Read from the cell's facts alone (deletes, sockets, shells, stdin, dynamic code, magics that run
+code): a cell that would be stopped at its first delete gains nothing from a fork. A cell that only
+saves files (``df.to_csv``, ``plt.savefig``, ``open(p, 'w')``, ``os.makedirs``) passes: the jail
+keeps what it writes in the copy's memory (``jail_writes``), so the run goes on past the save.
 """
 
 from __future__ import annotations
@@ -20,22 +22,19 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: The static screen of ``safe`` mode. The jail stops writers, network and shell whatever calls them;
-#: the screen only spares a fork for a cell that looks like it saves data, talks to the network or
-#: the shell, or waits for a person (the jail would stop it at once). Matched on the called name's
-#: last attribute (``df.to_csv`` -> ``to_csv``); deliberately generous (a cell screened out only
-#: loses its dry run) but not so generous that ordinary data-science cells (``df.replace``, ``df.rename``,
-#: ``items.remove``, ``platform.system()``) are screened out.
+#: The static screen of ``safe`` mode. The jail stops deletes, network and shell whatever calls them;
+#: the screen only spares a fork for a cell that looks like it writes outside a file of its own
+#: (a database, a remote store, a deletion), talks to the network or the shell, or waits for a
+#: person (the jail would stop it at once). Matched on the called name's last attribute
+#: (``df.to_sql`` -> ``to_sql``); deliberately generous (a cell screened out only loses its dry run)
+#: but not so generous that ordinary data-science cells (``df.replace``, ``df.rename``,
+#: ``items.remove``, ``platform.system()``) are screened out. Saving a file (``to_csv``, ``savefig``,
+#: ``np.save``, ``open(p, 'w')``) is not among them: the jail keeps the file in the copy's memory.
 _WRITER_METHODS = _words(
     """
-    to_csv to_excel to_parquet to_json to_pickle to_sql to_feather to_hdf to_html to_latex to_markdown
-    to_stata to_orc to_clipboard to_netcdf to_zarr to_xml to_gbq write_csv write_parquet write_json
-    write_ipc write_excel write_database write_delta saveAsTable saveAsTextFile insertInto savefig
-    imsave imwrite write_image write_html save_fig save save_weights save_model save_pretrained
-    save_checkpoint export savetxt savez savez_compressed tofile dump log_artifact log_model push_to_hub
-    create_file_writer SummaryWriter ModelCheckpoint CSVLogger TFRecordWriter ExcelWriter HDFStore write
-    writelines write_text write_bytes mkdir makedirs mkdtemp unlink rmtree rmdir touch symlink_to
-    copyfile copytree chmod commit upload upload_file
+    to_sql to_clipboard to_gbq write_database write_delta saveAsTable saveAsTextFile insertInto
+    write_image log_artifact log_model push_to_hub create_file_writer SummaryWriter TFRecordWriter
+    unlink rmtree rmdir symlink_to copytree chmod commit upload upload_file
     """
 )
 #: Functions that only write or delete when they belong to ``os``/``shutil``/``pathlib`` (as methods
@@ -67,8 +66,6 @@ _NETWORK_MODULES = _words(
 _SHELL_MODULES = frozenset({"subprocess", "shutil", "pexpect", "sh", "multiprocessing"})
 _WRITER_MODULES = frozenset({"tf.io", "tensorflow.io", "tf.summary", "tensorflow.summary", "tf.saved_model"})
 _URL = re.compile(r"^\s*(https?|ftp|s3|s3a|gs|gcs|hf|az|abfs|abfss|hdfs)://", re.IGNORECASE)
-_WRITE_MODE = re.compile(r"[wax+]")
-_MODE = re.compile(r"^[rwxabtU+]{1,4}(:\w*)?$")  # "r", "wb", "a+", tarfile's "w:gz"
 #: line and cell magics that change nothing outside the (forked) kernel
 _HARMLESS_MAGICS = _words(
     """
@@ -108,7 +105,7 @@ def screen(facts: CellFacts) -> ScreenResult:
             return verdict
     for chain in facts.chains:  # a writer taken by reference: ``save = df.to_csv``, ``map(f.write, ...)``
         if chain.attrs and chain.attrs[-1] in _WRITER_METHODS and not chain.is_store:
-            return ScreenResult(False, f"saves or writes files: {chain.base}.{'.'.join(chain.attrs)}")
+            return ScreenResult(False, f"writes outside its files: {chain.base}.{'.'.join(chain.attrs)}")
     for imp in facts.imports:
         module = imp.module
         for name in (module, *(f"{module}.{n}" for n in imp.names)):
@@ -140,7 +137,7 @@ def _screen_call(call: Any) -> ScreenResult | None:
     if func in _DYNAMIC_CALLS:
         return ScreenResult(False, f"runs code it cannot screen: {shown}")
     if last in _WRITER_METHODS or ".write." in func:
-        return ScreenResult(False, f"saves or writes files: {shown}")
+        return ScreenResult(False, f"writes outside its files: {shown}")
     if last in _OS_WRITERS and root in _OS_ROOTS:
         return ScreenResult(False, f"changes files: {shown}")
     if _in_modules(func, _WRITER_MODULES):
@@ -151,17 +148,6 @@ def _screen_call(call: Any) -> ScreenResult | None:
         return ScreenResult(False, f"downloads or talks to the network: {shown}")
     if _in_modules(func, _NETWORK_MODULES) or func.startswith(("torch.hub.", "tfds.", "hub.")):
         return ScreenResult(False, f"talks to the network: {shown}")
-    if last == "open" or func in ("io.open", "codecs.open"):
-        if func == "open" or _is_module_open(func):
-            position: int | None = 1  # open(path, mode), gzip.open(path, mode)
-        elif "Path" in func.split(".", 1)[0]:
-            position = 0  # Path(p).open(mode)
-        else:
-            position = None  # Image.open(fp, formats), fs.open(...): only a ``mode=`` keyword counts
-        if not _opens_for_reading(call, position):
-            return ScreenResult(False, f"opens a file for writing: {shown}")
-    elif last in ("File", "ZipFile", "TarFile", "memmap", "Dataset", "open_memmap") and _mode_writes(call):
-        return ScreenResult(False, f"opens a file for writing: {shown}")
     for arg in call.args:
         if arg.keyword == "download" and arg.text.strip() not in ("False", "None", "0"):
             return ScreenResult(False, f"downloads data: {shown}")
@@ -170,24 +156,6 @@ def _screen_call(call: Any) -> ScreenResult | None:
         if arg.is_literal and isinstance(arg.literal, str) and _URL.match(arg.literal):
             return ScreenResult(False, f"talks to the network: {shown} on {arg.literal}")
     return None
-
-
-def _is_module_open(func: str) -> bool:
-    """``io.open``/``gzip.open``/``tarfile.open`` take the mode second, ``Path(p).open`` first."""
-    root = func.split(".", 1)[0]
-    return root in (
-        "io",
-        "codecs",
-        "gzip",
-        "bz2",
-        "lzma",
-        "tarfile",
-        "zipfile",
-        "os",
-        "h5py",
-        "fsspec",
-        "smart_open",
-    )
 
 
 def _screen_ipython(facts: CellFacts) -> ScreenResult | None:
@@ -229,24 +197,3 @@ def _screen_ipython(facts: CellFacts) -> ScreenResult | None:
             continue
         return ScreenResult(False, f"calls get_ipython().{kind}()")
     return None
-
-
-def _opens_for_reading(call: Any, mode_position: int | None = 1) -> bool:
-    """Whether the call's mode (``mode=`` or the positional at ``mode_position``) only reads; a mode
-    that is not a literal counts as writing, a positional literal that is no mode (a file name) not."""
-    mode_args = [a for a in call.args if a.keyword == "mode"]
-    if not mode_args and mode_position is not None:
-        mode_args = [a for a in call.args if a.keyword is None][mode_position : mode_position + 1]
-    if not mode_args:
-        return True
-    mode = mode_args[0]
-    if not (mode.is_literal and isinstance(mode.literal, str)):
-        return False
-    if mode.keyword is None and not _MODE.match(mode.literal):
-        return True
-    return not _WRITE_MODE.search(mode.literal)
-
-
-def _mode_writes(call: Any) -> bool:
-    """``h5py.File(p, 'w')``, ``zipfile.ZipFile(p, 'a')``, ``np.memmap(p, mode='w+')``: writes."""
-    return not _opens_for_reading(call, 1)
