@@ -228,3 +228,19 @@ def test_settle_rules() -> None:
     assert "read back" in settle({"outcome": "completed", "read_back": ["/data/out.csv"]}, log)
     assert settle({"outcome": "completed", "written": []}, log) == ""
     log.kept = {}
+
+
+def test_a_parked_open_interrupted_by_a_signal_is_answered_when_it_restarts(jk: JailKernel) -> None:
+    """A timer signal interrupts the parked ``open`` (the answer then finds no call: ENOENT); the
+    call restarts and is parked again, and answered then. It never ends the run."""
+    folder = _folder(jk, "signals")
+    cell = (
+        "import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)\n"
+        f"for i in range(300):\n    open({str(folder / 'x.txt')!r}, 'w').write(str(i))\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0)\n1 / 0"
+    )
+    for _ in range(3):
+        result = jk.dry_run(cell, budget_s=60)
+        assert verdict(result)[:3] == ("raised", "ZeroDivisionError", 7), verdict(result)
+    assert _listing(folder) == {}

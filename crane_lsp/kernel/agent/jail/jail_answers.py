@@ -78,6 +78,7 @@ _JAN_NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
 _JAN_NOTIF_SEND = 0xC0182101
 _JAN_NOTIF_RECV = 0xC0502100
 _JAN_MAX_NOTES = 8
+_JAN_GONE = 2  # ENOENT from an answer: the parked call was interrupted, or its thread is gone
 _JAN_ERRNO_TEXT = _jan_re.compile(r"\[Errno (\d+)\]")
 #: a thread's own name: /proc/self/task/<tid>/comm, /proc/thread-self/comm, /proc/<pid>/comm...
 _JAN_COMM = _jan_re.compile(r"^/proc/(self|thread-self|\d+)/(?:task/\d+/)?comm$")
@@ -242,10 +243,11 @@ _JAN_RULES = {
 
 def _jan_receive(listener):
     """``(id, pid, nr, args)`` of the parked call, read in a helper thread (the ioctl blocks if the
-    notification vanished; a stuck helper must never hang the kernel), or None."""
+    notification vanished; a stuck helper must never hang the kernel), ``_JAN_GONE`` when a signal
+    interrupted the call (the kernel restarts it, and it is parked again), or None."""
     import threading
 
-    found = []
+    found: list = []  # the parked call, or _JAN_GONE
 
     def _receive():
         try:
@@ -253,6 +255,8 @@ def _jan_receive(listener):
             if _jsc_libc().ioctl(listener, _jan_ctypes.c_ulong(_JAN_NOTIF_RECV), buffer) == 0:
                 notif_id, pid, _flags, number, _arch, _ip, *args = _jan_struct.unpack("QIIiIQ6Q", buffer.raw)
                 found.append((notif_id, pid, number, args))
+            elif _jan_ctypes.get_errno() == _JAN_GONE:  # interrupted by a signal: it restarts, parked again
+                found.append(_JAN_GONE)
         except Exception:
             pass
 
@@ -293,14 +297,19 @@ def _jan_decide(pid, number, args, log):
 def _jan_listen(listener, log):
     """Handle the call parked on ``listener``: answer it (None) or say why the run ends."""
     parked = _jan_receive(listener)
+    if parked == _JAN_GONE:
+        return None
     if parked is None:
         return "a forbidden system call"
     notif_id, pid, number, args = parked
     decided = _jan_decide(pid, number, args, log)
-    if decided is not None and _jan_send(listener, notif_id, decided[0], log):
-        if decided[2]:  # housekeeping answers (a semaphore's temporary name) go unlisted
-            log.answers.append(decided)
-        return None
+    if decided is not None:
+        if _jan_send(listener, notif_id, decided[0], log):
+            if decided[2]:  # housekeeping answers (a semaphore's temporary name) go unlisted
+                log.answers.append(decided)
+            return None
+        if _jan_ctypes.get_errno() == _JAN_GONE:  # the call was interrupted by a signal: it restarts
+            return None  # and is parked again (or its thread is gone); it never ran
     try:
         return _jsc_describe(pid, number, args)
     except Exception:
