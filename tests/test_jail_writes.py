@@ -67,12 +67,22 @@ def _kept_descriptors(jk: JailKernel) -> list[str]:
     return found
 
 
+def _dry_then_real(jk: JailKernel, cell: str, expected: tuple, prepared: bool, folder: Path) -> dict:
+    """Dry-run ``cell`` (``folder`` stays as it was, no kept file's descriptor stays in the
+    kernel), then run it for real: both give ``expected``."""
+    before = _listing(folder)
+    dry = jk.dry_run(cell, budget_s=60, prepared=prepared)
+    assert verdict(dry)[:3] == expected, verdict(dry)
+    assert _listing(folder) == before and _kept_descriptors(jk) == []
+    assert real_run(jk, cell) == expected
+    return dry
+
+
 @PATHS
 def test_a_cell_that_saves_gets_the_verdict_of_its_real_run(jk: JailKernel, prepared: bool) -> None:
     folder = _folder(jk, f"saves{int(prepared)}")
     (folder / "old.csv").write_text("kept as it is\n")
     jk.own(folder / "old.csv")
-    before = _listing(folder)
     cell = (
         "import numpy as np, pandas as pd, matplotlib\nmatplotlib.use('Agg')\n"
         "import matplotlib.pyplot as plt\n"
@@ -81,11 +91,8 @@ def test_a_cell_that_saves_gets_the_verdict_of_its_real_run(jk: JailKernel, prep
         f"plt.plot([1, 2])\nplt.savefig({str(folder / 'fig.png')!r})\n"
         "frame['no such column']"
     )
-    dry = jk.dry_run(cell, budget_s=60, prepared=prepared)
-    assert verdict(dry)[:3] == ("raised", "KeyError", 9), verdict(dry)
+    dry = _dry_then_real(jk, cell, ("raised", "KeyError", 9), prepared, folder)
     _kept(dry, folder / "old.csv", folder / "a.txt", folder / "fig.png")
-    assert _listing(folder) == before and _kept_descriptors(jk) == []
-    assert real_run(jk, cell) == ("raised", "KeyError", 9)
     assert sorted(_listing(folder)) == ["a.txt", "fig.png", "old.csv"]  # the real run wrote
 
 
@@ -144,10 +151,7 @@ def test_a_file_read_back_through_python_is_the_kept_one(jk: JailKernel, prepare
         f"back = pd.read_csv({str(folder / 'b.csv')!r})\n"
         "back['b']"
     )
-    dry = jk.dry_run(cell, budget_s=30, prepared=prepared)
-    assert verdict(dry)[:3] == ("raised", "KeyError", 6), verdict(dry)
-    assert _listing(folder) == {}
-    assert real_run(jk, cell) == ("raised", "KeyError", 6)
+    _dry_then_real(jk, cell, ("raised", "KeyError", 6), prepared, folder)
 
 
 def test_a_folder_the_cell_makes_is_made_in_the_copy_only(jk: JailKernel) -> None:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semapho
     )
     from crane_lsp.kernel.agent.jail.jail_writes import (
         _JWR_INJECT,
+        _jwr_folder,
         _jwr_inject,
         _jwr_mkdir,
         _jwr_open,
@@ -72,7 +73,6 @@ _JAN_ERRNO_NAMES = {
 }
 _JAN_IPV6_LOOPBACK = bytes(15) + b"\x01"  # ::1
 _JAN_AT_FDCWD = -100
-_JAN_O_PATH_DIR = 0o10000000 | 0o200000 | 0o2000000  # O_PATH | O_DIRECTORY | O_CLOEXEC
 _JAN_NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
 #: SECCOMP_IOCTL_NOTIF_SEND: _IOWR('!', 1, struct seccomp_notif_resp {u64 id; s64 val; s32 error; u32 flags})
 _JAN_NOTIF_SEND = 0xC0182101
@@ -108,14 +108,8 @@ def _jan_int(value):
 def _jan_exists(pid, dirfd, path):
     """Whether ``path`` names something (a dangling link too) as the child resolves it: absolute,
     or relative to its working folder or to ``dirfd``. Only looks; follows no last link."""
-    if path.startswith("/"):
-        base = "/"
-    elif dirfd == _JAN_AT_FDCWD:
-        base = f"/proc/{pid}/cwd"
-    else:
-        base = f"/proc/{pid}/fd/{dirfd}"
     try:
-        folder = _jan_os.open(base, _JAN_O_PATH_DIR)
+        folder = _jwr_folder(pid, dirfd, path)
     except OSError:
         return False
     try:

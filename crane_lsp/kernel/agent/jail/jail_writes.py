@@ -90,19 +90,30 @@ def _jwr_watch(event, args):
         writes = flags & (_JWR_O_ACCMODE | _JWR_O_CREAT | _JWR_O_TRUNC | _JWR_O_APPEND)
         if not writes and not _JWR_WRITTEN:
             return
-        _JWR_BUSY.append(1)  # ``realpath`` stats through the shim: not a lookup of a kept file
-        try:
-            path = _jwr_os.path.realpath(_jwr_os.fsdecode(args[0]))  # as the parent names it
-        finally:
-            _JWR_BUSY.pop()
-        if writes:
-            if not _JWR_WRITTEN and not _JWR_FOLDERS:
-                _jwr_shim_stat()
-            _JWR_WRITTEN.add(path)
-        elif path in _JWR_WRITTEN and path not in _JWR_READ_BACK:
-            _JWR_READ_BACK.append(path)
+        _jwr_seen(_jwr_real(args[0]), bool(writes), _JWR_WRITTEN)
     except Exception:
         pass
+
+
+def _jwr_real(raw):
+    """``raw`` as the parent names it (``realpath``, which stats through the shim: no lookup of a
+    kept file meanwhile)."""
+    _JWR_BUSY.append(1)
+    try:
+        return _jwr_os.path.realpath(_jwr_os.fsdecode(_jwr_os.fspath(raw)))
+    finally:
+        _JWR_BUSY.pop()
+
+
+def _jwr_seen(path, made, store):
+    """``path`` made (into ``store``; the shim goes in with the first), or read: a read back when
+    ``store`` holds it."""
+    if made:
+        if not _JWR_WRITTEN and not _JWR_FOLDERS:
+            _jwr_shim_stat()
+        store.add(path)
+    elif path in store and path not in _JWR_READ_BACK:
+        _JWR_READ_BACK.append(path)
 
 
 def _jwr_watch_folder(event, args):
@@ -113,19 +124,8 @@ def _jwr_watch_folder(event, args):
             return
         if len(args) > 2 and args[2] not in (None, -1):  # relative to a descriptor: not followed
             return
-        if event != "os.mkdir" and not _JWR_FOLDERS:
-            return
-        _JWR_BUSY.append(1)
-        try:
-            path = _jwr_os.path.realpath(_jwr_os.fsdecode(args[0]))
-        finally:
-            _JWR_BUSY.pop()
-        if event == "os.mkdir":
-            if not _JWR_WRITTEN and not _JWR_FOLDERS:
-                _jwr_shim_stat()
-            _JWR_FOLDERS.add(path)
-        elif path in _JWR_FOLDERS and path not in _JWR_READ_BACK:
-            _JWR_READ_BACK.append(path)
+        if event == "os.mkdir" or _JWR_FOLDERS:
+            _jwr_seen(_jwr_real(args[0]), event == "os.mkdir", _JWR_FOLDERS)
     except Exception:
         pass
 
@@ -133,13 +133,10 @@ def _jwr_watch_folder(event, args):
 def _jwr_made_folder(path, error):
     """The stat of a folder the copy made (``error``: the real stat's, re-raised otherwise): its
     nearest ancestor on the disk stands for it (a folder, with the kernel's permissions)."""
-    _JWR_BUSY.append(1)  # ``realpath`` stats through the shim
     try:
-        absolute = _jwr_os.path.realpath(_jwr_os.fsdecode(_jwr_os.fspath(path)))
+        absolute = _jwr_real(path)
     except Exception:
         raise error from None
-    finally:
-        _JWR_BUSY.pop()
     if absolute not in _JWR_FOLDERS:
         raise error
     above = _jwr_os.path.dirname(absolute)
@@ -153,7 +150,7 @@ def _jwr_keeper(path):
     the path: ``_jwr_memfd``), or None."""
     if isinstance(path, int) or not _JWR_WRITTEN:
         return None
-    absolute = _jwr_os.path.realpath(_jwr_os.fsdecode(_jwr_os.fspath(path)))
+    absolute = _jwr_os.path.realpath(_jwr_os.fsdecode(_jwr_os.fspath(path)))  # (the shim's caller is BUSY)
     if absolute not in _JWR_WRITTEN:
         return None
     wanted = f"/memfd:{_JWR_MEMFD_NAME}{absolute} (deleted)"
