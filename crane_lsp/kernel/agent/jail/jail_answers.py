@@ -77,8 +77,10 @@ _JAN_NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
 #: SECCOMP_IOCTL_NOTIF_SEND: _IOWR('!', 1, struct seccomp_notif_resp {u64 id; s64 val; s32 error; u32 flags})
 _JAN_NOTIF_SEND = 0xC0182101
 _JAN_NOTIF_RECV = 0xC0502100
+_JAN_NOTIF_ID_VALID = 0x40082102  # _IOW('!', 2, __u64)
 _JAN_MAX_NOTES = 8
 _JAN_GONE = 2  # ENOENT from an answer: the parked call was interrupted, or its thread is gone
+_JAN_EINTR = 4
 _JAN_ERRNO_TEXT = _jan_re.compile(r"\[Errno (\d+)\]")
 #: a thread's own name: /proc/self/task/<tid>/comm, /proc/thread-self/comm, /proc/<pid>/comm...
 _JAN_COMM = _jan_re.compile(r"^/proc/(self|thread-self|\d+)/(?:task/\d+/)?comm$")
@@ -95,6 +97,9 @@ class _JanLog:
         self.folders = set()  # folders the copy made, in name only (``jail_writes``)
         self.pending = -1  # the descriptor the next injection sends
         self.keeper = -1  # and the child's own handle of a new kept file, sent before it
+        self.confirmed = set()  # kept files whose open the copy got (O_EXCL on them: EEXIST)
+        self.after = None  # what a rule records once its answer is sent (not for an interrupted call)
+        self.interrupted = 0  # parked calls a signal interrupted (each restarts, parked again)
 
     def __del__(self):
         _jwr_release(self)  # also when the run ends without ``_jan_settle``
@@ -260,6 +265,13 @@ def _jan_receive(listener):
     return found[0] if found else None
 
 
+def _jan_valid(listener, notif_id):
+    """``SECCOMP_IOCTL_NOTIF_ID_VALID``: the parked call still waits for this answer."""
+    value = _jan_ctypes.c_uint64(notif_id)
+    request = _jan_ctypes.c_ulong(_JAN_NOTIF_ID_VALID)
+    return _jsc_libc().ioctl(listener, request, _jan_ctypes.byref(value)) == 0
+
+
 def _jan_answer(listener, notif_id, errno):
     """The parked call returns ``-errno`` (0: success); the kernel never runs it."""
     response = _jan_ctypes.create_string_buffer(_jan_struct.pack("QqiI", notif_id, 0, -errno, 0), 24)
@@ -292,18 +304,22 @@ def _jan_listen(listener, log):
     """Handle the call parked on ``listener``: answer it (None) or say why the run ends."""
     parked = _jan_receive(listener)
     if parked == _JAN_GONE:
+        log.interrupted += 1
         return None
     if parked is None:
         return "a forbidden system call"
     notif_id, pid, number, args = parked
+    log.after = None
     decided = _jan_decide(pid, number, args, log)
-    if decided is not None:
-        if _jan_send(listener, notif_id, decided[0], log):
-            if decided[2]:  # housekeeping answers (a semaphore's temporary name) go unlisted
-                log.answers.append(decided)
-            return None
-        if _jan_ctypes.get_errno() == _JAN_GONE:  # the call was interrupted by a signal: it restarts
-            return None  # and is parked again (or its thread is gone); it never ran
+    if decided is not None and _jan_send(listener, notif_id, decided[0], log):
+        if log.after is not None:
+            log.after()
+        if decided[2]:  # housekeeping answers (a semaphore's temporary name) go unlisted
+            log.answers.append(decided)
+        return None
+    if not _jan_valid(listener, notif_id):  # interrupted by a signal (what was read of its memory
+        log.interrupted += 1  # may be stale): it restarts and is parked again, or its thread is gone
+        return None
     try:
         return _jsc_describe(pid, number, args)
     except Exception:
@@ -347,7 +363,7 @@ def _jan_settle(result, log):
     result.pop("read_back", None), result.pop("written", None)
     if log.answers:
         result["notes"] = [*(result.get("notes") or []), _jan_note(log.answers)]
-    if result.get("outcome") not in ("raised", "completed") or not (log.answers or kept):
+    if result.get("outcome") not in ("raised", "completed") or not (log.answers or kept or log.interrupted):
         return result
     raised = result.get("exception") or "an exception"
     through = [what for errno, kind, what in log.answers if kind == _JAN_FALLBACK and errno in errnos]
@@ -356,6 +372,8 @@ def _jan_settle(result, log):
         why = kept
     elif result.get("outcome") != "raised":
         return result
+    elif log.interrupted and _JAN_EINTR in errnos:  # before the parent read it, a parked call is
+        why = f"its {raised} follows a call the jail held that a signal interrupted (EINTR)"  # interruptible
     elif through:
         why = f"its {raised} follows a call the jail answered with an error ({through[0]})"
     elif shaped:

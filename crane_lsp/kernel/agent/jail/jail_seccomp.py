@@ -384,8 +384,13 @@ def _jsc_install(program, listener):
         raise _JscUnavailable(f"PR_SET_NO_NEW_PRIVS failed: {_jsc_os.strerror(_jsc_ctypes.get_errno())}")
     buffer = _jsc_ctypes.create_string_buffer(program, len(program))
     prog = _JscFprog(len(program) // 8, _jsc_ctypes.cast(buffer, _jsc_ctypes.c_char_p))
-    flags = 8 if listener else 0  # SECCOMP_FILTER_FLAG_NEW_LISTENER
+    # SECCOMP_FILTER_FLAG_NEW_LISTENER; and WAIT_KILLABLE_RECV (Linux 5.19): once the parent has read
+    # a parked call, only a fatal signal interrupts it, so an unlink the parent answers cannot fail
+    # with EINTR, which the real call never does, and the path it read stays in the child's memory
+    flags = (8 | 32) if listener else 0
     fd = libc.syscall(317, 1, flags, _jsc_ctypes.byref(prog))  # seccomp(SET_MODE_FILTER)
+    if fd < 0 and listener and _jsc_ctypes.get_errno() == 22:  # EINVAL: a kernel before 5.19
+        fd = libc.syscall(317, 1, 8, _jsc_ctypes.byref(prog))
     if fd < 0:
         raise _JscUnavailable(f"seccomp() failed: {_jsc_os.strerror(_jsc_ctypes.get_errno())}")
     return fd if listener else -1

@@ -52,7 +52,7 @@ def _jse_link(pid, name, args, log):
         return None
     if target in log.semaphores:
         return 17, _JSE_KEPT, ""  # EEXIST, as for a name the copy holds already
-    log.semaphores.add(target)
+    log.after = lambda: log.semaphores.add(target)  # once answered (a restarted call decides again)
     return 0, _JSE_KEPT, f"sem_open({target[13:]!r})"
 
 
@@ -61,7 +61,7 @@ def _jse_unlink(pid, name, args, log):
     path = _jsc_path(pid, args[0] if name == "unlink" else args[1])
     if path not in log.semaphores:
         return None
-    log.semaphores.discard(path)
+    log.after = lambda: log.semaphores.discard(path)
     return 0, _JSE_KEPT, ""
 
 

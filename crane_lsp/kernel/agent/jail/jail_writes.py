@@ -311,7 +311,7 @@ def _jwr_open(pid, name, args, log):
         if absolute in log.folders:
             return _JWR_EISDIR, _JWR_KNOWN, f"{name}({path!r})"
         kept = log.kept.get(absolute)
-        if kept is not None and flags & _JWR_O_CREAT and flags & _JWR_O_EXCL:
+        if absolute in log.confirmed and flags & _JWR_O_CREAT and flags & _JWR_O_EXCL:
             return _JWR_EEXIST, _JWR_KNOWN, f"{name}({path!r})"
         decided = "kept" if kept is not None else _jwr_decide(folder, leaf, flags)
         if decided is None or isinstance(decided, int):
@@ -329,6 +329,7 @@ def _jwr_open(pid, name, args, log):
     finally:
         _jwr_close(folder)
     log.pending = _jwr_reopen(kept, flags)
+    log.after = lambda: log.confirmed.add(absolute)  # the copy has it (an interrupted open restarts)
     return _JWR_INJECT, _JWR_KEPT, f"{name}({path!r}) for writing"
 
 
@@ -398,9 +399,15 @@ def _jwr_unlink(pid, name, args, log):
     _jwr_close(where[0])
     if where[2] not in log.created:
         return None
-    log.created.discard(where[2])
-    _jwr_os.close(log.kept.pop(where[2]))
+    log.after = lambda: _jwr_forget(log, where[2])  # once answered (a restarted call decides again)
     return 0, _JWR_KEPT, ""
+
+
+def _jwr_forget(log, path):
+    """A kept file the copy unlinked: gone from the copy."""
+    log.created.discard(path)
+    log.confirmed.discard(path)
+    _jwr_os.close(log.kept.pop(path))
 
 
 def _jwr_mkdir(pid, name, args, log):
@@ -424,7 +431,7 @@ def _jwr_mkdir(pid, name, args, log):
             return None  # (a name that exists on the disk was answered EEXIST before this rule)
     finally:
         _jwr_close(folder)
-    log.folders.add(absolute)
+    log.after = lambda: log.folders.add(absolute)  # once answered (a restarted call decides again)
     return 0, _JWR_KEPT, f"{name}({path!r})"
 
 
