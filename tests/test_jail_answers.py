@@ -271,6 +271,9 @@ def test_settle_keeps_real_crashes_and_lists_the_answers() -> None:
     assert shaped["outcome"] == "blocked" and "jail's own work" in shaped["message"]
     untouched = _jan_settle({"outcome": "completed", "errnos": []}, _JanLog())
     assert untouched == {"outcome": "completed"}
+    # EINTR: a parked call a signal interrupted before the parent read it (the real call does not wait)
+    interrupted = _jan_settle({**raised, "exception": "InterruptedError", "errnos": [4]}, _JanLog())
+    assert interrupted["outcome"] == "blocked" and "EINTR" in interrupted["message"], interrupted
 
 
 def test_errnos_follow_causes_contexts_and_text() -> None:

@@ -31,10 +31,13 @@ import re as _jan_re
 import struct as _jan_struct
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # in the kernel these come from jail_seccomp and jail_semaphores, joined before
+if (
+    TYPE_CHECKING
+):  # in the kernel these come from jail_seccomp, jail_semaphores and jail_writes, joined before
     from crane_lsp.kernel.agent.jail.jail_seccomp import (
         _JSC_X86_64,
         _jsc_describe,
+        _jsc_int,
         _jsc_libc,
         _jsc_path,
         _jsc_read,
@@ -99,15 +102,9 @@ class _JanLog:
         self.keeper = -1  # and the child's own handle of a new kept file, sent before it
         self.confirmed = set()  # kept files whose open the copy got (O_EXCL on them: EEXIST)
         self.after = None  # what a rule records once its answer is sent (not for an interrupted call)
-        self.interrupted = 0  # parked calls a signal interrupted (each restarts, parked again)
 
     def __del__(self):
         _jwr_release(self)  # also when the run ends without ``_jan_settle``
-
-
-def _jan_int(value):
-    """A descriptor argument as the kernel reads it: the low 32 bits, signed."""
-    return _jan_ctypes.c_int32(value & 0xFFFFFFFF).value
 
 
 def _jan_exists(pid, dirfd, path):
@@ -134,7 +131,7 @@ def _jan_mkdir(pid, name, args, log):
 def _jan_mkdir_existing(pid, name, args, log=None):
     """``mkdir`` of a path that exists fails with EEXIST before Linux checks write permission or a
     read-only mount: the real call fails the same way (matplotlib's config and cache folders)."""
-    dirfd, at = (_JAN_AT_FDCWD, 0) if name == "mkdir" else (_jan_int(args[0]), 1)
+    dirfd, at = (_JAN_AT_FDCWD, 0) if name == "mkdir" else (_jsc_int(args[0]), 1)
     path = _jsc_path(pid, args[at])
     if path is None or not _jan_exists(pid, dirfd, path):
         return None
@@ -162,7 +159,7 @@ def _jan_ipv6_probe(pid, name, args, log=None):
     _has_ipv6("::1")``, reached from requests, TensorFlow, plotly...) to learn whether IPv6 works.
     EADDRNOTAVAIL: urllib3 catches any exception and prefers IPv4. Any other address or port still
     ends the run (a server of the cell's own)."""
-    size = _jan_int(args[2])
+    size = _jsc_int(args[2])
     raw = _jsc_read(pid, args[1], 24) if size >= 24 else b""
     if len(raw) < 24 or _jan_struct.unpack_from("H", raw)[0] != 10:  # AF_INET6
         return None
@@ -216,7 +213,7 @@ def _jan_unlinked(pid, name, args, log):
 def _jan_replaced_socket(pid, name, args, log=None):
     """A socket call on a descriptor the jail replaced by /dev/null (the filter sends only those):
     ENOTSOCK, as /dev/null answers. The cell sees the jail's work, not the kernel's socket."""
-    return 88, _JAN_SHAPED, f"{name}() on descriptor {_jan_int(args[0])}, a socket the jail replaced"
+    return 88, _JAN_SHAPED, f"{name}() on descriptor {_jsc_int(args[0])}, a socket the jail replaced"
 
 
 #: the answered calls: syscall name -> the rule that decides (by name: some live in jail_semaphores);
@@ -303,8 +300,7 @@ def _jan_decide(pid, number, args, log):
 def _jan_listen(listener, log):
     """Handle the call parked on ``listener``: answer it (None) or say why the run ends."""
     parked = _jan_receive(listener)
-    if parked == _JAN_GONE:
-        log.interrupted += 1
+    if parked == _JAN_GONE:  # a signal withdrew it: it restarts, and is parked again
         return None
     if parked is None:
         return "a forbidden system call"
@@ -318,8 +314,7 @@ def _jan_listen(listener, log):
             log.answers.append(decided)
         return None
     if not _jan_valid(listener, notif_id):  # interrupted by a signal (what was read of its memory
-        log.interrupted += 1  # may be stale): it restarts and is parked again, or its thread is gone
-        return None
+        return None  # may be stale): it restarts and is parked again, or its thread is gone
     try:
         return _jsc_describe(pid, number, args)
     except Exception:
@@ -355,30 +350,30 @@ def _jan_note(answers):
 
 def _jan_settle(result, log):
     """The verdict with the answered calls in its notes; a crash through a fallback answer, or
-    after the cell saw the jail's own work, or any verdict that may rest on a file kept in memory,
-    is no verdict (``blocked``) with that reason."""
+    after the cell saw the jail's own work, or through EINTR, or any verdict that may rest on a file
+    kept in memory, is no verdict (``blocked``) with that reason."""
     errnos = set(result.pop("errnos", None) or ())
     kept = _jwr_settle({**result, "errnos": errnos}, log)  # a file kept in memory read back (jail_writes)
     _jwr_release(log)
     result.pop("read_back", None), result.pop("written", None)
     if log.answers:
         result["notes"] = [*(result.get("notes") or []), _jan_note(log.answers)]
-    if result.get("outcome") not in ("raised", "completed") or not (log.answers or kept or log.interrupted):
-        return result
-    raised = result.get("exception") or "an exception"
-    through = [what for errno, kind, what in log.answers if kind == _JAN_FALLBACK and errno in errnos]
-    shaped = [what for _errno, kind, what in log.answers if kind == _JAN_SHAPED]
-    if kept:
-        why = kept
-    elif result.get("outcome") != "raised":
-        return result
-    elif log.interrupted and _JAN_EINTR in errnos:  # before the parent read it, a parked call is
-        why = f"its {raised} follows a call the jail held that a signal interrupted (EINTR)"  # interruptible
-    elif through:
-        why = f"its {raised} follows a call the jail answered with an error ({through[0]})"
-    elif shaped:
-        why = f"it raised {raised} after seeing the jail's own work ({shaped[0]})"
-    else:
-        return result
-    result.update(outcome="blocked", exception=None, line=None, message=why)
+    why = kept if result.get("outcome") in ("raised", "completed") else ""
+    if not why and result.get("outcome") == "raised":
+        why = _jan_why_not(result.get("exception") or "an exception", errnos, log)
+    if why:
+        result.update(outcome="blocked", exception=None, line=None, message=why)
     return result
+
+
+def _jan_why_not(raised, errnos, log):
+    """Why a crash is not the cell's own, or ''."""
+    if _JAN_EINTR in errnos:  # a parked call is interruptible until the parent reads it; the real one
+        return f"its {raised} (EINTR) may come from a call the jail held when a signal came"  # does not wait
+    through = [what for errno, kind, what in log.answers if kind == _JAN_FALLBACK and errno in errnos]
+    if through:
+        return f"its {raised} follows a call the jail answered with an error ({through[0]})"
+    shaped = [what for _errno, kind, what in log.answers if kind == _JAN_SHAPED]
+    if shaped:
+        return f"it raised {raised} after seeing the jail's own work ({shaped[0]})"
+    return ""

@@ -413,6 +413,19 @@ def _jsc_ask_listener():
     return libc.syscall(317, 2, 0, _jsc_ctypes.byref(action)) == 0
 
 
+def _jsc_int(value):
+    """A descriptor argument as the kernel reads it: the low 32 bits, signed."""
+    return _jsc_ctypes.c_int32(value & 0xFFFFFFFF).value
+
+
+def _jsc_addfd(listener, notif_id, fd, flags):
+    """``SECCOMP_IOCTL_NOTIF_ADDFD``: ``fd`` becomes a descriptor of the parked child (close-on-exec);
+    with ``flags`` SECCOMP_ADDFD_FLAG_SEND (2, Linux 5.14) it is also the parked call's result."""
+    request = _jsc_struct.pack("QIIII", notif_id, flags, fd, 0, 0o2000000)  # O_CLOEXEC
+    buffer = _jsc_ctypes.create_string_buffer(request, len(request))
+    return _jsc_libc().ioctl(listener, _jsc_ctypes.c_ulong(0x40182103), buffer) >= 0
+
+
 def _jsc_read(pid, address, size):
     """Bytes from the parked child's memory (empty when unreadable): the answering rules read
     paths with it (``jail_answers``, ``jail_semaphores``)."""

@@ -19,9 +19,8 @@ import os as _jse_os
 import re as _jse_re
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # in the kernel these come from jail_seccomp (before) and jail_writes (after)
-    from crane_lsp.kernel.agent.jail.jail_seccomp import _jsc_path
-    from crane_lsp.kernel.agent.jail.jail_writes import _jwr_addfd
+if TYPE_CHECKING:  # in the kernel these come from jail_seccomp, joined before
+    from crane_lsp.kernel.agent.jail.jail_seccomp import _jsc_addfd, _jsc_path
 
 _JSE_KEPT = "kept in the copy"
 _JSE_FALLBACK = "handled fallback"  # jail_answers' rule class of the same name (_JSE_FALLBACK)
@@ -69,6 +68,6 @@ def _jse_inject(listener, notif_id):
     """Answer the parked open with a fresh memfd in the copy (closed here at once)."""
     memfd = _jse_os.memfd_create("crane-semaphore", _jse_os.MFD_CLOEXEC)
     try:
-        return _jwr_addfd(listener, notif_id, memfd, _JSE_ADDFD_SEND)
+        return _jsc_addfd(listener, notif_id, memfd, _JSE_ADDFD_SEND)
     finally:
         _jse_os.close(memfd)

@@ -33,13 +33,11 @@ code opening one, is no verdict (``_jwr_settle``). Each kept file may grow to an
 import contextlib as _jwr_contextlib
 import os as _jwr_os
 import stat as _jwr_stat
-import struct as _jwr_struct
 import sys as _jwr_sys
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # in the kernel these come from jail_seccomp (before) and jail_answers (after)
-    from crane_lsp.kernel.agent.jail.jail_answers import _jan_int
-    from crane_lsp.kernel.agent.jail.jail_seccomp import _jsc_libc, _jsc_path
+if TYPE_CHECKING:  # in the kernel these come from jail_seccomp, joined before
+    from crane_lsp.kernel.agent.jail.jail_seccomp import _jsc_addfd, _jsc_int, _jsc_path
 
 _JWR_KEPT = "kept in the copy"  # jail_semaphores' class of the same words (_JSE_KEPT)
 _JWR_KNOWN = "known outcome"  # jail_answers' class of the same words (_JAN_KNOWN)
@@ -53,7 +51,6 @@ _JWR_O_CREAT, _JWR_O_EXCL, _JWR_O_TRUNC, _JWR_O_APPEND = 0o100, 0o200, 0o1000, 0
 _JWR_O_NOFOLLOW, _JWR_O_CLOEXEC = 0o400000, 0o2000000
 _JWR_O_DIRECTORY, _JWR_O_PATH, _JWR_O_TMPFILE = 0o200000, 0o10000000, 0o20200000
 _JWR_O_PATH_DIR = 0o10000000 | 0o200000 | 0o2000000  # O_PATH | O_DIRECTORY | O_CLOEXEC
-_JWR_ADDFD = 0x40182103  # SECCOMP_IOCTL_NOTIF_ADDFD: _IOW('!', 3, struct seccomp_notif_addfd) (24 bytes)
 _JWR_ADDFD_SEND = 2  # SECCOMP_ADDFD_FLAG_SEND: the new descriptor is the call's result
 _JWR_SYSTEM = ("/proc", "/sys", "/dev")
 _JWR_MEMFD_NAME = "crane-kept:"
@@ -295,7 +292,7 @@ def _jwr_decide(folder, leaf, flags):
 def _jwr_open(pid, name, args, log):
     """An open for writing: answered with the real open's error, or the file's memfd."""
     dirfd, at, flags = (_JWR_AT_FDCWD, 0, args[1]) if name == "open" else (args[0], 1, args[2])
-    dirfd = _jan_int(dirfd)
+    dirfd = _jsc_int(dirfd)
     path = _jsc_path(pid, args[at])
     if path is None or flags & _JWR_O_PATH or flags & _JWR_O_ACCMODE == 3:
         return None
@@ -389,7 +386,7 @@ def _jwr_reopen(memfd, flags):
 def _jwr_unlink(pid, name, args, log):
     """``unlink`` of a file the copy made (a named temporary file): done, in the copy only."""
     dirfd, at = (_JWR_AT_FDCWD, 0) if name == "unlink" else (args[0], 1)
-    dirfd = _jan_int(dirfd)
+    dirfd = _jsc_int(dirfd)
     path = _jsc_path(pid, args[at])
     if path is None or not log.created:
         return None
@@ -415,7 +412,7 @@ def _jwr_mkdir(pid, name, args, log):
     save into it): done, in the copy only. Files opened in it are new kept files; the real
     ``mkdir``'s error where it would fail (a missing parent: ENOENT)."""
     dirfd, at = (_JWR_AT_FDCWD, 0) if name == "mkdir" else (args[0], 1)
-    dirfd = _jan_int(dirfd)
+    dirfd = _jsc_int(dirfd)
     path = _jsc_path(pid, args[at])
     if path is None:
         return None
@@ -446,22 +443,13 @@ def _jwr_inject(listener, notif_id, log):
     fd, log.pending = log.pending, -1
     keeper, log.keeper = log.keeper, -1
     try:
-        if keeper >= 0 and not _jwr_addfd(listener, notif_id, keeper, 0):
+        if keeper >= 0 and not _jsc_addfd(listener, notif_id, keeper, 0):
             return False
-        return _jwr_addfd(listener, notif_id, fd, _JWR_ADDFD_SEND)
+        return _jsc_addfd(listener, notif_id, fd, _JWR_ADDFD_SEND)
     finally:
         _jwr_os.close(fd)
         if keeper >= 0:
             _jwr_os.close(keeper)
-
-
-def _jwr_addfd(listener, notif_id, fd, flags):
-    """``SECCOMP_IOCTL_NOTIF_ADDFD``: ``fd`` becomes a descriptor of the parked child (close-on-exec)."""
-    import ctypes
-
-    request = _jwr_struct.pack("QIIII", notif_id, flags, fd, 0, _JWR_O_CLOEXEC)
-    buffer = ctypes.create_string_buffer(request, len(request))
-    return _jsc_libc().ioctl(listener, ctypes.c_ulong(_JWR_ADDFD), buffer) >= 0
 
 
 def _jwr_release(log):
