@@ -26,14 +26,25 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from crane_lsp.kernel import probe_request
 from crane_lsp.kernel.cellrun import ExecutionResult, execution_result, failing_line, strip_ansi
+from crane_lsp.kernel.link_types import (
+    ExecutedCell,
+    KernelBusy,
+    KernelDead,
+    KernelEvent,
+    KernelLinkError,
+    KernelRefused,
+    KernelTimeout,
+    Listener,
+    ProbeAnswer,
+    ProbeError,
+)
 from crane_lsp.kernel.transport import Channel, KernelTransport, TransportClosed, TransportError
 from crane_lsp.kernel.transport_zmq import ZmqTransport
 from crane_lsp.snapshot import ProbeQuery, Snapshot
@@ -43,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = [  # ExecutionResult, failing_line and strip_ansi live in cellrun; imported from here too
+__all__ = [  # the errors and records live in link_types, ExecutionResult and the rest in cellrun
     "ExecutedCell",
     "ExecutionResult",
     "KernelBusy",
@@ -59,59 +70,6 @@ __all__ = [  # ExecutionResult, failing_line and strip_ansi live in cellrun; imp
     "strip_ansi",
 ]
 
-
-class KernelLinkError(RuntimeError):
-    """Base of the link's errors; ``str()`` is a message fit for a user."""
-
-
-class KernelBusy(KernelLinkError):
-    """A cell is running and the kernel cannot answer beside it (no subshells)."""
-
-
-class KernelDead(KernelLinkError):
-    """The kernel process is gone, or the connection file or URL leads nowhere."""
-
-
-class KernelRefused(KernelDead):
-    """A Jupyter Server refused the token (401/403): retrying with the same token cannot help."""
-
-
-class ProbeError(KernelLinkError):
-    """The probe answered something unusable (an exception, or JSON that is not a snapshot)."""
-
-
-class KernelTimeout(ProbeError):
-    """The kernel is alive but did not answer in time (a ``ProbeError``: no usable answer came)."""
-
-
-@dataclass(frozen=True)
-class ExecutedCell:
-    """One cell of the kernel's own history, as it was run."""
-
-    execution_count: int
-    source: str
-
-
-@dataclass(frozen=True)
-class ProbeAnswer:
-    """A probe entry point's JSON answer and how it was obtained."""
-
-    data: dict[str, Any]
-    taken_while_busy: bool
-    elapsed_ms: float
-    epoch: int | None = None  # ``KernelLink.state_epoch`` when the kernel started on it (main shell only)
-
-
-@dataclass(frozen=True)
-class KernelEvent:
-    """What listeners hear: a cell started / finished (by anyone but this link's probes) or a restart."""
-
-    kind: Literal["cell_started", "cell_finished", "restarted"]
-    generation: int | None
-    msg_id: str | None = None
-
-
-Listener = Callable[[KernelEvent], None]
 
 _SUBSHELL_FEATURE = "kernel subshells"
 #: probe entry points that only read: safe on a subshell beside a running cell
