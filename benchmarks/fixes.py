@@ -32,15 +32,15 @@ import asyncio
 import contextlib
 import json
 import re
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from replay_dryrun import case_copy
 
 from crane_lsp.analysis.parse import analyze
 from crane_lsp.fixes import offer_fixes
@@ -251,10 +251,8 @@ async def _walk(args: argparse.Namespace, llm: dict[str, Any] | None) -> int:
     for case_dir in sorted(p for p in args.cases.iterdir() if (p / "meta.json").exists()):
         if args.only not in case_dir.name:
             continue
-        try:  # in a copy of the case: the real runs write where the notebook does (np.savetxt)
-            with tempfile.TemporaryDirectory(prefix="crane-fixes-") as work:
-                copy = Path(work) / case_dir.name
-                shutil.copytree(case_dir, copy)
+        try:
+            with case_copy(case_dir) as copy:
                 row = await run_case(copy, args.budget, llm)
         except Exception as exc:  # a row, not a lost run
             row = Case(case=case_dir.name, label="", error=f"{type(exc).__name__}: {exc}")

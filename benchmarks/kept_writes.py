@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replay_dryrun import DEFAULT_CASES, target_index
+from replay_dryrun import DEFAULT_CASES, case_copy, target_index
 
 from crane_lsp.dryrun import DryRunner
 from crane_lsp.kernel.replay import start_and_replay
@@ -140,9 +138,7 @@ async def main() -> int:
         if args.only not in case_dir.name:
             continue
         for version in ("buggy", "fixed"):
-            with tempfile.TemporaryDirectory(prefix="crane-kept-") as work:
-                copy = Path(work) / case_dir.name
-                shutil.copytree(case_dir, copy)
+            with case_copy(case_dir) as copy:
                 try:
                     row = await run_notebook(copy, version, args.budget)
                 except Exception as exc:  # a row, not a lost run

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import statistics
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +79,16 @@ class Row:
         if mode == "safe" and self.screened:
             return False
         return self.outcome is not None and self.outcome.outcome == "raised"
+
+
+@contextlib.contextmanager
+def case_copy(case: Path) -> Iterator[Path]:
+    """A temporary copy of a case folder: a notebook's real runs write where it lies (``np.savetxt``),
+    and the cases are the package's data."""
+    with tempfile.TemporaryDirectory(prefix="crane-case-") as work:
+        copy = Path(work) / case.name
+        shutil.copytree(case, copy)
+        yield copy
 
 
 def target_index(nb: object) -> int:
@@ -218,9 +230,7 @@ async def main_async(args: argparse.Namespace) -> list[Row]:
         for version in ("buggy", "fixed"):
             if not (case / f"{version}.ipynb").exists():
                 continue
-            with tempfile.TemporaryDirectory(prefix="crane-replay-") as work:  # real runs write there
-                copy = Path(work) / case.name
-                shutil.copytree(case, copy)
+            with case_copy(case) as copy:
                 row = await run_notebook(copy, version, args.budget)
             rows.append(row)
             console.print(

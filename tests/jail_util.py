@@ -209,8 +209,9 @@ def searchable_interpreter() -> Iterator[None]:
                 del record[key]
 
 
-def jail_kernels(user: str) -> Iterator[JailKernel]:
-    """A module-scoped kernel as ``user`` ("root": the test's own user; "nobody": unprivileged)."""
+def jail_kernels(user: str, warm: Callable[[JailKernel], object] | None = None) -> Iterator[JailKernel]:
+    """A module-scoped kernel as ``user`` ("root": the test's own user; "nobody": unprivileged),
+    ``warm``-ed before it is handed out (libraries imported once, their folders made)."""
     workdir = Path(tempfile.mkdtemp(prefix=f"crane-jail-{user}-"))
     proc = None
     if user == "nobody":
@@ -233,7 +234,10 @@ def jail_kernels(user: str) -> Iterator[JailKernel]:
     assert kernel._reply(msg_id, 60)["content"]["status"] == "ok"
     pid = int(kernel.eval("__import__('os').getpid()"))
     try:
-        yield JailKernel(kernel, workdir, user, pid)
+        jk = JailKernel(kernel, workdir, user, pid)
+        if warm is not None:
+            warm(jk)
+        yield jk
     finally:
         if proc is None:
             stop_test_kernel(kernel)

@@ -39,12 +39,9 @@ PATHS = pytest.mark.parametrize("prepared", [False, True], ids=["cold", "prepare
 NO_USER_ENV = "import os\nfor v in ('LOGNAME', 'USER', 'LNAME', 'USERNAME'):\n    os.environ.pop(v, None)\n"
 
 
-@pytest.fixture(scope="module", params=["root", "nobody"])
-def jk(request: pytest.FixtureRequest) -> Iterator[JailKernel]:
-    kernels = jail_kernels(request.param)
-    kernel = next(kernels)
-    # matplotlib's and torch's folders exist, as for anyone who imported them once (the mkdir of an
-    # existing one is answered; a first import ever creates them: a real write, which ends the run)
+def _folders_made(kernel: JailKernel) -> None:
+    """matplotlib's and torch's folders exist, as for anyone who imported them once (the mkdir of an
+    existing one is answered EEXIST, the real outcome), made by a process as the kernel's user."""
     argv = [sys.executable, "-c", "import matplotlib.pyplot\n" + TORCH_STEP]
     if kernel.user == "nobody":  # as the kernel's user, with its HOME and MPLCONFIGDIR
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(kernel.workdir)}
@@ -53,8 +50,11 @@ def jk(request: pytest.FixtureRequest) -> Iterator[JailKernel]:
         subprocess.run(argv, check=True, timeout=300, cwd=kernel.workdir, env=env)
     else:
         subprocess.run(argv, check=True, timeout=300)
-    yield kernel
-    next(kernels, None)
+
+
+@pytest.fixture(scope="module", params=["root", "nobody"])
+def jk(request: pytest.FixtureRequest) -> Iterator[JailKernel]:
+    yield from jail_kernels(request.param, warm=_folders_made)
 
 
 def _answered(result: dict, *words: str) -> str:

@@ -27,11 +27,8 @@ KEPT = "for writing -> a file in the copy's memory (kept in the copy)"
 
 @pytest.fixture(scope="module", params=["root", "nobody"])
 def jk(request: pytest.FixtureRequest) -> Iterator[JailKernel]:
-    kernels = jail_kernels(request.param)
-    kernel = next(kernels)
-    kernel.run("import matplotlib.pyplot")  # its config folder exists, as after any first import
-    yield kernel
-    next(kernels, None)
+    # matplotlib imported once (its config folder and font cache exist), as in any notebook
+    yield from jail_kernels(request.param, warm=lambda kernel: kernel.run("import matplotlib.pyplot"))
 
 
 def _folder(jk: JailKernel, name: str) -> Path:
@@ -152,6 +149,9 @@ def test_a_file_read_back_through_python_is_the_kept_one(jk: JailKernel, prepare
         "back['b']"
     )
     _dry_then_real(jk, cell, ("raised", "KeyError", 6), prepared, folder)
+    # after a save, a file that is really missing is the real crash, not a doubt about the save
+    missing = f"{cell.rsplit(chr(10), 1)[0]}\npd.read_csv({str(folder / 'no-such.csv')!r})"
+    _dry_then_real(jk, missing, ("raised", "FileNotFoundError", 6), prepared, folder)
 
 
 def test_a_folder_the_cell_makes_is_made_in_the_copy_only(jk: JailKernel) -> None:
@@ -217,16 +217,20 @@ def test_a_folder_the_kernel_may_not_write_still_ends_the_run(jk: JailKernel) ->
 
 
 def test_settle_rules() -> None:
-    """The parent's rules, on the joined module (no kernel): a raise through ENOENT, EFBIG, naming a
-    kept file, or after native code opened one is no verdict; a crash elsewhere stands."""
+    """The parent's rules, on the joined module (no kernel): a raise about a kept file (its
+    ``filename``, or its name as a word in the message), through EFBIG, or after native code opened
+    one is no verdict; a crash about another file, or elsewhere, stands."""
     joined: dict[str, Any] = {}
     exec(compile(PROBE_SOURCE, "<crane-probe>", "exec"), joined)
     settle, log = joined["_jwr_settle"], joined["_JanLog"]()
     log.kept = {"/data/out.csv": -1}
     raised = {"outcome": "raised", "exception": "KeyError", "message": "'x'", "written": ["/data/out.csv"]}
     assert settle(raised, log) == ""
-    assert "may follow /data/out.csv" in settle({**raised, "errnos": [2]}, log)
-    assert "may follow /data/out.csv" in settle({**raised, "message": "bad out.csv"}, log)
+    missing = {**raised, "exception": "FileNotFoundError", "errnos": [2], "files": ["/data/other.csv"]}
+    assert settle(missing, log) == ""  # another file: the real crash
+    assert "about /data/out.csv" in settle({**missing, "files": ["/data/out.csv"]}, log)
+    assert "about /data/out.csv" in settle({**raised, "message": "cannot open 'out.csv'"}, log)
+    assert settle({**raised, "message": "cannot open 'without.csv'"}, log) == ""
     assert "size cap" in settle({**raised, "errnos": [27]}, log)
     assert "native code writing /data/out.csv" in settle({**raised, "written": []}, log)
     assert "read back" in settle({"outcome": "completed", "read_back": ["/data/out.csv"]}, log)

@@ -237,10 +237,10 @@ def _two_d(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
 
 def _flattened(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
     """An array of more dimensions than the callee takes (``np.savetxt`` of images, an estimator fed
-    3-D data): each array argument of the call kept as rows, the other axes flattened into columns
-    (``x.reshape(len(x), -1)``); the jail finds the one that was meant."""
-    words = r"Expected 1D or 2D array, got \d+D|Found array with dim \d+|1-D or 2-D arrays; .+ has \d+ dim"
-    if not re.search(words, _text(p)):
+    3-D data: the message states 3 or more dimensions): each array argument of the call kept as
+    rows, the other axes flattened into columns (``x.reshape(len(x), -1)``); the jail finds the one
+    that was meant."""
+    if max(_dimension_counts(_text(p)), default=0) < 3:
         return
     for node in line.nodes:
         if not isinstance(node, ast.Call):
@@ -250,6 +250,13 @@ def _flattened(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:
                 source = line.source(arg)
                 shown = _operand(line, arg, f".reshape(len({source}), -1)")
                 yield _fix(line, line.replace(arg, shown), f"Flatten {source} to rows ({shown})", layer)
+
+
+def _dimension_counts(text: str) -> list[int]:
+    """The numbers of dimensions a message states, whatever the library's wording: ``5D``, ``3-D``,
+    ``dim 3``, ``ndim=4``, ``has 5 dimensions``, ``4-dimensional``."""
+    found = re.findall(r"\b(\d+)-?D\b|\bn?dim\s*=?\s*(\d+)|\b(\d+)[ -]dim(?:ension(?:s|al)?)?\b", text)
+    return [int(n) for group in found for n in group if n]
 
 
 def _text_values(p: Prediction, line: _Line, layer: FixLayer) -> Iterator[Fix]:

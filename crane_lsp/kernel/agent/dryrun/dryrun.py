@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
     )
     from crane_lsp.kernel.agent.jail.jail_threads import _jth_pools, _jth_single_thread
     from crane_lsp.kernel.agent.jail.jail_workers import _jwk_report, _jwk_single_process
-    from crane_lsp.kernel.agent.jail.jail_writes import _jwr_begin, _jwr_report
+    from crane_lsp.kernel.agent.jail.jail_writes import _jwr_begin, _jwr_files, _jwr_report
     from crane_lsp.kernel.agent.shorten.shorten_extrapolate import _shx_extrapolate
     from crane_lsp.kernel.agent.shorten.shorten_report import (
         _shp_report_shortened,
@@ -437,6 +437,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             message=str(exc)[:500],
             line=_sb_cell_line(exc.__traceback__, cell_magic),
             errnos=_jan_errnos(exc),  # where a call the jail answered shows up (jail_answers.py)
+            files=_jwr_files(exc),  # which files it is about (jail_writes.py)
         )
         result["facts"] = _ff_collect(exc, payload, started)  # the failing line's facts (failfacts.py)
         _fkw_add(result["facts"], exc, payload)  # keywords the callee lacks (failkeywords.py)
@@ -456,6 +457,7 @@ def _sb_run(code, namespace, payload, setup, write_fd, started):
             message=str(shown)[:500],
             line=_sb_cell_line(shown.__traceback__, cell_magic) or line,
             errnos=_jan_errnos(shown),
+            files=_jwr_files(shown),
         )
         result["notes"].append("the traceback was shown by IPython (e.g. in a magic); the cell went on")
     if result["outcome"] == "completed":

@@ -49,6 +49,7 @@ if (
         _jse_unlink,
     )
     from crane_lsp.kernel.agent.jail.jail_writes import (
+        _JWR_AT_FDCWD,
         _JWR_INJECT,
         _jwr_folder,
         _jwr_inject,
@@ -75,7 +76,6 @@ _JAN_ERRNO_NAMES = {
     111: "ECONNREFUSED",
 }
 _JAN_IPV6_LOOPBACK = bytes(15) + b"\x01"  # ::1
-_JAN_AT_FDCWD = -100
 _JAN_NSCD = ("/var/run/nscd/socket", "/run/nscd/socket")
 #: SECCOMP_IOCTL_NOTIF_SEND: _IOWR('!', 1, struct seccomp_notif_resp {u64 id; s64 val; s32 error; u32 flags})
 _JAN_NOTIF_SEND = 0xC0182101
@@ -131,7 +131,7 @@ def _jan_mkdir(pid, name, args, log):
 def _jan_mkdir_existing(pid, name, args, log=None):
     """``mkdir`` of a path that exists fails with EEXIST before Linux checks write permission or a
     read-only mount: the real call fails the same way (matplotlib's config and cache folders)."""
-    dirfd, at = (_JAN_AT_FDCWD, 0) if name == "mkdir" else (_jsc_int(args[0]), 1)
+    dirfd, at = (_JWR_AT_FDCWD, 0) if name == "mkdir" else (_jsc_int(args[0]), 1)
     path = _jsc_path(pid, args[at])
     if path is None or not _jan_exists(pid, dirfd, path):
         return None
@@ -149,7 +149,7 @@ def _jan_nscd(pid, name, args, log=None):
     path = raw[2:].split(b"\0", 1)[0].decode("utf-8", "replace")
     if path not in _JAN_NSCD:
         return None
-    if not _jan_exists(pid, _JAN_AT_FDCWD, path):
+    if not _jan_exists(pid, _JWR_AT_FDCWD, path):
         return 2, _JAN_KNOWN, f"connect({path!r})"
     return 111, _JAN_FALLBACK, f"connect({path!r})"
 
@@ -355,7 +355,8 @@ def _jan_settle(result, log):
     errnos = set(result.pop("errnos", None) or ())
     kept = _jwr_settle({**result, "errnos": errnos}, log)  # a file kept in memory read back (jail_writes)
     _jwr_release(log)
-    result.pop("read_back", None), result.pop("written", None)
+    for key in ("read_back", "written", "files"):  # the child's report to jail_writes, not the verdict's
+        result.pop(key, None)
     if log.answers:
         result["notes"] = [*(result.get("notes") or []), _jan_note(log.answers)]
     why = kept if result.get("outcome") in ("raised", "completed") else ""

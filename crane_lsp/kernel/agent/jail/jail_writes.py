@@ -25,41 +25,39 @@ Reads are not parked, so a read of a kept file by its name would find the disk. 
 its first write on, ``os.stat`` and ``open`` for reading of a kept file use the kept file instead
 (``_jwr_shim_stat``). Below them (``os.open``, C libraries) the child cannot be shown the file: an
 audit hook notes an ``os.open`` for reading of a path opened for writing before (``_jwr_report``),
-and a crash after a kept write that carries ENOENT or EFBIG, names a kept file, or follows native
-code opening one, is no verdict (``_jwr_settle``). Each kept file may grow to an eighth of the memory cap
-(``RLIMIT_FSIZE``; past it the write fails with EFBIG), so at most the cap in all.
+and a crash about a kept file (its ``filename``, or its name in a C library's message), through
+EFBIG, or after native code opened one, is no verdict (``_jwr_settle``). Each kept file may grow
+to an eighth of the memory cap (``RLIMIT_FSIZE``; past it the write fails with EFBIG), so at most
+the cap in all.
 """
 
 import contextlib as _jwr_contextlib
+import errno as _jwr_errno
 import os as _jwr_os
+import re as _jwr_re
 import stat as _jwr_stat
 import sys as _jwr_sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # in the kernel these come from jail_seccomp, joined before
     from crane_lsp.kernel.agent.jail.jail_seccomp import _jsc_addfd, _jsc_int, _jsc_path
+    from crane_lsp.kernel.agent.jail.jail_semaphores import _JSE_KEPT
 
-_JWR_KEPT = "kept in the copy"  # jail_semaphores' class of the same words (_JSE_KEPT)
 _JWR_KNOWN = "known outcome"  # jail_answers' class of the same words (_JAN_KNOWN)
 _JWR_INJECT = -2  # the answer is the file's memfd, prepared in the log (``pending``)
 _JWR_MAX_FILES = 8
 _JWR_MAX_FOLDERS = 16
 _JWR_MAX_COPY = 64 * 1024 * 1024  # an existing file opened without truncating: its bytes are copied
-_JWR_AT_FDCWD = -100
-_JWR_O_ACCMODE = 0o3
-_JWR_O_CREAT, _JWR_O_EXCL, _JWR_O_TRUNC, _JWR_O_APPEND = 0o100, 0o200, 0o1000, 0o2000
-_JWR_O_NOFOLLOW, _JWR_O_CLOEXEC = 0o400000, 0o2000000
-_JWR_O_DIRECTORY, _JWR_O_PATH, _JWR_O_TMPFILE = 0o200000, 0o10000000, 0o20200000
-_JWR_O_PATH_DIR = 0o10000000 | 0o200000 | 0o2000000  # O_PATH | O_DIRECTORY | O_CLOEXEC
+_JWR_AT_FDCWD = -100  # (os has no name for it)
+_JWR_O_PATH_DIR = _jwr_os.O_PATH | _jwr_os.O_DIRECTORY | _jwr_os.O_CLOEXEC
+_JWR_O_WRITES = _jwr_os.O_ACCMODE | _jwr_os.O_CREAT | _jwr_os.O_TRUNC | _jwr_os.O_APPEND
 _JWR_ADDFD_SEND = 2  # SECCOMP_ADDFD_FLAG_SEND: the new descriptor is the call's result
 _JWR_SYSTEM = ("/proc", "/sys", "/dev")
 _JWR_MEMFD_NAME = "crane-kept:"
-_JWR_ENOENT, _JWR_ENOTDIR, _JWR_EISDIR, _JWR_EEXIST, _JWR_EFBIG = 2, 20, 21, 17, 27
 _JWR_WRITTEN: set[str] = set()  # the child: absolute paths the cell opened for writing (the audit hook)
 _JWR_READ_BACK: list[str] = []  # the child: those it then opened for reading
 _JWR_BUSY: list[int] = []  # the child: inside the shim's own lookup (no lookup within it)
 _JWR_FOLDERS: set[str] = set()  # the child: folders the cell made (``os.mkdir``)
-_JWR_REAL_STAT: list = []  # the child: ``os.stat`` before the shim
 
 
 def _jwr_begin(payload):
@@ -84,7 +82,7 @@ def _jwr_watch(event, args):
         return
     try:
         flags = args[2] if isinstance(args[2], int) else 0
-        writes = flags & (_JWR_O_ACCMODE | _JWR_O_CREAT | _JWR_O_TRUNC | _JWR_O_APPEND)
+        writes = flags & _JWR_O_WRITES
         if not writes and not _JWR_WRITTEN:
             return
         _jwr_seen(_jwr_real(args[0]), bool(writes), _JWR_WRITTEN)
@@ -127,7 +125,7 @@ def _jwr_watch_folder(event, args):
         pass
 
 
-def _jwr_made_folder(path, error):
+def _jwr_made_folder(path, error, real_stat):
     """The stat of a folder the copy made (``error``: the real stat's, re-raised otherwise): its
     nearest ancestor on the disk stands for it (a folder, with the kernel's permissions)."""
     try:
@@ -139,7 +137,7 @@ def _jwr_made_folder(path, error):
     above = _jwr_os.path.dirname(absolute)
     while above in _JWR_FOLDERS:
         above = _jwr_os.path.dirname(above)
-    return _JWR_REAL_STAT[0](above)
+    return real_stat(above)
 
 
 def _jwr_keeper(path):
@@ -147,7 +145,10 @@ def _jwr_keeper(path):
     the path: ``_jwr_memfd``), or None."""
     if isinstance(path, int) or not _JWR_WRITTEN:
         return None
-    absolute = _jwr_os.path.realpath(_jwr_os.fsdecode(_jwr_os.fspath(path)))  # (the shim's caller is BUSY)
+    raw = _jwr_os.fsdecode(_jwr_os.fspath(path))
+    if _jwr_os.path.basename(raw) not in {_jwr_os.path.basename(p) for p in _JWR_WRITTEN}:
+        return None  # most stats and opens: no ``realpath`` (several syscalls) for them
+    absolute = _jwr_os.path.realpath(raw)  # (the shim's caller is BUSY)
     if absolute not in _JWR_WRITTEN:
         return None
     wanted = f"/memfd:{_JWR_MEMFD_NAME}{absolute} (deleted)"
@@ -163,7 +164,6 @@ def _jwr_shim_stat():
     describe the kept file, as after the real write: ``np.savetxt`` creates the file, then checks
     that it exists. In the child only, from its first write on; C code still sees the disk."""
     real_stat, real_lstat = _jwr_os.stat, _jwr_os.lstat
-    _JWR_REAL_STAT.append(real_stat)
 
     def kept_for(path, dir_fd):
         if dir_fd is not None or _JWR_BUSY:  # ``realpath`` in ``_jwr_keeper`` calls ``os.lstat``
@@ -185,7 +185,7 @@ def _jwr_shim_stat():
         except FileNotFoundError as exc:
             if dir_fd is not None or not _JWR_FOLDERS or _JWR_BUSY:
                 raise
-            return _jwr_made_folder(path, exc)
+            return _jwr_made_folder(path, exc, real_stat)
 
     def lstat(path, *, dir_fd=None):
         kept = kept_for(path, dir_fd)
@@ -196,7 +196,7 @@ def _jwr_shim_stat():
         except FileNotFoundError as exc:
             if dir_fd is not None or not _JWR_FOLDERS or _JWR_BUSY:
                 raise
-            return _jwr_made_folder(path, exc)
+            return _jwr_made_folder(path, exc, real_stat)
 
     _jwr_os.stat, _jwr_os.lstat = stat, lstat
     _jwr_shim_open(kept_for)
@@ -254,11 +254,11 @@ def _jwr_where(pid, dirfd, path, log=None):
             info = _jwr_os.stat(head or ".", dir_fd=base)
         except OSError as exc:
             made = _jwr_os.path.normpath(_jwr_os.path.join(_jwr_os.readlink(f"/proc/self/fd/{base}"), head))
-            if exc.errno == _JWR_ENOENT and log is not None and made in log.folders:
+            if exc.errno == _jwr_errno.ENOENT and log is not None and made in log.folders:
                 return None, leaf, _jwr_os.path.join(made, leaf)
-            return exc.errno if exc.errno in (_JWR_ENOENT, _JWR_ENOTDIR) else None
+            return exc.errno if exc.errno in (_jwr_errno.ENOENT, _jwr_errno.ENOTDIR) else None
         if not _jwr_stat.S_ISDIR(info.st_mode):
-            return _JWR_ENOTDIR
+            return _jwr_errno.ENOTDIR
         folder = _jwr_os.open(head or ".", _JWR_O_PATH_DIR, dir_fd=base)
     finally:
         _jwr_os.close(base)
@@ -273,20 +273,20 @@ def _jwr_decide(folder, leaf, flags):
     """What the real open of ``leaf`` in ``folder`` does: an errno, "new" (a file it creates),
     "keep" or "truncate" (an existing regular file), or None (not answered)."""
     if folder is None:  # in a folder the copy made: nothing of it is on the disk
-        return "new" if flags & _JWR_O_CREAT else _JWR_ENOENT
+        return "new" if flags & _jwr_os.O_CREAT else _jwr_errno.ENOENT
     try:
         info = _jwr_os.stat(leaf, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
-        if not flags & _JWR_O_CREAT:
-            return _JWR_ENOENT
+        if not flags & _jwr_os.O_CREAT:
+            return _jwr_errno.ENOENT
         return "new" if _jwr_os.access(".", _jwr_os.W_OK | _jwr_os.X_OK, dir_fd=folder) else None
-    if flags & _JWR_O_CREAT and flags & _JWR_O_EXCL:
-        return _JWR_EEXIST
+    if flags & _jwr_os.O_CREAT and flags & _jwr_os.O_EXCL:
+        return _jwr_errno.EEXIST
     if _jwr_stat.S_ISDIR(info.st_mode):
-        return _JWR_EISDIR
+        return _jwr_errno.EISDIR
     if not _jwr_stat.S_ISREG(info.st_mode) or not _jwr_os.access(leaf, _jwr_os.W_OK, dir_fd=folder):
         return None  # a link, a device, a FIFO, a file the kernel may not write
-    return "truncate" if flags & _JWR_O_TRUNC else "keep"
+    return "truncate" if flags & _jwr_os.O_TRUNC else "keep"
 
 
 def _jwr_open(pid, name, args, log):
@@ -294,11 +294,11 @@ def _jwr_open(pid, name, args, log):
     dirfd, at, flags = (_JWR_AT_FDCWD, 0, args[1]) if name == "open" else (args[0], 1, args[2])
     dirfd = _jsc_int(dirfd)
     path = _jsc_path(pid, args[at])
-    if path is None or flags & _JWR_O_PATH or flags & _JWR_O_ACCMODE == 3:
+    if path is None or flags & _jwr_os.O_PATH or flags & _jwr_os.O_ACCMODE == 3:
         return None
-    if flags & _JWR_O_TMPFILE == _JWR_O_TMPFILE:
+    if flags & _jwr_os.O_TMPFILE == _jwr_os.O_TMPFILE:
         return _jwr_tmpfile(pid, dirfd, path, flags, log)
-    if flags & _JWR_O_DIRECTORY:
+    if flags & _jwr_os.O_DIRECTORY:
         return None
     where = _jwr_where(pid, dirfd, path, log)
     if where is None or isinstance(where, int):
@@ -306,10 +306,10 @@ def _jwr_open(pid, name, args, log):
     folder, leaf, absolute = where
     try:
         if absolute in log.folders:
-            return _JWR_EISDIR, _JWR_KNOWN, f"{name}({path!r})"
+            return _jwr_errno.EISDIR, _JWR_KNOWN, f"{name}({path!r})"
         kept = log.kept.get(absolute)
-        if absolute in log.confirmed and flags & _JWR_O_CREAT and flags & _JWR_O_EXCL:
-            return _JWR_EEXIST, _JWR_KNOWN, f"{name}({path!r})"
+        if absolute in log.confirmed and flags & _jwr_os.O_CREAT and flags & _jwr_os.O_EXCL:
+            return _jwr_errno.EEXIST, _JWR_KNOWN, f"{name}({path!r})"
         decided = "kept" if kept is not None else _jwr_decide(folder, leaf, flags)
         if decided is None or isinstance(decided, int):
             return None if decided is None else (decided, _JWR_KNOWN, f"{name}({path!r})")
@@ -321,13 +321,13 @@ def _jwr_open(pid, name, args, log):
             log.keeper = _jwr_reopen(kept, 0)  # the child's own handle, for its ``os.stat``
             if decided == "new":
                 log.created.add(absolute)
-        elif flags & _JWR_O_TRUNC:
+        elif flags & _jwr_os.O_TRUNC:
             _jwr_os.ftruncate(kept, 0)
     finally:
         _jwr_close(folder)
     log.pending = _jwr_reopen(kept, flags)
     log.after = lambda: log.confirmed.add(absolute)  # the copy has it (an interrupted open restarts)
-    return _JWR_INJECT, _JWR_KEPT, f"{name}({path!r}) for writing"
+    return _JWR_INJECT, _JSE_KEPT, f"{name}({path!r}) for writing"
 
 
 def _jwr_tmpfile(pid, dirfd, path, flags, log):
@@ -345,7 +345,7 @@ def _jwr_tmpfile(pid, dirfd, path, flags, log):
         _jwr_close(folder)
     log.kept[f"(unnamed {len(log.kept)})"] = memfd
     log.pending = _jwr_reopen(memfd, flags)
-    return _JWR_INJECT, _JWR_KEPT, ""
+    return _JWR_INJECT, _JSE_KEPT, ""
 
 
 def _jwr_memfd(folder, leaf, absolute):
@@ -356,7 +356,7 @@ def _jwr_memfd(folder, leaf, absolute):
     if leaf is None:
         return memfd
     try:  # never blocks (a FIFO put there since the check) and never copies more than a cap
-        flags = _jwr_os.O_RDONLY | _jwr_os.O_CLOEXEC | _JWR_O_NOFOLLOW | _jwr_os.O_NONBLOCK
+        flags = _jwr_os.O_RDONLY | _jwr_os.O_CLOEXEC | _jwr_os.O_NOFOLLOW | _jwr_os.O_NONBLOCK
         source = _jwr_os.open(leaf, flags, dir_fd=folder)
         try:
             info = _jwr_os.fstat(source)
@@ -379,7 +379,7 @@ def _jwr_memfd(folder, leaf, absolute):
 
 def _jwr_reopen(memfd, flags):
     """A new open of the memfd with the cell's access mode and ``O_APPEND`` (its own offset)."""
-    mode = (flags & _JWR_O_ACCMODE) | (flags & _JWR_O_APPEND) | _JWR_O_CLOEXEC
+    mode = (flags & _jwr_os.O_ACCMODE) | (flags & _jwr_os.O_APPEND) | _jwr_os.O_CLOEXEC
     return _jwr_os.open(f"/proc/self/fd/{memfd}", mode)
 
 
@@ -397,7 +397,7 @@ def _jwr_unlink(pid, name, args, log):
     if where[2] not in log.created:
         return None
     log.after = lambda: _jwr_forget(log, where[2])  # once answered (a restarted call decides again)
-    return 0, _JWR_KEPT, ""
+    return 0, _JSE_KEPT, ""
 
 
 def _jwr_forget(log, path):
@@ -422,14 +422,14 @@ def _jwr_mkdir(pid, name, args, log):
     folder, _leaf, absolute = where
     try:
         if absolute in log.folders or absolute in log.kept:
-            return _JWR_EEXIST, _JWR_KNOWN, f"{name}({path!r})"
+            return _jwr_errno.EEXIST, _JWR_KNOWN, f"{name}({path!r})"
         writable = folder is None or _jwr_os.access(".", _jwr_os.W_OK | _jwr_os.X_OK, dir_fd=folder)
         if not writable or len(log.folders) >= _JWR_MAX_FOLDERS:
             return None  # (a name that exists on the disk was answered EEXIST before this rule)
     finally:
         _jwr_close(folder)
     log.after = lambda: log.folders.add(absolute)  # once answered (a restarted call decides again)
-    return 0, _JWR_KEPT, f"{name}({path!r})"
+    return 0, _JSE_KEPT, f"{name}({path!r})"
 
 
 def _jwr_close(fd):
@@ -465,10 +465,10 @@ def _jwr_release(log):
 
 
 def _jwr_settle(result, log):
-    """Why the verdict cannot stand after a kept write, or ''. The cell read a kept file back by
-    name; or it raised after native code opened one (SQLite, HDF5 look their files up by name,
-    which finds the disk: the copy's ``os.stat`` is Python's), through ENOENT or EFBIG, or naming
-    a kept file (a C library's read)."""
+    """Why the verdict cannot stand after a kept write, or ''. The cell read a kept file back below
+    Python's ``open``; or it raised after native code opened one (SQLite, HDF5 look their files up
+    by name, which finds the disk: the copy's ``os.stat`` is Python's), through EFBIG, or about a
+    kept file or folder (its ``filename``, or its name in a C library's message)."""
     kept = [path for path in log.kept if not path.startswith("(")]
     if not log.kept and not log.folders:
         return ""
@@ -481,11 +481,35 @@ def _jwr_settle(result, log):
     native = [path for path in kept if path not in (result.get("written") or ())]
     if native:
         return f"its {raised} follows native code writing {native[0]}, a file the copy keeps in memory"
-    if _JWR_EFBIG in (result.get("errnos") or ()):
+    if _jwr_errno.EFBIG in (result.get("errnos") or ()):
         return f"its {raised} follows a file the copy wrote past its size cap (an eighth of the memory cap)"
     message = result.get("message") or ""
-    named = [path for path in kept if _jwr_os.path.basename(path) in message]
-    if named or _JWR_ENOENT in (result.get("errnos") or ()):
-        which = named[0] if named else kept[0] if kept else sorted(log.folders or ["a temporary file"])[0]
-        return f"its {raised} may follow {which}, which the copy made only in its memory"
+    files = set(result.get("files") or ())  # the files the exception chain is about (OSError.filename)
+    about = [path for path in kept if path in files or _jwr_named(path, message)]
+    if _jwr_errno.ENOENT in (result.get("errnos") or ()):  # the disk's view of a folder the copy made
+        about += [path for path in sorted(log.folders) if path in files or _jwr_named(path, message)]
+    if about:
+        return f"its {raised} is about {about[0]}, which the copy made only in its memory"
     return ""
+
+
+def _jwr_named(path, message):
+    """Whether ``message`` names the file at ``path`` (its name as a whole word: a C library's
+    error, which carries no ``filename``)."""
+    name = _jwr_re.escape(_jwr_os.path.basename(path))
+    return _jwr_re.search(rf"(?<![\w.-]){name}(?![\w-])", message) is not None
+
+
+def _jwr_files(exc):
+    """The files an exception and its causes and contexts are about (``OSError.filename`` and
+    ``filename2``), as the parent names them; in the child."""
+    found: list[str] = []
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen and len(seen) < 32:
+        seen.add(id(exc))
+        for name in (getattr(exc, "filename", None), getattr(exc, "filename2", None)):
+            if isinstance(name, str | bytes) and len(found) < 8:
+                with _jwr_contextlib.suppress(Exception):
+                    found.append(_jwr_real(name))
+        exc = exc.__cause__ or exc.__context__
+    return found
