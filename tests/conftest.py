@@ -22,6 +22,7 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
+from tests import hang_guard
 from tests.cost_marks import COSTS, CostGuardError, guarding, install_guard, item_costs, missing_libraries
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,9 +31,31 @@ SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
 
 def pytest_configure(config: pytest.Config) -> None:
     install_guard()
+    hangs = hang_guard.start_run()
+    if hangs is not None:
+        config.stash[_HANGS] = hangs
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:  # pytest-xdist (optional, CONTRIBUTING.md): each worker's kernels keep their own files
         os.environ["JUPYTER_RUNTIME_DIR"] = tempfile.mkdtemp(prefix=f"crane-test-{worker}-runtime-")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The stacks of every test that hung past its timeout (hang_guard), so a CI log says where."""
+    folder = config.stash.get(_HANGS, None)
+    if folder is None:
+        return
+    for report in hang_guard.hung_reports(folder):
+        terminalreporter.write_sep("=", "a test hung: every thread's stack")
+        terminalreporter.write_line(report)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_HANGS, None)
+    if folder is not None:
+        hang_guard.end_run(folder)
+
+
+_HANGS = pytest.StashKey[Path]()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -60,16 +83,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
-    """A ``unit`` test runs under the guard: starting one of the COSTS (a kernel, ...) fails it."""
-    if item.get_closest_marker("unit") is None:
-        yield
-        return
-    with guarding(item.nodeid) as violations:
-        item.stash[_VIOLATIONS] = violations
-        yield
+    """A ``unit`` test runs under the guard: starting one of the COSTS (a kernel, ...) fails it. Every
+    test that hangs past its timeout (teardown included) ends its worker with its stacks (hang_guard)."""
+    armed = item.stash[_ARMED] = hang_guard.arm(item)
+    try:
+        if item.get_closest_marker("unit") is None:
+            yield
+            return
+        with guarding(item.nodeid) as violations:
+            item.stash[_VIOLATIONS] = violations
+            yield
+    finally:
+        if armed:
+            item.stash[_ARMED] = False
+            hang_guard.disarm()
 
 
 _VIOLATIONS = pytest.StashKey[list[str]]()
+_ARMED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_exception_interact(node: pytest.Item | pytest.Collector) -> None:
+    """A failed test (a timeout among them) still has a hard end for its teardown (hang_guard)."""
+    if isinstance(node, pytest.Item) and node.stash.get(_ARMED, False):
+        hang_guard.rearm()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -22,6 +23,9 @@ from crane_lsp.server.kernel_target import shown
 
 if TYPE_CHECKING:
     from crane_lsp.kernel.transport_relay import RelayTarget
+
+log = logging.getLogger(__name__)
+CLOSE_LIMIT_S = 10.0  # shutdown's answer waits this long at most for the kernels' links to close
 
 
 def _cell(server: CraneServer, arguments: tuple[Any, ...]) -> tuple[NotebookState, CellView] | str:
@@ -279,4 +283,9 @@ def register(ls: CraneServer) -> None:
 
     @ls.feature(types.SHUTDOWN)
     async def shutdown(server: CraneServer, params: Any) -> None:
-        await server.close()
+        """Close the kernels' links, but answer within CLOSE_LIMIT_S: the editor waits for this answer
+        before it sends ``exit``, and a link to a server that stopped answering must not hold it."""
+        closing = asyncio.ensure_future(server.close())
+        done, _ = await asyncio.wait({closing}, timeout=CLOSE_LIMIT_S)
+        if not done:
+            log.warning("shutdown: links still closing after %.0f s; exit ends them", CLOSE_LIMIT_S)
