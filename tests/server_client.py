@@ -8,6 +8,7 @@ test's kernel; kernels are attached explicitly (``connectionFile`` or ``crane/at
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import sys
@@ -219,3 +220,20 @@ def action_command(action: types.CodeAction | types.Command) -> tuple[str, list[
         nested = ast.literal_eval(action.command)
         return nested["command"], list(nested.get("arguments") or [])
     return action.command, list(action.arguments or [])
+
+
+async def end_session(client: LanguageClient, limit_s: float = 60.0) -> None:
+    """``shutdown`` and ``exit``, then make sure the server process is gone.
+
+    pytest-lsp's teardown (``client.stop()``) waits for the server process with no time limit, and
+    ``shutdown_session`` sends nothing once the client has recorded an error: a server left running
+    then holds the test (and a CI worker) forever. What did not exit within ``limit_s`` is killed.
+    """
+    try:
+        await asyncio.wait_for(client.shutdown_session(), limit_s)
+    finally:
+        server = client._server  # pygls's handle on the server process: no public accessor
+        if server is not None and server.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                server.kill()
+            await asyncio.wait_for(server.wait(), 10)

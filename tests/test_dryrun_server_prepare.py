@@ -14,7 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, Notebook, has, start, wait_for, wait_status
+from tests.server_client import CONFIG, Notebook, end_session, has, start, wait_for, wait_status
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -24,7 +24,7 @@ PREPARED_NOTE = "a copy prepared while you typed"
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def _hover(client: LanguageClient, uri: str) -> str:

@@ -14,7 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, Notebook, has, start, wait_for, wait_status
+from tests.server_client import CONFIG, Notebook, end_session, has, start, wait_for, wait_status
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,7 +25,7 @@ SETUP = "import pandas as pd\nfxs_df = pd.DataFrame({'region': ['n', 's'], 'unit
 async def client(lsp_client: LanguageClient) -> Any:
     lsp_client.statuses = await start(lsp_client, {"debounce": 100, "dryRun": "safe"})  # type: ignore[attr-defined]
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def _actions(client: LanguageClient, uri: str, diag: types.Diagnostic) -> list[Any]:

@@ -21,7 +21,16 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.gateway_util import gateway_args
 from tests.jupyterlab_util import JupyterProc, wait_kernel_ready, write_notebook
-from tests.server_client import SERVER_COMMAND, SERVER_ENV, Notebook, has, start, wait_for, wait_status
+from tests.server_client import (
+    SERVER_COMMAND,
+    SERVER_ENV,
+    Notebook,
+    end_session,
+    has,
+    start,
+    wait_for,
+    wait_status,
+)
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
@@ -77,7 +86,7 @@ def servers() -> Iterator[dict[str, Any]]:
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def _open(client: LanguageClient, name: str) -> Notebook:

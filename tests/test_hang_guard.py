@@ -63,3 +63,20 @@ def test_a_teardown_hung_past_the_timeout_ends_its_worker_names_the_test_and_sho
     assert "test_probe.py::test_hangs_in_its_teardown hung past its timeout" in out, out
     assert "in stuck" in out, out  # the teardown's own frame: where it hung
     assert "1 passed" in out, out
+
+
+async def test_end_session_ends_a_server_that_never_answers() -> None:
+    """pytest-lsp's ``stop()`` waits for the server process with no limit: ``end_session`` leaves none."""
+    import asyncio
+
+    from pytest_lsp import ClientServerConfig
+
+    from tests.server_client import end_session
+
+    silent = [sys.executable, "-c", "import time; time.sleep(600)"]
+    client = await ClientServerConfig(server_command=silent).start()
+    server = client._server
+    assert server is not None and server.returncode is None
+    await end_session(client, limit_s=2)
+    assert server.returncode is not None
+    await asyncio.wait_for(client.stop(), 10)

@@ -23,7 +23,7 @@ from crane_lsp.kernel.connection import ConnectionNotFound
 from crane_lsp.server.jupyter_sessions import discover_for_notebook
 from crane_lsp.server.jupyter_spec import spec
 from tests.jupyterlab_util import JupyterProc, wait_kernel_ready, write_notebook
-from tests.server_client import SERVER_COMMAND, SERVER_ENV, has, start, wait_for, wait_status
+from tests.server_client import SERVER_COMMAND, SERVER_ENV, end_session, has, start, wait_for, wait_status
 
 pytestmark = pytest.mark.timeout(600)  # a ceiling: the fixture's cold start may take minutes
 
@@ -104,7 +104,7 @@ def test_each_notebook_gets_its_own_session_kernel(jupyter: dict[str, Any]) -> N
 async def client(lsp_client: LanguageClient) -> Any:
     lsp_client.statuses = await start(lsp_client, {"debounce": 150})  # type: ignore[attr-defined]
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def _open(client: LanguageClient, uri: str, text: str) -> None:

@@ -21,7 +21,7 @@ from crane_lsp.server.command_args import AttachArgs, BadArguments, CellArgs, pa
 from crane_lsp.settings import Settings
 from crane_lsp.snapshot import ColumnSummary, ObjectSummary, ProbeQuery, Snapshot
 from tests.fake_kernels_server import NONE_HERE, REFUSED
-from tests.server_client import SERVER_ENV, Notebook, has, start, wait_for, wait_status
+from tests.server_client import SERVER_ENV, Notebook, end_session, has, start, wait_for, wait_status
 
 FAKE_SERVER = [sys.executable, str(Path(__file__).with_name("fake_kernels_server.py"))]
 
@@ -137,7 +137,7 @@ def test_command_arguments_in_both_forms() -> None:
 async def client(lsp_client: LanguageClient) -> Any:
     lsp_client.statuses = await start(lsp_client, {"debounce": 50})  # type: ignore[attr-defined]
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 @pytest.mark.timeout(60)

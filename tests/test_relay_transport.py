@@ -255,7 +255,15 @@ async def test_the_server_reads_the_editors_kernel_through_the_relay(kernel: Tes
     from pytest_lsp import ClientServerConfig, LanguageClient
 
     from crane_lsp.server.config import plain
-    from tests.server_client import SERVER_ENV, Notebook, capabilities, has, wait_for, wait_status
+    from tests.server_client import (
+        SERVER_ENV,
+        Notebook,
+        capabilities,
+        end_session,
+        has,
+        wait_for,
+        wait_status,
+    )
 
     kernel.run("import pandas as pd\nrly_df = pd.DataFrame({'a': [1, 2]})")
     contract = json.loads(CONTRACT.read_text())
@@ -304,7 +312,7 @@ async def test_the_server_reads_the_editors_kernel_through_the_relay(kernel: Tes
             settle = time.monotonic() + 60
             while (inflight[0] or time.monotonic() - inflight[1] < 2.0) and time.monotonic() < settle:
                 await asyncio.sleep(0.1)
-            await client.shutdown_session()
+            await end_session(client)
         finally:
             await client.stop()
     assert kernel_state(kernel) == before

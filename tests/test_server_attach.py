@@ -16,7 +16,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, Notebook, has, start, wait_for, wait_status
+from tests.server_client import CONFIG, Notebook, end_session, has, start, wait_for, wait_status
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(180)
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def said(client: LanguageClient, text: str) -> list[str]:

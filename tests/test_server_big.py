@@ -20,7 +20,7 @@ from pytest_lsp import LanguageClient
 
 from crane_lsp.server.presentation import STALE_PREFIX
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, Notebook, start, wait_for, wait_status
+from tests.server_client import CONFIG, Notebook, end_session, start, wait_for, wait_status
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -38,7 +38,7 @@ def big_cell(name: str) -> str:
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_requests_are_answered_while_a_big_cell_is_checked(

@@ -24,6 +24,7 @@ from tests.server_client import (
     SERVER_ENV,
     Notebook,
     action_command,
+    end_session,
     has,
     open_script,
     start,
@@ -38,7 +39,7 @@ pytestmark = pytest.mark.timeout(120)
 async def client(lsp_client: LanguageClient) -> Any:
     lsp_client.statuses = await start(lsp_client, {"debounce": 150})  # type: ignore[attr-defined]
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_syntax_error_lands_on_its_cell_and_line(client: LanguageClient) -> None:

@@ -16,7 +16,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, SERVER_ENV, Notebook, has, start, wait_for, wait_status
+from tests.server_client import CONFIG, SERVER_ENV, Notebook, end_session, has, start, wait_for, wait_status
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield  # each test initialises with its own options
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_missing_kernel_then_attach_command(client: LanguageClient, kernel: TestKernel) -> None:

@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient
 
 from crane_lsp.notebook import split_lines
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, has, open_script, start, wait_for
+from tests.server_client import CONFIG, end_session, has, open_script, start, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 @pytest.mark.parametrize("odd", ["\f", "\v", "\x85", "\u2028", "\r"])

@@ -18,7 +18,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.conftest import TestKernel
 from tests.fake_llm_servers import Answer, FakeLLMServer, Slow, crash_answer
-from tests.server_client import SERVER_COMMAND, SERVER_ENV, Notebook, has, start, wait_for
+from tests.server_client import SERVER_COMMAND, SERVER_ENV, Notebook, end_session, has, start, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 KEY_VAR = "CRANE_TEST_LLM_KEY"
@@ -47,7 +47,7 @@ async def client(lsp_client: LanguageClient, fake_llm: FakeLLMServer) -> Any:
     }
     lsp_client.statuses = await start(lsp_client, options)  # type: ignore[attr-defined]
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_llm_prediction_is_a_warning_with_progress_and_prompt(

@@ -15,7 +15,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.conftest import TestKernel
 from tests.fake_llm_servers import Answer, FakeLLMServer, crash_answer
-from tests.server_client import SERVER_COMMAND, SERVER_ENV, Notebook, has, start, wait_for
+from tests.server_client import SERVER_COMMAND, SERVER_ENV, Notebook, end_session, has, start, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,7 +38,7 @@ async def client(lsp_client: LanguageClient, fake_llm: FakeLLMServer) -> Any:
     }
     await start(lsp_client, options)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def _said(client: LanguageClient, text: str) -> list[str]:

@@ -12,7 +12,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, has, open_script, start, wait_for
+from tests.server_client import CONFIG, end_session, has, open_script, start, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -22,7 +22,7 @@ BUDGET_S = 1.0
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_if_reached_warning_survives_a_dry_run_without_verdict(

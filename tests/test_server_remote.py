@@ -27,7 +27,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from crane_lsp.server.redact import MASK
 from tests.jupyterlab_util import JupyterProc, wait_kernel_ready, write_notebook
-from tests.server_client import SERVER_ENV, Notebook, has, start, wait_for, wait_status
+from tests.server_client import SERVER_ENV, Notebook, end_session, has, start, wait_for, wait_status
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # a ceiling: a cold kernel start takes minutes
 
@@ -127,7 +127,7 @@ async def _hover(client: LanguageClient, nb: Notebook) -> str:
 @pytest_lsp.fixture(config=_config(JUPYTER_TOKEN=TOKEN))
 async def env_client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_a_kernel_attached_by_url_with_the_token_from_the_environment(
@@ -160,7 +160,7 @@ async def test_a_kernel_attached_by_url_with_the_token_from_the_environment(
 @pytest_lsp.fixture(config=_config())
 async def settings_client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_the_notebook_session_is_found_on_the_server_with_the_token_setting(
@@ -188,7 +188,7 @@ async def test_the_notebook_session_is_found_on_the_server_with_the_token_settin
 @pytest_lsp.fixture(config=_config(JUPYTER_TOKEN=WRONG))
 async def wrong_client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_a_wrong_token_is_said_once_and_clearly_then_the_right_one_attaches(
@@ -262,7 +262,7 @@ async def test_a_restart_of_the_remote_kernel_is_followed(
 @pytest_lsp.fixture(config=_config())
 async def comeback_client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def _session_with_state(proc: JupyterProc, name: str) -> str:
@@ -281,6 +281,7 @@ def _session_with_state(proc: JupyterProc, name: str) -> str:
     return kernel_id
 
 
+@pytest.mark.timeout(600)  # its own waits add up to more than the default 300 s on a busy machine
 async def test_the_server_going_away_and_coming_back(comeback_client: LanguageClient, tmp_path: Path) -> None:
     """Found by its session on ``jupyterServerUrl``; the server stops (its kernels with it): no kernel,
     said; the server starts again on its port, the notebook's kernel too: found and read again."""

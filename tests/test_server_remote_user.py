@@ -19,7 +19,16 @@ import pytest_lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.remote_server_util import Observer, RemoteServer, free_port, make_root, new_token
-from tests.server_client import SERVER_COMMAND, SERVER_ENV, Notebook, has, start, wait_for, wait_status
+from tests.server_client import (
+    SERVER_COMMAND,
+    SERVER_ENV,
+    Notebook,
+    end_session,
+    has,
+    start,
+    wait_for,
+    wait_status,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -61,7 +70,7 @@ def remote() -> Iterator[dict[str, Any]]:
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_another_users_kernel_by_url_and_by_session(

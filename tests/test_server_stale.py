@@ -14,7 +14,7 @@ from pytest_lsp import LanguageClient
 
 from crane_lsp.server.presentation import STALE_PREFIX
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, has, open_script, start, wait_for
+from tests.server_client import CONFIG, end_session, has, open_script, start, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_edit_keeps_the_squiggle_until_the_new_result(

@@ -22,7 +22,7 @@ from pytest_lsp import LanguageClient
 
 from crane_lsp import cli
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, has, open_script, start, wait_for
+from tests.server_client import CONFIG, end_session, has, open_script, start, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -42,7 +42,7 @@ SLOW = (
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def test_server_typing_and_recheck_show_the_shortened_verdict(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -187,17 +188,25 @@ def test_a_memory_bound_that_does_not_fit_never_holds_a_copy(uk: UndoKernel) -> 
     assert uk.k.eval("big") == "[]"
 
 
-def test_memory_pressure_during_the_cell_releases_the_copy(uk: UndoKernel) -> None:
+def test_memory_pressure_during_the_cell_releases_the_copy(uk: UndoKernel, tmp_path: Path) -> None:
     probe = "__import__('sys').modules['_crane_probe']"
+    seen = tmp_path / "lowest_free_mb"  # a file: a name the cell left would be undone with it
     for _ in range(3):  # other test workers move the machine's free memory: measured again when the
-        # copy did not fit at the cell's start (the case the test above proves), never when it did
+        # copy did not fit at the cell's start (the case the test above proves), or when free memory
+        # never fell under the reserve during the cell (another process freed what the cell took)
         free, rss = (float(uk.k.eval(f"{probe}.{f}()")) for f in ("_uh_available_mb", "_uh_rss_mb"))
-        reserve = int(free - rss - 500)  # fits now, with 500 MB to spare; the cell then takes 2000 MB
+        reserve = int(free - rss - 500)  # fits now, with 500 MB to spare; the cell then takes 2000 MB more
         uk.call("undo_configure", {**UNDO_ON, "reserve_mb": reserve, "poll_s": 0.05})
-        uk.k.run("import time\nballast = np.ones(2000 * 2**20 // 8)\ntime.sleep(1.0)\ndel ballast")
+        uk.k.run(
+            f"import time\nballast = np.ones(({int(rss)} + 2500) * 2**20 // 8)\n"
+            f"open({str(seen)!r}, 'w').write(str({probe}._uh_available_mb()))\n"
+            "time.sleep(1.0)\ndel ballast"
+        )
         answer = uk.call("undo_last_cell")
-        if "in reserve" not in (answer.get("refused") or ""):
+        pressed = float(seen.read_text()) < reserve
+        if pressed and "in reserve" not in (answer.get("refused") or ""):
             break
+    assert pressed, f"free memory never fell under the reserve ({reserve} MiB) in 3 tries"
     assert "released under memory pressure" in answer["refused"], answer
 
 

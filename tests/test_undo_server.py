@@ -14,7 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
-from tests.server_client import CONFIG, Notebook, open_script, start, wait_status
+from tests.server_client import CONFIG, Notebook, end_session, open_script, start, wait_status
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -24,7 +24,7 @@ CONFIGURED = "__import__('sys').modules['_crane_probe']._uh_state.get('config', 
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient) -> Any:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 async def _undo(client: LanguageClient, uri: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from crane_lsp.server.config import plain
 from tests.conftest import TestKernel
-from tests.server_client import SERVER_ENV, Notebook, capabilities, has, wait_for, wait_status
+from tests.server_client import SERVER_ENV, Notebook, capabilities, end_session, has, wait_for, wait_status
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,7 +42,7 @@ async def client(lsp_client: LanguageClient) -> Any:
     lsp_client.statuses = statuses  # type: ignore[attr-defined]
     lsp_client.init_result = result  # type: ignore[attr-defined]
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 def connection_file_as_the_extension_reads_it(kernel: TestKernel) -> str:
