@@ -80,3 +80,14 @@ async def test_end_session_ends_a_server_that_never_answers() -> None:
     await end_session(client, limit_s=2)
     assert server.returncode is not None
     await asyncio.wait_for(client.stop(), 10)
+
+
+def test_no_lsp_test_ends_its_server_with_shutdown_session_alone() -> None:
+    """``end_session`` is the one way a test ends a server (CONTRIBUTING.md, "A test that hangs")."""
+    offenders = [
+        path.name
+        for path in sorted((REPO / "tests").glob("*.py"))
+        if path.name not in ("server_client.py", Path(__file__).name)
+        and ".shutdown_session()" in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == [], f"use tests.server_client.end_session in {offenders}"
