@@ -15,6 +15,7 @@ editor's, and the dry runs happen in the jailed fork.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -58,7 +59,7 @@ async def offer_fixes(
     # signature has the near one
     reference = await near_keyword(runner.link, target, reference)
     reference = await near_label(runner.link, target, reference)  # a column the frame has, near it
-    found = candidates(reference, target)
+    found = await asyncio.to_thread(candidates, reference, target)  # parses the cell: off the event loop
     if not found:
         return prediction
     cap = limit if limit is not None else (LIMIT_EXPLICIT if explicit else LIMIT_TYPING)

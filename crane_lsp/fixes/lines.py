@@ -62,13 +62,13 @@ def parsed_lines(target: str) -> list[CellLine]:
         tree = ast.parse(target)
     except SyntaxError:  # magics, or a cell that does not parse: no syntactic repair
         return []
-    lines = target.split("\n")
+    lines = tuple(target.split("\n"))  # one tuple shared by every line (a copy each was quadratic)
     on: dict[int, list[ast.AST]] = {}
     for node in ast.walk(tree):
         first = getattr(node, "lineno", None)
         if first is not None and first == getattr(node, "end_lineno", None):
             on.setdefault(first - 1, []).append(node)
-    return [CellLine(i, text, tuple(on.get(i, ())), tree, tuple(lines)) for i, text in enumerate(lines)]
+    return [CellLine(i, text, tuple(on.get(i, ())), tree, lines) for i, text in enumerate(lines)]
 
 
 def line_fix(line: CellLine, new_line: str, title: str, layer: FixLayer, description: str = "") -> Fix:

@@ -22,6 +22,7 @@ the verdicts whose words do not come from a crashed copy: a check's, re-observed
 from __future__ import annotations
 
 import ast
+import asyncio
 import logging
 import re
 from typing import TYPE_CHECKING
@@ -95,12 +96,12 @@ async def near_keyword(link: KernelReader, target: str, prediction: Prediction) 
     words = f"{prediction.raw_message}\n{prediction.message}"
     if prediction.line is None or re.search(r"did you mean", words, re.IGNORECASE):
         return prediction
-    calls = keyword_calls(target, prediction.line)
+    calls = await asyncio.to_thread(keyword_calls, target, prediction.line)  # a parse: off the event loop
     if not calls:
         return prediction
     # a root the cell itself imports (``import pandas as pd`` above the call) is read from the module
     # the kernel has loaded (``@pandas.read_csv``), as the checks read it; never imported for this
-    imported = analyze_cached(target).imported_names()
+    imported = (await asyncio.to_thread(analyze_cached, target)).imported_names()
     asked = {c: _from_module(c, imported) for c in calls}
     try:
         bare = [c for c in asked.values() if "." not in c]  # a name alone is summarised as a variable
@@ -152,7 +153,7 @@ async def near_label(link: KernelReader, target: str, prediction: Prediction) ->
     if re.search(r"did you mean", words, re.IGNORECASE):
         return prediction
     labels = set(re.findall(r"'([^']+)'", words))
-    frames = _subscripted_with(target, prediction.line, labels)
+    frames = await asyncio.to_thread(_subscripted_with, target, prediction.line, labels)  # off the loop
     if not frames:
         return prediction
     bare = [c for c in frames if "." not in c]
