@@ -85,7 +85,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
     """A ``unit`` test runs under the guard: starting one of the COSTS (a kernel, ...) fails it. Every
     test that hangs past its timeout (teardown included) ends its worker with its stacks (hang_guard)."""
-    armed = item.stash[_ARMED] = hang_guard.arm(item)
+    hang_guard.arm(item)
     try:
         if item.get_closest_marker("unit") is None:
             yield
@@ -94,20 +94,16 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
             item.stash[_VIOLATIONS] = violations
             yield
     finally:
-        if armed:
-            item.stash[_ARMED] = False
-            hang_guard.disarm()
+        hang_guard.disarm()
 
 
 _VIOLATIONS = pytest.StashKey[list[str]]()
-_ARMED = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_exception_interact(node: pytest.Item | pytest.Collector) -> None:
+def pytest_exception_interact() -> None:
     """A failed test (a timeout among them) still has a hard end for its teardown (hang_guard)."""
-    if isinstance(node, pytest.Item) and node.stash.get(_ARMED, False):
-        hang_guard.rearm()
+    hang_guard.rearm()
 
 
 @pytest.hookimpl(hookwrapper=True)

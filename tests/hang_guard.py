@@ -26,6 +26,7 @@ FOLDER_ENV = "CRANE_TEST_HANG_DIR"
 SHOWN_LINES = 120  # of each hung worker's stacks
 
 _stack_file: IO[str] | None = None  # kept open: faulthandler writes to its descriptor
+_armed = False  # between ``arm`` and ``disarm``: a test's protocol is running
 
 
 def start_run() -> Path | None:
@@ -69,25 +70,28 @@ def _file_for(nodeid: str) -> IO[str] | None:
     return _stack_file
 
 
-def arm(item: pytest.Item) -> bool:
-    """Start the watchdog for ``item``; True when armed (then ``disarm`` after its protocol)."""
+def arm(item: pytest.Item) -> None:
+    """Start the watchdog for ``item`` (``disarm`` after its protocol); none for an untimed test."""
+    global _armed
     limit = hard_limit_s(item)
     target = _file_for(item.nodeid) if limit is not None else None
-    if limit is None or target is None:
-        return False
-    faulthandler.dump_traceback_later(limit, exit=True, file=target)
-    return True
+    if limit is not None and target is not None:
+        faulthandler.dump_traceback_later(limit, exit=True, file=target)
+        _armed = True
 
 
 def rearm() -> None:
     """Again for GRACE_S: pytest cancels every watchdog when a test fails (its faulthandler plugin's
-    ``pytest_exception_interact``), which is exactly when a teardown may hang."""
-    if _stack_file is not None:
+    ``pytest_exception_interact``), which is exactly when a teardown may hang. Only while armed."""
+    if _armed and _stack_file is not None:
         faulthandler.dump_traceback_later(GRACE_S, exit=True, file=_stack_file)
 
 
 def disarm() -> None:
-    faulthandler.cancel_dump_traceback_later()
+    global _armed
+    if _armed:
+        faulthandler.cancel_dump_traceback_later()
+        _armed = False
 
 
 def hung_reports(folder: Path) -> list[str]:
