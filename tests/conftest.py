@@ -189,13 +189,40 @@ class TestKernel:
         self.run("%reset -f")
 
 
+#: starts of a test kernel whose process ends before it answers (see start_ready_kernel)
+KERNEL_START_ATTEMPTS = 3
+
+
+def start_ready_kernel(
+    cwd: str | Path | None = None, *, connection_file: str | None = None, timeout: float = 120
+) -> tuple[KernelManager, BlockingKernelClient]:
+    """A started kernel and its client, ready; started again on new ports when its process ends first.
+
+    jupyter_client picks free ports and the kernel binds them a moment later; under three test workers
+    another process sometimes takes one in between, and the kernel exits with "Address already in use".
+    """
+    where = {"connection_file": connection_file} if connection_file else {}
+    env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+        km = KernelManager(kernel_name="python3", **where)
+        km.start_kernel(cwd=str(cwd) if cwd else None, env=env)
+        kc = km.blocking_client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=timeout)
+        except BaseException:
+            died = not km.is_alive()
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+            if not died or attempt == KERNEL_START_ATTEMPTS:
+                raise
+            continue
+        return km, kc
+    raise AssertionError("unreachable")
+
+
 def start_test_kernel(cwd: str | Path | None = None) -> TestKernel:
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(cwd=str(cwd) if cwd else None, env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
-    kc = km.blocking_client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=120)
-    return TestKernel(km, kc)
+    return TestKernel(*start_ready_kernel(cwd))
 
 
 def stop_test_kernel(k: TestKernel) -> None:

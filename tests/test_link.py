@@ -6,6 +6,7 @@ import asyncio
 import json
 import signal
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from crane_lsp.kernel.link import (
     ProbeError,
     failing_line,
 )
+from crane_lsp.kernel.transport_zmq import START_ATTEMPTS
 from crane_lsp.snapshot import ProbeQuery
 from tests.conftest import TestKernel
 
@@ -257,3 +259,56 @@ async def test_kernel_dying_under_a_link(fresh_kernel: TestKernel) -> None:
         assert time.monotonic() - t0 < 2.0  # noticed by the liveness check, not the timeout
         with pytest.raises(KernelDead):
             await link.history(timeout=20.0)
+
+
+#: a kernel launcher whose first start finds a port of its connection file taken (held by the kernel's
+#: own process, so it is freed when that process ends), as when another process takes it meanwhile
+PORT_TAKER = """
+import json, os, socket, sys
+connection_file, tries = sys.argv[1], sys.argv[2]
+with open(tries, "a") as f:
+    f.write("start\\n")
+with open(tries) as f:
+    first = f.read().count("start") == 1
+if first or os.environ.get("CRANE_TEST_ALWAYS_TAKEN"):
+    with open(connection_file) as f:
+        port = json.load(f)["stdin_port"]
+    taker = socket.socket()
+    taker.bind(("127.0.0.1", port))
+    taker.listen()
+    os.set_inheritable(taker.fileno(), True)
+os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file])
+"""
+
+
+def _port_taking_kernelspec(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A kernelspec ``crane-port-taken`` under ``root``, found through JUPYTER_PATH; returns the file
+    its starts are counted in."""
+    spec = root / "kernels" / "crane-port-taken"
+    spec.mkdir(parents=True)
+    (root / "taker.py").write_text(PORT_TAKER)
+    tries = root / "starts.txt"
+    argv = [sys.executable, str(root / "taker.py"), "{connection_file}", str(tries)]
+    kernel_json = {"argv": argv, "display_name": "taken", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel_json))
+    monkeypatch.setenv("JUPYTER_PATH", str(root))
+    return tries
+
+
+async def test_a_new_kernel_whose_port_was_taken_is_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries = _port_taking_kernelspec(tmp_path, monkeypatch)
+    async with await KernelLink.start(tmp_path, kernel_name="crane-port-taken", quiet=True) as link:
+        assert (await link.execute("x = 41 + 1\nprint(x)")).stdout == "42\n"
+    assert tries.read_text().count("start") == 2  # the first kernel ended with "Address already in use"
+
+
+async def test_a_kernel_that_never_starts_is_refused_after_a_few_tries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries = _port_taking_kernelspec(tmp_path, monkeypatch)
+    monkeypatch.setenv("CRANE_TEST_ALWAYS_TAKEN", "1")
+    with pytest.raises(KernelDead, match="did not start"):
+        await KernelLink.start(tmp_path, kernel_name="crane-port-taken", quiet=True, timeout=60)
+    assert tries.read_text().count("start") == START_ATTEMPTS

@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, screenshot_dir
+from tests.conftest import start_ready_kernel
 from tests.jupyterlab_util import KERNEL_READY_S
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.slow]
@@ -334,15 +335,12 @@ class Workbench:
 
 
 def start_kernel(folder: Path, setup: str) -> Kernel:
-    from jupyter_client.manager import KernelManager
-
-    manager = KernelManager(kernel_name="python3", connection_file=str(folder / f"kernel-{folder.name}.json"))
-    manager.start_kernel(cwd=str(folder), env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
-    client = manager.blocking_client()
-    client.start_channels()
+    # a ceiling: a cold first start is slow
+    manager, client = start_ready_kernel(
+        folder, connection_file=str(folder / f"kernel-{folder.name}.json"), timeout=KERNEL_READY_S
+    )
     k = Kernel(manager, client)
     try:
-        client.wait_for_ready(timeout=KERNEL_READY_S)  # a ceiling: a cold first start is slow
         k.run(setup)
     except BaseException:
         k.stop()

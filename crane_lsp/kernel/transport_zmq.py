@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: starts of a new kernel whose process ends before it answers (a port taken meanwhile, see start_kernel)
+START_ATTEMPTS = 3
+
+
+async def _alive(manager: Any) -> bool:
+    """Whether a kernel manager's process still runs; a manager that cannot tell counts as alive."""
+    try:
+        return bool(await manager.is_alive())
+    except Exception:
+        return True
+
 
 def read_and_check(path: Path) -> tuple[dict[str, Any], bool | None]:
     """The connection info and whether its kernel is alive (blocking: run in a thread)."""
@@ -85,7 +96,26 @@ class ZmqTransport:
     async def start_kernel(
         cls, cwd: str | Path | None, kernel_name: str, *, timeout: float, quiet: bool, **kw: float
     ) -> ZmqTransport:
-        """A fresh local kernel owned by the transport, ready (``wait_for_ready``)."""
+        """A fresh local kernel owned by the transport, ready (``wait_for_ready``).
+
+        A kernel whose process ends before it answers is started again, on new ports, up to
+        ``START_ATTEMPTS`` times: jupyter_client picks free ports and the kernel binds them later, so
+        another process can take one in between ("Address already in use").
+        """
+        for attempt in range(1, START_ATTEMPTS + 1):
+            transport, died = await cls._start_once(cwd, kernel_name, timeout=timeout, quiet=quiet, **kw)
+            if transport is not None:
+                return transport
+            if attempt == START_ATTEMPTS:
+                raise TransportError(f"the new kernel did not start: {died}")
+            log.info("a new %r kernel ended before it answered (%s); starting it again", kernel_name, died)
+        raise AssertionError("unreachable")
+
+    @classmethod
+    async def _start_once(
+        cls, cwd: str | Path | None, kernel_name: str, *, timeout: float, quiet: bool, **kw: float
+    ) -> tuple[ZmqTransport | None, str]:
+        """A ready transport, or None and why when the kernel's process ended before answering."""
         from jupyter_client.manager import AsyncKernelManager
 
         manager = AsyncKernelManager(kernel_name=kernel_name)
@@ -101,11 +131,14 @@ class ZmqTransport:
         try:
             await client.wait_for_ready(timeout=timeout)
         except BaseException as exc:
+            died = not isinstance(exc, asyncio.CancelledError) and not await _alive(manager)
             await transport.close()
             if isinstance(exc, asyncio.CancelledError):
                 raise
+            if died:
+                return None, str(exc)
             raise TransportError(f"the new kernel did not start: {exc}") from exc
-        return transport
+        return transport, ""
 
     async def start(self, on_message: MessageHandler) -> None:
         for name in CHANNELS:
