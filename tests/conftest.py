@@ -24,6 +24,7 @@ from jupyter_client.manager import KernelManager
 
 from tests import hang_guard
 from tests.cost_marks import COSTS, CostGuardError, guarding, install_guard, item_costs, missing_libraries
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
@@ -198,13 +199,16 @@ def start_ready_kernel(
 ) -> tuple[KernelManager, BlockingKernelClient]:
     """A started kernel and its client, ready; started again on new ports when its process ends first.
 
-    jupyter_client picks free ports and the kernel binds them a moment later; under three test workers
-    another process sometimes takes one in between, and the kernel exits with "Address already in use".
+    jupyter_client picks free ports from the ephemeral range and the kernel binds them a moment later;
+    in CI an outgoing connection took one in between, and the kernel exited with "Address already in
+    use". The tests' kernels take their ports from below that range (``tests.ports``), and start again
+    should one still be taken.
     """
     where = {"connection_file": connection_file} if connection_file else {}
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
-        km = KernelManager(kernel_name="python3", **where)
+        ports = {f"{name}_port": free_port() for name in ("shell", "iopub", "stdin", "control", "hb")}
+        km = KernelManager(kernel_name="python3", cache_ports=False, **ports, **where)
         km.start_kernel(cwd=str(cwd) if cwd else None, env=env)
         kc = km.blocking_client()
         kc.start_channels()

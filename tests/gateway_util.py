@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.jupyterlab_util import free_port
+from tests.ports import free_port
 
 EG_VENV = Path(os.environ.get("CRANE_EG_VENV", "/opt/crane-eg-venv"))
 EG_BIN = EG_VENV / "bin" / "jupyter-enterprisegateway"

@@ -11,7 +11,6 @@ import json
 import os
 import queue
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -20,11 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import free_port
 
 
 def write_notebook(path: Path, sources: list[str]) -> None:

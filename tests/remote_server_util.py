@@ -19,7 +19,6 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.ports import free_port
 
 USER = "crane-remote"
 VENV = Path(os.environ.get("CRANE_REMOTE_VENV", "/opt/crane-remote-venv"))
@@ -73,12 +74,6 @@ def ensure_venv() -> Path:
                 os.chmod(path, os.stat(path).st_mode | extra)
     os.chmod(VENV, 0o755)
     return VENV / "bin" / "python"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

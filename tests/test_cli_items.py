@@ -7,7 +7,6 @@ libraries matters) against real kernels and a real, closed local port for an unr
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import nbformat
 import pytest
 
 from crane_lsp.cli import build_parser, join_dash_values, main
+from tests.ports import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SALES = EXAMPLES / "pandas_sales" / "sales.ipynb"
@@ -40,12 +40,6 @@ def _error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.strip()]
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_llm_without_a_provider_is_an_error_not_a_clean_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["check", str(SALES), "--cell", "3", "--predictors", "llm"])
     err = capsys.readouterr().err
@@ -56,7 +50,7 @@ def test_llm_without_a_provider_is_an_error_not_a_clean_verdict(capsys: pytest.C
 
 
 def test_unreachable_llm_exits_non_zero_with_one_line() -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     proc = _cli(
         "check", str(SALES), "--cell", "2", "--predictors", "llm", "--provider", "openai-compatible",
         "--base-url", url, "--model", "m", "--votes", "1",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,18 +30,13 @@ from crane_lsp.kernel.connection import (
     server_sessions,
 )
 from tests.conftest import TestKernel
+from tests.ports import free_port
 
 TOKEN = "secret-token-for-tests"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _dead_file(path: Path) -> Path:
-    ports = {f"{n}_port": _free_port() for n in ("shell", "iopub", "stdin", "control", "hb")}
+    ports = {f"{n}_port": free_port() for n in ("shell", "iopub", "stdin", "control", "hb")}
     path.write_text(json.dumps({**ports, "ip": "127.0.0.1", "key": "k", "transport": "tcp"}))
     return path
 
@@ -196,7 +190,7 @@ def test_wrong_token_or_dead_server_yields_no_sessions(
         json.dumps({"url": f"http://127.0.0.1:{port}/", "token": "wrong", "pid": os.getpid()})
     )
     (runtime / "jpserver-2.json").write_text(
-        json.dumps({"url": f"http://127.0.0.1:{_free_port()}/", "token": TOKEN, "pid": os.getpid()})
+        json.dumps({"url": f"http://127.0.0.1:{free_port()}/", "token": TOKEN, "pid": os.getpid()})
     )
     servers = list_servers([runtime])
     assert len(servers) == 2

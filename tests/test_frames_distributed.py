@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from crane_lsp.kernel.probe_install import call_expression
+from tests.ports import free_port
 from tests.probe_util import _user_expressions, install_probe, snapshot
 
 pytest.importorskip("distributed")
@@ -23,9 +24,7 @@ pytest.importorskip("dask.dataframe")
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[tuple[str, int]]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
          "--no-dashboard"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import nbformat
@@ -12,6 +11,7 @@ import pytest
 from crane_lsp import cli
 from crane_lsp.snapshot import Snapshot
 from tests.conftest import TestKernel
+from tests.ports import free_port
 
 CELLS = [
     "import pandas as pd\nimport numpy as np",
@@ -79,12 +79,6 @@ def test_inspect_existing_kernel(
     assert snap.variables["live_arr"].dtype == "float32"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_inspect_clear_errors(tmp_path: Path, notebook: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["inspect", str(tmp_path / "missing.ipynb")]) == 2
     assert "no such file" in capsys.readouterr().err
@@ -94,7 +88,7 @@ def test_inspect_clear_errors(tmp_path: Path, notebook: Path, capsys: pytest.Cap
     assert cli.main(["inspect", str(notebook), "--cell", "99"]) == 2
     assert "cell 99 does not exist" in capsys.readouterr().err
     dead = tmp_path / "kernel-dead.json"
-    ports = {f"{n}_port": _free_port() for n in ("shell", "iopub", "stdin", "control", "hb")}
+    ports = {f"{n}_port": free_port() for n in ("shell", "iopub", "stdin", "control", "hb")}
     dead.write_text(json.dumps({**ports, "ip": "127.0.0.1", "key": "k", "transport": "tcp"}))
     assert cli.main(["inspect", str(notebook), "--existing", str(dead)]) == 2
     assert "not running" in capsys.readouterr().err

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -23,12 +22,7 @@ from crane_lsp.kernel.link import (
 from crane_lsp.kernel.transport_zmq import START_ATTEMPTS
 from crane_lsp.snapshot import ProbeQuery
 from tests.conftest import TestKernel
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import free_port
 
 
 async def test_connect_by_file_and_snapshot_leaves_count(kernel: TestKernel) -> None:
@@ -227,11 +221,11 @@ def test_failing_line_parses_ipython_tracebacks() -> None:
 
 async def test_dead_connection_file_is_kernel_dead_quickly(tmp_path: Path) -> None:
     info = {
-        "shell_port": _free_port(),
-        "iopub_port": _free_port(),
-        "stdin_port": _free_port(),
-        "control_port": _free_port(),
-        "hb_port": _free_port(),
+        "shell_port": free_port(),
+        "iopub_port": free_port(),
+        "stdin_port": free_port(),
+        "control_port": free_port(),
+        "hb_port": free_port(),
         "ip": "127.0.0.1",
         "key": "k",
         "transport": "tcp",

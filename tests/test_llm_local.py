@@ -5,7 +5,6 @@ llama.cpp server in tests/test_llm_real_server.py."""
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,7 @@ from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.llm.prompt import ANSWER_SCHEMA, parse_answer
 from crane_lsp.llm.providers import OpenAICompatibleProvider
 from crane_lsp.settings import Settings
+from tests.ports import free_port
 
 EXECUTED = ["import pandas as pd", "df = pd.DataFrame({'a': [1, 2]})"]
 TARGET = "x = 1\ndf['b'].sum()"
@@ -151,9 +151,7 @@ async def test_errors_name_the_server_and_hint_at_v1(fake_llm: FakeLLMServer) ->
     p = await local(fake_llm, base_url=fake_llm.url).predict(Ask(TARGET, EXECUTED))
     note = " ".join(p.notes)
     assert f"HTTP 404 at {fake_llm.url}" in note and "/v1" in note
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     dead = f"http://127.0.0.1:{port}/v1"
     p = await local(fake_llm, base_url=dead, retries=0).predict(Ask(TARGET, EXECUTED))
     assert p.certainty == "none" and f"cannot reach the server at {dead}" in " ".join(p.notes)
@@ -220,9 +218,7 @@ async def test_a_failing_llm_reads_as_no_verdict_and_is_said_once_per_change(fak
 def test_bench_fails_fast_on_a_dead_server(capsys: pytest.CaptureFixture[str]) -> None:
     from crane_lsp.cli import main
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     started = time.monotonic()
     code = main(["bench", "junobench", "--provider", "openai-compatible", "--base-url", dead, "--model", "m"])
     assert code == 2 and time.monotonic() - started < 15

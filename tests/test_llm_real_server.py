@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.llm.prompt import LLMFix, parse_answer
 from crane_lsp.llm.providers import OpenAICompatibleProvider
 from crane_lsp.settings import Settings
+from tests.ports import free_port
 
 EXECUTED = ["import pandas as pd", "df = pd.DataFrame({'a': [1, 2]})"]
 TARGET = "df['b'].sum()"
@@ -59,9 +59,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         if os.environ.get("CRANE_REQUIRE_LLAMA_SERVER") == "1":
             pytest.fail(why)
         pytest.skip(why)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf())]
     command += ["--n_ctx", str(CONTEXT), "--n_threads", "1", "--host", "127.0.0.1", "--port", str(port)]

@@ -5,7 +5,6 @@ small HTTP server on 127.0.0.1 (answering, garbled, gone)."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +15,7 @@ from crane_lsp.llm import dialects
 from crane_lsp.llm.predictor import LLMPredictor
 from crane_lsp.llm.status import llm_status, one_line
 from crane_lsp.settings import Settings
+from tests.ports import free_port
 
 EXECUTED = ["import pandas as pd", "df = pd.DataFrame({'a': [1, 2]})"]
 TARGET = "df['b'].sum()"
@@ -68,9 +68,7 @@ async def test_answering_then_garbled_then_gone(server: FakeLLMServer) -> None:
     status = llm_status(settings, llm)
     assert (status["state"], status["reachable"]) == ("failing", True) and "503" in status["lastError"]
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     gone_settings = settings.model_copy(update={"base_url": dead})
     gone = LLMPredictor(gone_settings)
     await gone.predict(Ask(TARGET, EXECUTED))

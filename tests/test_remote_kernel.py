@@ -30,7 +30,8 @@ from crane_lsp.kernel.transport_ws import V1_PROTOCOL, WebSocketTransport
 from crane_lsp.pipeline import Pipeline
 from crane_lsp.settings import Settings
 from crane_lsp.snapshot import ProbeQuery
-from tests.remote_server_util import Observer, RemoteServer, TcpProxy, free_port, make_root, new_token
+from tests.ports import free_port
+from tests.remote_server_util import Observer, RemoteServer, TcpProxy, make_root, new_token
 
 # the first run may build the remote user's venv (a minute or two; CI does it in .ci/setup.d first)
 pytestmark = [

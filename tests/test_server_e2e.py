@@ -18,6 +18,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import TestKernel
+from tests.ports import free_port
 from tests.server_client import (
     CONFIG,
     SERVER_COMMAND,
@@ -182,9 +183,7 @@ async def test_percent_script(client: LanguageClient, kernel: TestKernel) -> Non
 
 def test_tcp_mode_answers_initialize() -> None:
     """``--tcp HOST:PORT``: the same server on a socket (for editors that prefer one)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"], env=SERVER_ENV)
     try:
         deadline = time.monotonic() + 30

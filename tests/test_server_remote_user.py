@@ -18,7 +18,8 @@ import pytest
 import pytest_lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.remote_server_util import Observer, RemoteServer, free_port, make_root, new_token
+from tests.ports import free_port
+from tests.remote_server_util import Observer, RemoteServer, make_root, new_token
 from tests.server_client import (
     SERVER_COMMAND,
     SERVER_ENV,

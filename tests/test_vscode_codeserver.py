@@ -27,7 +27,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ import pytest
 from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, screenshot_dir
 from tests.conftest import start_ready_kernel
 from tests.jupyterlab_util import KERNEL_READY_S
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.slow]
 
@@ -110,12 +110,6 @@ def code_server() -> str:
     if not found:
         unavailable("code-server is not installed")
     return str(found)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def build_vsix() -> Path:
