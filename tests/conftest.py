@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import tempfile
+import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +89,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
     """A ``unit`` test runs under the guard: starting one of the COSTS (a kernel, ...) fails it. Every
     test that hangs past its timeout (teardown included) ends its worker with its stacks (hang_guard)."""
     hang_guard.arm(item)
+    item.stash[_STARTED_AT] = time.monotonic()
     try:
         if item.get_closest_marker("unit") is None:
             yield
@@ -99,6 +102,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
 
 
 _VIOLATIONS = pytest.StashKey[list[str]]()
+_STARTED_AT = pytest.StashKey[float]()
 
 
 @pytest.hookimpl(trylast=True)
@@ -109,13 +113,18 @@ def pytest_exception_interact() -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    """A guarded start fails the test even where the code under test swallowed the CostGuardError."""
+    """A guarded start fails the test even where the code under test swallowed the CostGuardError.
+    A failed test that used a Jupyter server shows the end of its log (crane-lsp's lines are there)."""
     outcome = yield
     report = outcome.get_result()
     violations = item.stash.get(_VIOLATIONS, [])
     if violations and report.passed and call.when == "call":
         report.outcome = "failed"
         report.longrepr = f"{CostGuardError.__name__}: " + "; ".join(violations)
+    if report.failed and "tests.jupyterlab_util" in sys.modules:
+        logs = sys.modules["tests.jupyterlab_util"].logs_for_failure(item.stash.get(_STARTED_AT, 0.0))
+        if logs:
+            report.sections.append((f"Jupyter server logs ({call.when})", logs))
 
 
 class CellError(RuntimeError):

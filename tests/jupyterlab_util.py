@@ -72,6 +72,26 @@ def wait_kernel_ready(client: Any, timeout: float = KERNEL_READY_S) -> None:
             return
 
 
+#: every Jupyter process this test worker started, for the logs of a failed test (``logs_for_failure``)
+STARTED: list[JupyterProc] = []
+#: the characters of each log a failed test's report shows (its end: where the server and crane-lsp
+#: said what happened last)
+LOG_TAIL_CHARS = 6_000
+
+
+def logs_for_failure(since: float) -> str:
+    """The log ends of the Jupyter servers a failed test may have used: those still running, and
+    those stopped since ``since`` (time.monotonic()) — a test often stops its own in a ``finally``."""
+    parts = []
+    for proc in STARTED:
+        if proc.proc is None and proc.stopped_at < since:
+            continue
+        where = proc.dirs / f"{proc.app}.log"
+        parts.append(f"--- jupyter {proc.app} on port {proc.port} ({where}), its end:\n")
+        parts.append(proc.log_text()[-LOG_TAIL_CHARS:])
+    return "\n".join(parts)
+
+
 @dataclass
 class JupyterProc:
     root: Path
@@ -82,6 +102,7 @@ class JupyterProc:
     proc: subprocess.Popen[bytes] | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     extra_args: list[str] = field(default_factory=list)
+    stopped_at: float = 0.0  # time.monotonic() at stop()
 
     @property
     def url(self) -> str:
@@ -127,6 +148,7 @@ class JupyterProc:
             cmd.append("--LabApp.news_url=")  # no network
         log = open(self.dirs / f"{self.app}.log", "wb")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(cmd, env=self.env(), cwd=self.root, stdout=log, stderr=subprocess.STDOUT)
+        STARTED.append(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -172,3 +194,4 @@ class JupyterProc:
             self.proc.kill()
             self.proc.wait(timeout=10)
         self.proc = None
+        self.stopped_at = time.monotonic()
