@@ -17,7 +17,9 @@ async def test_rate_limiter_spaces_request_starts() -> None:
     free = RateLimiter(None)
     started = time.monotonic()
     await asyncio.gather(*(free.wait() for _ in range(50)))
-    assert time.monotonic() - started < 0.05
+    # no spacing at all: 50 starts at any rate would take seconds (2.45 s at 20/s); the bound leaves a
+    # loaded CI machine room for a scheduling pause
+    assert time.monotonic() - started < 0.2
 
 
 class SlowPredictor:
