@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import tempfile
 import time
 from collections.abc import Generator, Iterator
@@ -24,8 +23,10 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
+from crane_lsp.kernel.transport_zmq import START_ATTEMPTS
 from tests import hang_guard
 from tests.cost_marks import COSTS, CostGuardError, guarding, install_guard, item_costs, missing_libraries
+from tests.jupyterlab_util import logs_for_failure
 from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,10 +122,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if violations and report.passed and call.when == "call":
         report.outcome = "failed"
         report.longrepr = f"{CostGuardError.__name__}: " + "; ".join(violations)
-    if report.failed and "tests.jupyterlab_util" in sys.modules:
-        logs = sys.modules["tests.jupyterlab_util"].logs_for_failure(item.stash.get(_STARTED_AT, 0.0))
-        if logs:
-            report.sections.append((f"Jupyter server logs ({call.when})", logs))
+    if report.failed and (logs := logs_for_failure(item.stash.get(_STARTED_AT, 0.0))):
+        report.sections.append((f"Jupyter server logs ({call.when})", logs))
 
 
 class CellError(RuntimeError):
@@ -199,10 +198,6 @@ class TestKernel:
         self.run("%reset -f")
 
 
-#: starts of a test kernel whose process ends before it answers (see start_ready_kernel)
-KERNEL_START_ATTEMPTS = 3
-
-
 def start_ready_kernel(
     cwd: str | Path | None = None, *, connection_file: str | None = None, timeout: float = 120
 ) -> tuple[KernelManager, BlockingKernelClient]:
@@ -215,7 +210,7 @@ def start_ready_kernel(
     """
     where = {"connection_file": connection_file} if connection_file else {}
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-    for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+    for attempt in range(1, START_ATTEMPTS + 1):
         ports = {f"{name}_port": free_port() for name in ("shell", "iopub", "stdin", "control", "hb")}
         km = KernelManager(kernel_name="python3", cache_ports=False, **ports, **where)
         km.start_kernel(cwd=str(cwd) if cwd else None, env=env)
@@ -227,7 +222,7 @@ def start_ready_kernel(
             died = not km.is_alive()
             kc.stop_channels()
             km.shutdown_kernel(now=True)
-            if not died or attempt == KERNEL_START_ATTEMPTS:
+            if not died or attempt == START_ATTEMPTS:
                 raise
             continue
         return km, kc

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from pytest_lsp import ClientServerConfig
+
+from tests.server_client import end_session
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,12 +72,6 @@ def test_a_teardown_hung_past_the_timeout_ends_its_worker_names_the_test_and_sho
 
 async def test_end_session_ends_a_server_that_never_answers() -> None:
     """pytest-lsp's ``stop()`` waits for the server process with no limit: ``end_session`` leaves none."""
-    import asyncio
-
-    from pytest_lsp import ClientServerConfig
-
-    from tests.server_client import end_session
-
     silent = [sys.executable, "-c", "import time; time.sleep(600)"]
     client = await ClientServerConfig(server_command=silent).start()
     server = client._server

@@ -195,7 +195,9 @@ def test_memory_pressure_during_the_cell_releases_the_copy(uk: UndoKernel, tmp_p
         # copy did not fit at the cell's start (the case the test above proves), or when free memory
         # never fell under the reserve during the cell (another process freed what the cell took)
         free, rss = (float(uk.k.eval(f"{probe}.{f}()")) for f in ("_uh_available_mb", "_uh_rss_mb"))
-        reserve = int(free - rss - 500)  # fits now, with 500 MB to spare; the cell then takes 2000 MB more
+        # the copy (about the kernel's size) fits now with 500 MB to spare; the cell then takes the
+        # kernel's size + 2500 MB, so free memory falls about 2000 MB under the reserve
+        reserve = int(free - rss - 500)
         uk.call("undo_configure", {**UNDO_ON, "reserve_mb": reserve, "poll_s": 0.05})
         uk.k.run(
             f"import time\nballast = np.ones(({int(rss)} + 2500) * 2**20 // 8)\n"

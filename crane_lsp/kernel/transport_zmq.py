@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 START_ATTEMPTS = 3
 
 
+class _EndedBeforeReady(Exception):
+    """A new kernel's process ended before it answered: worth starting again on new ports."""
+
+
 async def _alive(manager: Any) -> bool:
     """Whether a kernel manager's process still runs; a manager that cannot tell counts as alive."""
     try:
@@ -103,19 +107,19 @@ class ZmqTransport:
         another process can take one in between ("Address already in use").
         """
         for attempt in range(1, START_ATTEMPTS + 1):
-            transport, died = await cls._start_once(cwd, kernel_name, timeout=timeout, quiet=quiet, **kw)
-            if transport is not None:
-                return transport
-            if attempt == START_ATTEMPTS:
-                raise TransportError(f"the new kernel did not start: {died}")
-            log.info("a new %r kernel ended before it answered (%s); starting it again", kernel_name, died)
+            try:
+                return await cls._start_once(cwd, kernel_name, timeout=timeout, quiet=quiet, **kw)
+            except _EndedBeforeReady as exc:
+                if attempt == START_ATTEMPTS:
+                    raise TransportError(f"the new kernel did not start: {exc}") from exc
+                log.info("a new %r kernel ended before it answered (%s); starting it again", kernel_name, exc)
         raise AssertionError("unreachable")
 
     @classmethod
     async def _start_once(
         cls, cwd: str | Path | None, kernel_name: str, *, timeout: float, quiet: bool, **kw: float
-    ) -> tuple[ZmqTransport | None, str]:
-        """A ready transport, or None and why when the kernel's process ended before answering."""
+    ) -> ZmqTransport:
+        """A ready transport; ``_EndedBeforeReady`` when the kernel's process ended before answering."""
         from jupyter_client.manager import AsyncKernelManager
 
         manager = AsyncKernelManager(kernel_name=kernel_name)
@@ -131,14 +135,14 @@ class ZmqTransport:
         try:
             await client.wait_for_ready(timeout=timeout)
         except BaseException as exc:
-            died = not isinstance(exc, asyncio.CancelledError) and not await _alive(manager)
+            ended = not isinstance(exc, asyncio.CancelledError) and not await _alive(manager)
             await transport.close()
             if isinstance(exc, asyncio.CancelledError):
                 raise
-            if died:
-                return None, str(exc)
+            if ended:
+                raise _EndedBeforeReady(str(exc)) from exc
             raise TransportError(f"the new kernel did not start: {exc}") from exc
-        return transport, ""
+        return transport
 
     async def start(self, on_message: MessageHandler) -> None:
         for name in CHANNELS:
