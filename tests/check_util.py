@@ -52,7 +52,7 @@ def run_cell(kernel: Any, cell: str) -> tuple[str | None, int | None]:
         if msg["msg_type"] == "error":
             errors.append(msg["content"])
 
-    reply = kernel.client.execute_interactive(cell, timeout=120, output_hook=hook)
+    reply = kernel.interact(cell, timeout=120, output_hook=hook)
     content = reply["content"]
     error = content if content["status"] == "error" else (errors[0] if errors else None)
     if error is None:

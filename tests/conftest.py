@@ -14,7 +14,7 @@ import os
 import queue
 import tempfile
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from tests import hang_guard
 from tests.cost_marks import COSTS, CostGuardError, guarding, install_guard, item_costs, missing_libraries
 from tests.jupyterlab_util import logs_for_failure
 from tests.ports import free_port
+from tests.process_stacks import python_stacks
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
@@ -148,11 +149,19 @@ class TestKernel:
 
     def run(self, code: str, *, timeout: float = 120, allow_error: bool = False) -> dict[str, Any]:
         """Execute ``code`` as a user cell; raise CellError on an exception unless ``allow_error``."""
-        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=lambda msg: None)
-        content = reply["content"]
+        content = self.interact(code, timeout=timeout, output_hook=lambda msg: None)["content"]
         if content["status"] == "error" and not allow_error:
             raise CellError(content["ename"], content["evalue"])
         return content
+
+    def interact(
+        self, code: str, *, timeout: float, output_hook: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """``execute_interactive``'s reply; a timeout says what the kernel process was doing then."""
+        try:
+            return self.client.execute_interactive(code, timeout=timeout, output_hook=output_hook)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc} ({timeout:g} s); {self.doing()}") from exc
 
     def eval(self, expr: str, *, timeout: float = 60) -> Any:
         """Value of ``expr`` in the user namespace (via user_expressions, leaving no trace)."""
@@ -176,7 +185,9 @@ class TestKernel:
         """What the kernel process is doing, for a timeout's message: alive or not, and each
         thread's state and kernel wait channel (a hung kernel and a busy one read differently)."""
         if not self.manager.is_alive():
-            return "the kernel process is dead"
+            process = getattr(self.manager.provisioner, "process", None)
+            code = process.poll() if process is not None else None  # negative: the signal that ended it
+            return f"the kernel process is dead (exit status {code})"
         pid = getattr(self.manager.provisioner, "pid", None)
         tasks = Path(f"/proc/{pid}/task")
         if pid is None or not tasks.is_dir():
@@ -192,7 +203,8 @@ class TestKernel:
             threads.append(f"{name}:{state}:{wchan}")
         children = Path(f"/proc/{pid}/task/{pid}/children")
         kids = children.read_text().split() if children.exists() else []
-        return f"alive, threads {', '.join(threads)}; children {kids or 'none'}"
+        doing = f"alive, threads {', '.join(threads)}; children {kids or 'none'}"
+        return doing + python_stacks(pid)
 
     def reset(self) -> None:
         self.run("%reset -f")
