@@ -52,6 +52,7 @@ SOURCES = (
     "agent/dryrun/standins.py",
     "agent/undo/undo_print.py",
     "agent/dryrun/preview.py",
+    "agent/dryrun/copies.py",
     "agent/dryrun/dryrun.py",
     "agent/shorten/shorten_flow.py",
     "agent/shorten/shorten_rules.py",

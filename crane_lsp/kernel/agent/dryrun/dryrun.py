@@ -20,6 +20,7 @@ import time as _sb_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the jail modules joined before this one
+    from crane_lsp.kernel.agent.dryrun.copies import _cp_died, _CpCopy
     from crane_lsp.kernel.agent.dryrun.dryrun_timeit import _dti_run_once
     from crane_lsp.kernel.agent.dryrun.failfacts import _ff_collect
     from crane_lsp.kernel.agent.dryrun.failkeywords import _fkw_add
@@ -509,57 +510,6 @@ def _sb_answer(write_fd, result, started, begun):
         _sb_os._exit(0)
 
 
-def _sb_reap(pid):
-    with _sb_contextlib.suppress(ChildProcessError):
-        return _sb_os.waitpid(pid, 0)[1]
-    return None
-
-
-def _sb_kill(pid):
-    for kill in (_sb_os.killpg, _sb_os.kill):
-        with _sb_contextlib.suppress(ProcessLookupError, PermissionError):
-            kill(pid, 9)
-
-
-class _SbProc:
-    """A child forked for one dry run: killed with its process group, reaped by pid (nothing else
-    reaps it, so its pid cannot be reused before the kill)."""
-
-    def __init__(self, pid):
-        self.pid = pid
-
-    def kill(self):
-        _sb_kill(self.pid)
-
-    def reap(self):
-        return _sb_reap(self.pid)
-
-    def reap_later(self):
-        import _thread  # a bare thread, as Thread.start() waits until it runs
-
-        _thread.start_new_thread(_sb_reap, (self.pid,))
-
-
-def _sb_died(status, kill_mode, fenced=False):
-    """The outcome of a child that ended without an answer, from its wait status. ``fenced``: the
-    child's device mappings were fenced off, so a memory fault may be the fence's, not the cell's."""
-    import signal
-
-    if status is None:
-        return {"outcome": "unavailable", "message": "the sandboxed copy vanished"}
-    if _sb_os.WIFSIGNALED(status):
-        sig = _sb_os.WTERMSIG(status)
-        if sig == signal.SIGSYS and kill_mode:
-            return {"outcome": "blocked", "message": "a forbidden system call (the child was killed)"}
-        if fenced and sig in (signal.SIGSEGV, signal.SIGBUS):
-            message = "the copy reached the GPU's memory, which a shape-level run fences off"
-            return {"outcome": "unavailable", "message": message}
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        return {"outcome": "exits", "message": f"the cell kills the kernel process ({name})"}
-    code = _sb_os.WEXITSTATUS(status) if _sb_os.WIFEXITED(status) else None
-    return {"outcome": "exits", "message": f"the cell ends the kernel process (os._exit({code}))"}
-
-
 def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, cancel_fd=-1, where=None):
     """Poll the child's answer, its handover socket and then its seccomp listener until the budget.
 
@@ -636,7 +586,7 @@ def _sb_wait(proc, read_fd, handover, budget_s, started, phases, deadline=None, 
     if verdict:
         return _jan_settle(verdict, answered)
     if not complete:
-        return _jan_settle(_sb_died(status, kill_mode, _sta_fences_devices()), answered)
+        return _jan_settle(_cp_died(status, kill_mode, _sta_fences_devices()), answered)
     try:
         return _jan_settle(_sb_json.loads(b"".join(chunks).decode()), answered)
     except ValueError:
@@ -762,7 +712,7 @@ def _sb_cold(payload, started, compiled):
         _sb_os.setpgid(pid, pid)  # also here: killpg must work even before the child ran
     _sb_os.close(write_fd)
     theirs.close()
-    proc = _SbProc(pid)
+    proc = _CpCopy(pid)
     try:
         cancel = payload.get("_cancel_fd", -1)  # a shortened run's verdict may supersede it (shorten.py)
         where = payload.get("_where")  # the line the full run is on, for the shortened runs (shorten.py)

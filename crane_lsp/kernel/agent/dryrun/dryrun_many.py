@@ -12,20 +12,25 @@ together; the rest wait for a free place. With one place it is ``dry_run`` in tu
 
 Each run has its own waiting thread (a bare ``_thread``, as the shortened run's helper: the forks
 happen there too); the kernel's own thread waits for all of them, so nothing of a dry run outlives
-the call. The prepared child is left for the next single dry run (it is one copy, for one cell).
+the call, but never past the time they can take (``_dm_bound``): a run that has not answered by then
+is no verdict, and the kernel is the user's again. The prepared child is left for the next single
+dry run (it is one copy, for one cell).
 """
 
 import _thread as _dm_thread
 import json as _dm_json
+import time as _dm_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
+    from crane_lsp.kernel.agent.dryrun.copies import _CP_REAP_WAIT_S
     from crane_lsp.kernel.agent.dryrun.dryrun_warm import _dw_run
     from crane_lsp.kernel.agent.guard import _JSONResult
     from crane_lsp.kernel.agent.jail.jail_threads import _jth_spare_cpus
     from crane_lsp.kernel.agent.undo.undo_hold import _uh_available_mb
 
 _DM_WIDTH = 3  # runs at once, at most
+_DM_SLACK_S = _CP_REAP_WAIT_S + 10.0  # per run, beyond its budget (see ``_dm_bound``)
 
 
 def _dm_width(asked, runs, memory_mb):
@@ -74,6 +79,23 @@ def dry_run_many(payload_json):
         done.acquire()
         finished.append(done)
         _dm_thread.start_new_thread(worker, (done,))
-    for done in finished:  # every run answered (each has its own budget) before this returns
-        done.acquire()
+    # every run answers within its budget, its shortened run's wait and its copy's reaping: the
+    # kernel's thread waits that long for all of them, never longer (a stuck run is no verdict)
+    until = _dm_time.monotonic() + _dm_bound(runs, width)
+    for done in finished:
+        if not done.acquire(timeout=max(0.0, until - _dm_time.monotonic())):
+            with queue_lock:
+                queue.clear()  # the workers start nothing more
+            break
+    for index, result in enumerate(results):
+        if result is None:
+            results[index] = {"outcome": "unavailable", "message": "the dry run did not answer in time"}
     return _JSONResult({"runs": results, "width": width})
+
+
+def _dm_bound(runs, width):
+    """How long ``width`` workers may take for ``runs`` at worst: each run its budget and its slack (a
+    shortened run's helper, a killed copy's reaping), taken from one queue (Graham's bound for list
+    scheduling: the total over the workers plus the longest run)."""
+    spans = [float(r.get("budget_s", 3.0)) + _DM_SLACK_S for r in runs]
+    return sum(spans) / max(1, width) + max(spans, default=0.0)

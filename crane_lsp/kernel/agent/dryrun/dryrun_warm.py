@@ -25,6 +25,7 @@ import time as _dw_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
+    from crane_lsp.kernel.agent.dryrun.copies import _cp_reap
     from crane_lsp.kernel.agent.dryrun.dryrun import (
         _DryRunResult,
         _sb_cold,
@@ -250,8 +251,7 @@ def _dw_fork(payload, key, window):
     except OSError:  # not reaped by anyone yet: its pid is still its own
         with _dw_contextlib.suppress(OSError):
             _dw_os.kill(pid, 9)
-        with _dw_contextlib.suppress(ChildProcessError):
-            _dw_os.waitpid(pid, 0)
+        _cp_reap(pid)
         for fd in (read_fd, request_write):
             _dw_os.close(fd)
         ours.close()
