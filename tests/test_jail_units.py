@@ -18,6 +18,7 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,8 @@ import pytest
 
 from crane_lsp.kernel.agent.jail import jail_fds, jail_landlock, jail_maps, jail_seccomp
 from crane_lsp.kernel.probe_install import PROBE_SOURCE
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _in_child(body: Callable[[], int]) -> int:
@@ -246,14 +249,57 @@ def test_shared_mappings_asked_of_the_kernel_are_those_in_proc_maps(tmp_path: Pa
 
 
 def test_pool_libraries_from_the_loader_are_those_in_proc_maps() -> None:
+    """In a fork (the calling thread alone in its process) the loader is asked, and its answer
+    remembered; with other threads the maps are read: the same libraries either way."""
     pytest.importorskip("numpy")
     from crane_lsp.kernel.agent.jail import jail_threads
 
     with open("/proc/self/maps", "rb") as maps:
-        listed = jail_threads._jth_pool_libraries(maps.read())
-    asked = jail_threads._jth_pools()
-    assert {os.path.realpath(p.path) for p in asked} == {os.path.realpath(p) for p in listed}
-    assert jail_threads._jth_pools() is asked, "unchanged loader counters: the remembered list"
+        listed = {os.path.realpath(p) for p in jail_threads._jth_pool_libraries(maps.read())}
+    assert listed, "numpy's BLAS keeps a pool"
+    assert {os.path.realpath(p.path) for p in jail_threads._jth_pools()} == listed  # pytest's threads
+
+    def body() -> int:
+        if not jail_threads._jth_alone():
+            return 1
+        asked = jail_threads._jth_pools()
+        if {os.path.realpath(p.path) for p in asked} != listed:
+            return 2
+        return 0 if jail_threads._jth_pools() is asked else 3  # unchanged counters: the remembered list
+
+    assert _in_child(body) == 0
+
+
+POOLS_FROM_THREADS = """
+import sys, threading, time
+import numpy
+from crane_lsp.kernel.agent.jail import jail_threads
+sys.setswitchinterval(1e-6)  # the GIL changes hands as often as it can
+until = time.monotonic() + 3.0
+def ask():
+    while time.monotonic() < until:
+        jail_threads._jth_known.clear()
+        jail_threads._jth_pools()
+threads = [threading.Thread(target=ask) for _ in range(3)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("done")
+"""
+
+
+def test_thread_pools_asked_from_several_threads_never_deadlock() -> None:
+    """The shortened runs' helpers set up their forks side by side in the kernel. Had they asked
+    the loader, whose callback into Python may give the GIL away while the loader's lock is held,
+    one would wait for that lock holding the GIL: the kernel deadlocked so in CI. In a subprocess
+    (a deadlock must not take the test's worker with it)."""
+    pytest.importorskip("numpy")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", POOLS_FROM_THREADS], capture_output=True, text=True, timeout=60, cwd=REPO
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("three threads asking for the thread pools deadlocked")
+    assert done.stdout.strip() == "done", done.stderr[-2000:]
 
 
 def test_openblas_keeps_the_kernels_count_and_starts_no_worker() -> None:

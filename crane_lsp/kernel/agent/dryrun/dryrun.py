@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # in the kernel these come from the jail modules joined befor
         _jsc_probe_listener,
         _JscUnavailable,
     )
-    from crane_lsp.kernel.agent.jail.jail_threads import _jth_pools, _jth_single_thread
+    from crane_lsp.kernel.agent.jail.jail_threads import _jth_single_thread
     from crane_lsp.kernel.agent.jail.jail_workers import _jwk_report, _jwk_single_process
     from crane_lsp.kernel.agent.jail.jail_writes import _jwr_begin, _jwr_files, _jwr_report
     from crane_lsp.kernel.agent.shorten.shorten_extrapolate import _shx_extrapolate
@@ -208,7 +208,7 @@ def _sb_confine(handover_fd, keep, timings, prepared=None):
         paths = sorted({path for _start, _end, path in _JMP_FENCED})
         notes.append("device mappings fenced off (a shape-level run): " + ", ".join(paths))
     t2 = clock()
-    threads = _jth_single_thread()  # the library list was made before the fork (and is checked)
+    threads = _jth_single_thread()  # the loader asked here, where no other thread can hold the GIL
     t3 = clock()
     if threads:
         notes.append("thread pools set to one thread: " + ", ".join(sorted(set(threads))))
@@ -671,10 +671,10 @@ def _sb_compile(payload):
 
 
 def _sb_fork_setup(keep_in_child, closed_in_child, handover_fd):
-    """Before a fork: the filter forecast, thread pools and libc handles resolved once here."""
+    """Before a fork: the filter forecast and libc handles made once here. Not the thread pools:
+    the loader is asked about them only in the child, alone in its process (``_jth_pools``)."""
     forecast = _sb_forecast_filter(keep_in_child, handover_fd, closed_in_child)
     with _sb_contextlib.suppress(Exception):
-        _jth_pools()  # the loaded thread pools, resolved here once: the child only checks the list
         _jsc_libc(), _jmp_libc(), _jll_libc()  # made once here, not in every child
     return forecast
 

@@ -51,8 +51,7 @@ _jth_iterate: list = []  # dl_iterate_phdr, looked up once
 
 
 class _JthPool:
-    """A loaded library with a thread pool, its setters and (OpenBLAS) its counters, resolved in
-    the kernel before the fork so the child only calls them."""
+    """A loaded library with a thread pool, its setters and (OpenBLAS) its counters."""
 
     def __init__(self, path, lib):
         self.path = path
@@ -82,16 +81,15 @@ def _jth_resolve(paths):
 def _jth_pools():
     """The loaded libraries that keep a thread pool (``_JthPool``).
 
-    Asked of the dynamic loader (``dl_iterate_phdr``) and remembered by its load/unload counters,
-    so the kernel resolves them once before the fork and the child only checks that nothing was
-    loaded since (the first object it visits). Called through ``PyDLL``: the GIL stays held, so no
-    thread can wait for it while holding the loader's lock. Without glibc: /proc/self/maps."""
-    if not _jth_iterate:
-        try:
-            _jth_iterate.append(_jth_ctypes.PyDLL(None).dl_iterate_phdr)
-        except (OSError, AttributeError):
-            _jth_iterate.append(None)
-    if _jth_iterate[0] is None:
+    In the forked child, where the calling thread is the process's only one, the dynamic loader is
+    asked (``dl_iterate_phdr``), and the answer remembered by its load/unload counters. Anywhere
+    else /proc/self/maps is read instead: the loader calls back into Python while it holds its
+    lock, and Python may hand the GIL to another thread between two objects; a thread that then
+    waits for that lock while holding the GIL (another ``dl_iterate_phdr`` through ``PyDLL``, an
+    extension module's ``dlopen``) deadlocks the process. It did, in a real kernel: two shortened
+    runs' helpers set up their forks side by side. The Linux kernel serves the maps with no lock
+    of the loader's. Without glibc: the maps too."""
+    if not _jth_alone() or _jth_loader() is None:
         with open("/proc/self/maps", "rb") as f:
             return _jth_resolve(_jth_pool_libraries(f.read()))
     names: list[str] = []
@@ -108,7 +106,7 @@ def _jth_pools():
             names.append(name.decode("utf-8", "surrogateescape"))
         return 0
 
-    _jth_iterate[0](_JTH_VISIT(_visit), None)
+    _jth_loader()(_JTH_VISIT(_visit), None)
     if key and key[0] in _jth_known:
         return _jth_known[key[0]]
     pools = _jth_resolve(
@@ -118,6 +116,24 @@ def _jth_pools():
     if key:
         _jth_known[key[0]] = pools
     return pools
+
+
+def _jth_loader():
+    """glibc's ``dl_iterate_phdr`` (looked up once), else None."""
+    if not _jth_iterate:
+        try:
+            _jth_iterate.append(_jth_ctypes.PyDLL(None).dl_iterate_phdr)
+        except (OSError, AttributeError):
+            _jth_iterate.append(None)
+    return _jth_iterate[0]
+
+
+def _jth_alone():
+    """Whether the calling thread is this process's only one (a forked child before its cell)."""
+    try:
+        return len(_jth_os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 def _jth_pool_libraries(maps):
