@@ -28,7 +28,7 @@ from tests import hang_guard
 from tests.cost_marks import COSTS, CostGuardError, guarding, install_guard, item_costs, missing_libraries
 from tests.jupyterlab_util import logs_for_failure
 from tests.ports import free_port
-from tests.process_stacks import python_stacks
+from tests.process_stacks import children_of, python_stacks
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CRANE_SHARED", REPO.parent / "shared"))
@@ -201,9 +201,7 @@ class TestKernel:
                 continue
             name, state = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2]
             threads.append(f"{name}:{state}:{wchan}")
-        children = Path(f"/proc/{pid}/task/{pid}/children")
-        kids = children.read_text().split() if children.exists() else []
-        doing = f"alive, threads {', '.join(threads)}; children {kids or 'none'}"
+        doing = f"alive, threads {', '.join(threads)}; children {children_of(pid) or 'none'}"
         return doing + python_stacks(pid)
 
     def reset(self) -> None:

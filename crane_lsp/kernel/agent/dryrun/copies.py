@@ -4,7 +4,9 @@ The copy is killed with its whole process group and reaped by its pid (nothing e
 pid cannot be reused before the kill). The kernel's own thread waits for a killed copy at most
 ``_CP_REAP_WAIT_S``: a copy dies within milliseconds of SIGKILL, but one stuck in the Linux kernel
 (a page fault under memory pressure, a core dump) must never hold the user's kernel; a bare thread
-then reaps it whenever it ends, and the verdict says the copy did not end.
+then reaps it whenever it ends, and the verdict says the copy did not end. (Not a reaper thread
+from the fork on, as the prepared child has: that one is signalled through a pidfd, while a cold copy
+is killed with its process group by pid, which must not be reaped, and so reused, before the kill.)
 """
 
 import contextlib as _cp_contextlib

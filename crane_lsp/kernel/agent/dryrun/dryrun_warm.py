@@ -25,7 +25,7 @@ import time as _dw_time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the kernel these come from the modules joined before this one
-    from crane_lsp.kernel.agent.dryrun.copies import _cp_reap
+    from crane_lsp.kernel.agent.dryrun.copies import _CP_STUCK, _cp_reap
     from crane_lsp.kernel.agent.dryrun.dryrun import (
         _DryRunResult,
         _sb_cold,
@@ -87,9 +87,11 @@ class _DwChild:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
 
     def reap(self, timeout=5.0):
-        """The wait status, from the reaper (the child was killed just before)."""
-        if self.done.acquire(timeout=timeout):
-            self.done.release()
+        """The wait status, from the reaper (the child was killed just before); ``_CP_STUCK`` when
+        it has not ended within ``timeout`` (the reaper still reaps it)."""
+        if not self.done.acquire(timeout=timeout):
+            return _CP_STUCK
+        self.done.release()
         return self.status
 
     def reap_later(self):

@@ -36,17 +36,14 @@ _JTH_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LOKY_
 
 
 class _JthObject(_jth_ctypes.Structure):
-    """The head of glibc's ``struct dl_phdr_info`` (up to the load/unload counters)."""
+    """The head of glibc's ``struct dl_phdr_info`` (up to the object's name)."""
 
-    _fields_ = [("addr", _jth_ctypes.c_void_p), ("name", _jth_ctypes.c_char_p),
-                ("phdr", _jth_ctypes.c_void_p), ("phnum", _jth_ctypes.c_uint16),
-                ("adds", _jth_ctypes.c_ulonglong), ("subs", _jth_ctypes.c_ulonglong)]  # fmt: skip
+    _fields_ = [("addr", _jth_ctypes.c_void_p), ("name", _jth_ctypes.c_char_p)]
 
 
 _JTH_VISIT = _jth_ctypes.CFUNCTYPE(
     _jth_ctypes.c_int, _jth_ctypes.POINTER(_JthObject), _jth_ctypes.c_size_t, _jth_ctypes.c_void_p
 )
-_jth_known: dict[tuple[int, int], list] = {}  # the pools (_JthPool), by glibc's (adds, subs)
 _jth_iterate: list = []  # dl_iterate_phdr, looked up once
 
 
@@ -82,7 +79,7 @@ def _jth_pools():
     """The loaded libraries that keep a thread pool (``_JthPool``).
 
     In the forked child, where the calling thread is the process's only one, the dynamic loader is
-    asked (``dl_iterate_phdr``), and the answer remembered by its load/unload counters. Anywhere
+    asked (``dl_iterate_phdr``: once per child, before its cell). Anywhere
     else /proc/self/maps is read instead: the loader calls back into Python while it holds its
     lock, and Python may hand the GIL to another thread between two objects; a thread that then
     waits for that lock while holding the GIL (another ``dl_iterate_phdr`` through ``PyDLL``, an
@@ -93,29 +90,17 @@ def _jth_pools():
         with open("/proc/self/maps", "rb") as f:
             return _jth_resolve(_jth_pool_libraries(f.read()))
     names: list[str] = []
-    key: list[tuple[int, int]] = []
 
     def _visit(info, size, data):
-        entry = info.contents
-        if not key:
-            key.append((entry.adds, entry.subs))
-            if key[0] in _jth_known:
-                return 1
-        name = entry.name
+        name = info.contents.name
         if name:
             names.append(name.decode("utf-8", "surrogateescape"))
         return 0
 
     _jth_loader()(_JTH_VISIT(_visit), None)
-    if key and key[0] in _jth_known:
-        return _jth_known[key[0]]
-    pools = _jth_resolve(
+    return _jth_resolve(
         n for n in names if ".so" in n and any(k in n.rsplit("/", 1)[-1] for k in _JTH_SETTERS)
     )
-    _jth_known.clear()
-    if key:
-        _jth_known[key[0]] = pools
-    return pools
 
 
 def _jth_loader():
